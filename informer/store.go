@@ -1,0 +1,244 @@
+package informer
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Add stores obj under its namespace and name, replacing any object stored
+// there. It fails, leaving the cache unchanged, when obj is nil, has no
+// name, or an index function returns an error. The cache keeps obj itself
+// (no copy): the caller must not modify it afterwards.
+func (c *Cache[T]) Add(obj T) error {
+	if _, _, err := c.store(obj); err != nil {
+		return fmt.Errorf("informer: add: %w", err)
+	}
+	return nil
+}
+
+// Update is [Cache.Add] under another name, so that code translating watch
+// events reads naturally: both store obj whether or not its key is present.
+func (c *Cache[T]) Update(obj T) error {
+	if _, _, err := c.store(obj); err != nil {
+		return fmt.Errorf("informer: update: %w", err)
+	}
+	return nil
+}
+
+// Delete removes the object stored under key and returns it. It reports
+// false when there was none.
+func (c *Cache[T]) Delete(key types.NamespacedName) (T, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.removeLocked(key)
+}
+
+// Replace makes objs the whole content of the cache, in one step as seen by
+// readers. It fails, leaving the cache unchanged, if any object would be
+// rejected by [Cache.Add]. When two objects share a key the later wins.
+func (c *Cache[T]) Replace(objs []T) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	entries := make([]entry[T], len(objs))
+	for i, obj := range objs {
+		e, err := c.prepareLocked(obj)
+		if err != nil {
+			return fmt.Errorf("informer: replace: item %d: %w", i, err)
+		}
+		entries[i] = e
+	}
+	c.gen++
+	for i := range entries {
+		c.upsertLocked(&entries[i])
+	}
+	c.sweepLocked(nil)
+	return nil
+}
+
+// store validates and stores obj, returning the object it replaced.
+func (c *Cache[T]) store(obj T) (old T, existed bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return old, false, c.err
+	}
+	e, err := c.prepareLocked(obj)
+	if err != nil {
+		return old, false, err
+	}
+	old, existed = c.upsertLocked(&e)
+	return old, existed, nil
+}
+
+// entry is a validated object with everything needed to index it, computed
+// before the cache is changed so that a failure leaves it untouched.
+type entry[T Object] struct {
+	obj  T
+	key  types.NamespacedName
+	ctrl types.UID  // controller owner UID, "" for none
+	vals [][]string // values per user index, parallel to Cache.indexes
+}
+
+var errNilObject = errors.New("nil object")
+
+// prepareLocked validates obj and computes its index values. c.mu must be
+// held (the user indexes are read), so index functions run under the lock.
+func (c *Cache[T]) prepareLocked(obj T) (entry[T], error) {
+	if isNil(obj) {
+		return entry[T]{}, errNilObject
+	}
+	e := entry[T]{obj: obj, key: keyOf(obj)}
+	if e.key.Name == "" {
+		return entry[T]{}, fmt.Errorf("%T in namespace %q has no name", obj, e.key.Namespace)
+	}
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+		e.ctrl = ref.UID
+	}
+	if len(c.indexes) > 0 {
+		e.vals = make([][]string, len(c.indexes))
+		for i, ix := range c.indexes {
+			v, err := ix.values(obj)
+			if err != nil {
+				return entry[T]{}, fmt.Errorf("index %q of %s: %w", ix.name, e.key, err)
+			}
+			e.vals[i] = v
+		}
+	}
+	return e, nil
+}
+
+// upsertLocked stores a prepared entry and returns the object it replaced.
+func (c *Cache[T]) upsertLocked(e *entry[T]) (old T, existed bool) {
+	nb := c.namespaces[e.key.Namespace]
+	if nb == nil {
+		if c.namespaces == nil {
+			c.namespaces = make(map[string]*nsBucket)
+		}
+		nb = &nsBucket{byName: make(map[string]int32)}
+		c.namespaces[e.key.Namespace] = nb
+	}
+	id, existed := nb.byName[e.key.Name]
+	if existed {
+		s := &c.slots[id]
+		old = s.obj
+		s.obj, s.mark = e.obj, c.gen
+	} else {
+		id = c.allocSlotLocked()
+		c.slots[id] = slot[T]{obj: e.obj, nsPos: int32(len(nb.ids)), mark: c.gen}
+		nb.ids = append(nb.ids, id)
+		nb.byName[e.key.Name] = id
+		c.size++
+	}
+	c.setControllerLocked(id, e.ctrl)
+	for i, ix := range c.indexes {
+		ix.set(id, e.vals[i])
+	}
+	return old, existed
+}
+
+// removeLocked deletes the object stored under key.
+func (c *Cache[T]) removeLocked(key types.NamespacedName) (old T, ok bool) {
+	nb := c.namespaces[key.Namespace]
+	if nb == nil {
+		return old, false
+	}
+	id, ok := nb.byName[key.Name]
+	if !ok {
+		return old, false
+	}
+	delete(nb.byName, key.Name)
+	s := &c.slots[id]
+	i, last := s.nsPos, int32(len(nb.ids)-1)
+	if i != last {
+		moved := nb.ids[last]
+		nb.ids[i] = moved
+		c.slots[moved].nsPos = i
+	}
+	nb.ids = nb.ids[:last]
+	if last == 0 {
+		delete(c.namespaces, key.Namespace)
+	}
+	c.setControllerLocked(id, "")
+	for _, ix := range c.indexes {
+		ix.set(id, nil)
+	}
+	old = s.obj
+	*s = slot[T]{nsPos: -1}
+	c.free = append(c.free, id)
+	c.size--
+	return old, true
+}
+
+// sweepLocked removes every object not written since the last c.gen++,
+// passing each to dropped (if not nil).
+func (c *Cache[T]) sweepLocked(dropped func(T)) {
+	for i := range c.slots {
+		s := &c.slots[i]
+		if s.nsPos < 0 || s.mark == c.gen {
+			continue
+		}
+		old, _ := c.removeLocked(keyOf(s.obj))
+		if dropped != nil {
+			dropped(old)
+		}
+	}
+}
+
+func (c *Cache[T]) allocSlotLocked() int32 {
+	if n := len(c.free); n > 0 {
+		id := c.free[n-1]
+		c.free = c.free[:n-1]
+		return id
+	}
+	c.slots = append(c.slots, slot[T]{nsPos: -1})
+	return int32(len(c.slots) - 1)
+}
+
+// setControllerLocked moves slot id into the controller-uid bucket of uid
+// ("" for none).
+func (c *Cache[T]) setControllerLocked(id int32, uid types.UID) {
+	s := &c.slots[id]
+	if s.ctrl != nil {
+		if s.ctrl.key == string(uid) {
+			return
+		}
+		if s.ctrl.remove(id) {
+			delete(c.controllers, types.UID(s.ctrl.key))
+		}
+		s.ctrl = nil
+	}
+	if uid == "" {
+		return
+	}
+	b := c.controllers[uid]
+	if b == nil {
+		if c.controllers == nil {
+			c.controllers = make(map[types.UID]*bucket)
+		}
+		b = &bucket{key: string(uid)}
+		c.controllers[uid] = b
+	}
+	b.add(id)
+	s.ctrl = b
+}
+
+// isNil reports whether obj is a nil interface or a nil pointer (or other
+// nil-able kind) wrapped in T.
+func isNil[T Object](obj T) bool {
+	v := any(obj)
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}

@@ -1,0 +1,92 @@
+package replicaset
+
+import (
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Input is the snapshot one sync of a ReplicaSet decides from. Everything
+// in it is read-only: ManageReplicas never modifies it.
+type Input struct {
+	// ReplicaSet is the object being synced.
+	ReplicaSet *appsv1.ReplicaSet
+	// Active are the active pods rs has claimed (see [ClaimPods]), in the
+	// order the claim produced them: the deletion ranking is an unstable
+	// sort, so the order decides ties as it does upstream.
+	Active []*corev1.Pod
+	// Terminating are the terminating pods rs controls and selects
+	// ([IsClaimed]); they only count in the status.
+	Terminating []*corev1.Pod
+	// Related are the pods selected by every ReplicaSet with the same
+	// controller as rs (rs included), deduplicated by UID; they give each
+	// pod its co-location rank. Empty when rs has no controller.
+	Related []*corev1.Pod
+	// ExpectationsSatisfied is false while earlier creations or deletions
+	// have not been observed yet (see [Expectations.Satisfied]); no pods
+	// are then created or deleted.
+	ExpectationsSatisfied bool
+	// BurstReplicas caps the pods created or deleted by one plan; 0 means
+	// [BurstReplicas].
+	BurstReplicas int
+}
+
+// ManageReplicas decides one sync of a ReplicaSet at time now: the pods to
+// create or delete, the expectation to record, the status to write and the
+// requeue delay (upstream manageReplicas, getPodsToDelete, calculateStatus
+// and the tail of syncReplicaSet, without any of their writes).
+//
+// With diff = len(in.Active) − spec.replicas (nil replicas counts as 1):
+//   - diff < 0: create min(−diff, burst) pods; expect that many creations;
+//   - diff > 0: delete the min(diff, burst) most deletable pods, chosen by
+//     [PodsToDelete]; expect their deletions by UID;
+//   - nothing is created or deleted when diff is 0, when expectations are
+//     not satisfied, or when rs is being deleted.
+//
+// Status and RequeueAfter assume the actions succeed; see [Plan].
+func ManageReplicas(in Input, now time.Time) Plan {
+	rs := in.ReplicaSet
+	var p Plan
+	if in.ExpectationsSatisfied && rs.DeletionTimestamp == nil {
+		burst := in.BurstReplicas
+		if burst <= 0 {
+			burst = BurstReplicas
+		}
+		switch diff := len(in.Active) - replicas(rs); {
+		case diff < 0:
+			n := min(-diff, burst)
+			p.Actions = []Action{CreatePods{Count: n}}
+			p.Expect = &Expect{Creations: n}
+		case diff > 0:
+			victims := PodsToDelete(in.Active, in.Related, min(diff, burst), now)
+			uids := make([]types.UID, len(victims))
+			for i, v := range victims {
+				uids[i] = v.UID
+			}
+			p.Actions = []Action{DeletePods{Pods: victims}}
+			p.Expect = &Expect{Deletions: uids}
+		}
+	}
+	st := CalculateStatus(rs, in.Active, in.Terminating, nil, now)
+	if w, ok := StatusToWrite(rs, st); ok {
+		p.Status = &w
+	}
+	p.RequeueAfter = AvailabilityRequeue(rs, &st, in.Active, now, now)
+	return p
+}
+
+// SlowStartBatches returns the batch sizes in which count calls are made
+// when the first batch has initial calls and each later batch doubles,
+// capped by what remains: for count 10 and initial 1, [1 2 4 3]. It returns
+// nil when count or initial is not positive (the batch sequence of upstream
+// slowStartBatch).
+func SlowStartBatches(count, initial int) []int {
+	var out []int
+	for b, left := min(count, initial), count; b > 0; b = min(2*b, left) {
+		out = append(out, b)
+		left -= b
+	}
+	return out
+}

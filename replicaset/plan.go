@@ -1,0 +1,138 @@
+package replicaset
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Plan is what one sync of a ReplicaSet decided. The zero Plan means
+// "nothing to do". A Plan is data: printing it, comparing it with cmp.Diff
+// and applying it are all separate from deciding it.
+//
+// The caller applies a plan in this order:
+//
+//  1. record Expect (before any write, so that the watch events of the
+//     writes are counted against it);
+//  2. execute Actions in order;
+//  3. write Status, if it is non-nil. Status assumes every action
+//     succeeded: if one failed, recompute it with [CalculateStatus] and the
+//     error instead (that adds the ReplicaFailure condition);
+//  4. requeue after RequeueAfter, if it is positive and nothing failed.
+type Plan struct {
+	// Actions are the writes to make, in order.
+	Actions []Action
+	// Expect is the expectation to record before acting; nil leaves the
+	// recorded expectation alone.
+	Expect *Expect
+	// Status is the status to write, with ObservedGeneration already set to
+	// the ReplicaSet's generation; nil when the stored status is current.
+	Status *appsv1.ReplicaSetStatus
+	// RequeueAfter is when to sync again so that pods waiting out
+	// minReadySeconds are counted as available; 0 means no requeue.
+	RequeueAfter time.Duration
+}
+
+// String renders the plan one item per line, for logs and test failures.
+func (p Plan) String() string {
+	var b strings.Builder
+	for _, a := range p.Actions {
+		b.WriteString(a.String())
+		b.WriteByte('\n')
+	}
+	if p.Expect != nil {
+		fmt.Fprintf(&b, "%s\n", p.Expect)
+	}
+	if s := p.Status; s != nil {
+		fmt.Fprintf(&b, "status replicas=%d fullyLabeled=%d ready=%d available=%d", s.Replicas, s.FullyLabeledReplicas, s.ReadyReplicas, s.AvailableReplicas)
+		if s.TerminatingReplicas != nil {
+			fmt.Fprintf(&b, " terminating=%d", *s.TerminatingReplicas)
+		}
+		fmt.Fprintf(&b, " observedGeneration=%d", s.ObservedGeneration)
+		for _, c := range s.Conditions {
+			fmt.Fprintf(&b, " %s=%s(%s)", c.Type, c.Status, c.Reason)
+		}
+		b.WriteByte('\n')
+	}
+	if p.RequeueAfter > 0 {
+		fmt.Fprintf(&b, "requeue after %s\n", p.RequeueAfter)
+	}
+	return b.String()
+}
+
+// Expect is the expectation a plan asks the caller to record (see
+// [Expectations]). Exactly one of its fields is set.
+type Expect struct {
+	// Creations is the number of pod creations to wait for
+	// ([Expectations.ExpectCreations]).
+	Creations int
+	// Deletions are the UIDs of the pods whose deletion to wait for
+	// ([Expectations.ExpectDeletions]); each is counted once.
+	Deletions []types.UID
+}
+
+// String returns e.g. "expect 3 creations" or "expect 2 deletions".
+func (e *Expect) String() string {
+	if e.Deletions != nil {
+		return fmt.Sprintf("expect %d deletions", len(e.Deletions))
+	}
+	return fmt.Sprintf("expect %d creations", e.Creations)
+}
+
+// Action is one write in a [Plan]. The set is closed: the only
+// implementations are [CreatePods], [DeletePods] and [Event].
+type Action interface {
+	// String returns a one-line description such as "create 3 pods".
+	String() string
+	isAction()
+}
+
+// CreatePods asks for Count pods built with [NewPod]. The caller creates
+// them in slow-start batches of 1, 2, 4, … (see [SlowStartBatches]) and stops
+// after the first batch with a failure.
+type CreatePods struct {
+	Count int
+}
+
+// DeletePods asks for the deletion of Pods, most deletable first. The caller
+// may delete them in parallel.
+type DeletePods struct {
+	Pods []*corev1.Pod
+}
+
+// Event asks for an event on the ReplicaSet.
+type Event struct {
+	Type    string // corev1.EventTypeNormal or corev1.EventTypeWarning
+	Reason  string
+	Message string
+}
+
+func (CreatePods) isAction() {}
+func (DeletePods) isAction() {}
+func (Event) isAction()      {}
+
+func (a CreatePods) String() string {
+	if a.Count == 1 {
+		return "create 1 pod"
+	}
+	return fmt.Sprintf("create %d pods", a.Count)
+}
+
+func (a DeletePods) String() string {
+	names := make([]string, len(a.Pods))
+	for i, p := range a.Pods {
+		names[i] = p.Name
+	}
+	if len(names) == 1 {
+		return "delete pod " + names[0]
+	}
+	return fmt.Sprintf("delete %d pods %s", len(names), strings.Join(names, ", "))
+}
+
+func (a Event) String() string {
+	return fmt.Sprintf("event %s %s: %s", a.Type, a.Reason, a.Message)
+}

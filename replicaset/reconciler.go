@@ -1,0 +1,368 @@
+package replicaset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ctrlkit/ctrlkit/clock"
+)
+
+// Result tells the caller of [Reconciler.Reconcile] when to sync the key
+// again. It is ignored when Reconcile returns an error.
+type Result struct {
+	// RequeueAfter > 0 asks for another sync after that delay.
+	RequeueAfter time.Duration
+}
+
+// Config configures a [Reconciler]. ReplicaSets, Pods and Client are
+// required; every other field has a useful zero value.
+type Config struct {
+	// ReplicaSets reads ReplicaSets, normally from an informer cache.
+	ReplicaSets ReplicaSetReader
+	// Pods lists pods, normally from an informer cache. If it also
+	// implements [PodsByController], that index is used.
+	Pods PodLister
+	// Client makes every write, and the live reads of status retries and
+	// adoption checks.
+	Client Client
+	// Events receives pod events; nil discards them.
+	Events EventRecorder
+	// Clock tells the time; nil means the wall clock.
+	Clock clock.PassiveClock
+	// BurstReplicas caps creations or deletions per sync; 0 means
+	// [BurstReplicas].
+	BurstReplicas int
+	// Expectations is the expectation record; nil means a new, private
+	// one. Share it with whatever observes pod events (the [Controller]
+	// does this itself).
+	Expectations *Expectations
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.ReplicaSets == nil:
+		return errors.New("replicaset: Config.ReplicaSets is nil")
+	case c.Pods == nil:
+		return errors.New("replicaset: Config.Pods is nil")
+	case c.Client == nil:
+		return errors.New("replicaset: Config.Client is nil")
+	case c.BurstReplicas < 0:
+		return fmt.Errorf("replicaset: Config.BurstReplicas is negative (%d)", c.BurstReplicas)
+	}
+	return nil
+}
+
+// Reconciler syncs one ReplicaSet per call: it reads the ReplicaSet and its
+// pods, claims pods, decides with [ManageReplicas], applies the plan with
+// [Apply], records expectations and writes the status (upstream
+// ReplicaSetController.syncReplicaSet). It is safe for concurrent use on
+// different keys; one key must not be reconciled concurrently (a workqueue
+// guarantees this).
+type Reconciler struct {
+	rss    ReplicaSetReader
+	pods   PodLister
+	index  PodsByController // nil unless pods implements it
+	client Client
+	events EventRecorder
+	clock  clock.PassiveClock
+	burst  int
+	exp    *Expectations
+}
+
+// NewReconciler returns a Reconciler for cfg, or an error naming the first
+// missing required field. It starts nothing.
+func NewReconciler(cfg Config) (*Reconciler, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	r := &Reconciler{
+		rss: cfg.ReplicaSets, pods: cfg.Pods, client: cfg.Client,
+		events: cfg.Events, clock: cfg.Clock, burst: cfg.BurstReplicas, exp: cfg.Expectations,
+	}
+	r.index, _ = cfg.Pods.(PodsByController)
+	if r.events == nil {
+		r.events = discardEvents{}
+	}
+	if r.clock == nil {
+		r.clock = clock.Real{}
+	}
+	if r.burst == 0 {
+		r.burst = BurstReplicas
+	}
+	if r.exp == nil {
+		r.exp = &Expectations{}
+	}
+	return r, nil
+}
+
+// Expectations returns the expectation record the Reconciler consults and
+// updates. Pod event handlers report observations to it.
+func (r *Reconciler) Expectations() *Expectations { return r.exp }
+
+// Reconcile syncs the ReplicaSet key:
+//
+//  1. A ReplicaSet that no longer exists has its expectations dropped.
+//  2. Whether expectations are satisfied is read before the pods are.
+//  3. Active owned pods and matching orphans are claimed: orphans adopted,
+//     non-matching pods released. Any claim error ends the sync.
+//  4. If expectations are satisfied and the ReplicaSet is not being
+//     deleted, missing pods are created or surplus pods deleted.
+//  5. The status is written if it changed (one retry on a fresh copy).
+//  6. The create/delete error, if any, is returned; otherwise the result
+//     asks for a requeue when a pod will become available.
+//
+// Every error is returned wrapped with the key.
+func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (Result, error) {
+	log := logr.FromContextOrDiscard(ctx)
+	rs, err := r.rss.Get(key)
+	if apierrors.IsNotFound(err) {
+		r.exp.Delete(key)
+		return Result{}, nil
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
+	}
+	now := r.clock.Now()
+	satisfied := r.exp.Satisfied(key, now)
+	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+	if err != nil {
+		return Result{}, fmt.Errorf("replicaset %s: invalid selector: %w", key, err)
+	}
+	active, terminating, err := r.claim(ctx, rs, selector)
+	if err != nil {
+		return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
+	}
+	in := Input{
+		ReplicaSet: rs, Active: active, Terminating: terminating,
+		ExpectationsSatisfied: satisfied, BurstReplicas: r.burst,
+	}
+	if satisfied && rs.DeletionTimestamp == nil && len(active) > replicas(rs) {
+		if in.Related, err = r.relatedPods(rs); err != nil {
+			return Result{}, fmt.Errorf("replicaset %s: related pods: %w", key, err)
+		}
+	}
+	plan := ManageReplicas(in, now)
+	var manageErr error
+	if len(plan.Actions) > 0 {
+		if v := log.V(2); v.Enabled() {
+			v.Info("Managing replicas", "replicaSet", key, "plan", plan.Actions)
+		}
+		r.exp.Record(key, plan.Expect, now)
+		var applied Applied
+		applied, manageErr = Apply(ctx, r.client, r.events, rs, plan)
+		r.exp.Lower(key, applied.CreatesSkipped, 0)
+		for _, uid := range applied.DeletesFailed {
+			r.exp.DeletionObserved(key, uid)
+		}
+		// Time has passed and the round may have failed: decide the status
+		// again, as upstream does after manageReplicas.
+		now = r.clock.Now()
+		st := CalculateStatus(rs, active, terminating, manageErr, now)
+		plan.Status = nil
+		if w, ok := StatusToWrite(rs, st); ok {
+			plan.Status = &w
+		}
+		plan.RequeueAfter = AvailabilityRequeue(rs, &st, active, now, now)
+	}
+	if plan.Status != nil {
+		if err := r.writeStatus(ctx, rs, *plan.Status); err != nil {
+			return Result{}, fmt.Errorf("replicaset %s: %w", key, errors.Join(err, manageErr))
+		}
+	}
+	if manageErr != nil {
+		return Result{}, fmt.Errorf("replicaset %s: %w", key, manageErr)
+	}
+	if plan.RequeueAfter > 0 {
+		// Measure the delay again from the current time, as upstream's
+		// FindMinNextPodAvailabilityCheck does.
+		st := plan.Status
+		if st == nil {
+			st = &rs.Status
+		}
+		return Result{RequeueAfter: AvailabilityRequeue(rs, st, active, now, r.clock.Now())}, nil
+	}
+	return Result{}, nil
+}
+
+// claim returns rs's active claimed pods, in listing order, and its
+// terminating claimed pods, adopting and releasing pods on the way.
+func (r *Reconciler) claim(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector) (active, terminating []*corev1.Pod, err error) {
+	lists, err := r.listPods(rs)
+	if err != nil {
+		return nil, nil, err
+	}
+	active = make([]*corev1.Pod, 0, len(lists[0])+len(lists[1]))
+	var errs []error
+	adopt := adopter{r: r, rs: rs}
+	for _, list := range lists {
+		for _, p := range list {
+			if !IsOwnedOrOrphan(rs, p) {
+				continue
+			}
+			if !IsPodActive(p) {
+				if IsPodTerminating(p) && IsClaimed(rs, selector, p) {
+					terminating = append(terminating, p)
+				}
+				continue
+			}
+			switch ClaimVerdict(rs, selector, p) {
+			case Own:
+				active = append(active, p)
+			case Adopt:
+				switch err := adopt.adopt(ctx, p); {
+				case err == nil:
+					active = append(active, p)
+				case !apierrors.IsNotFound(err):
+					errs = append(errs, err)
+				}
+			case Release:
+				if err := r.release(ctx, rs, p); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, nil, errors.Join(errs...)
+	}
+	return active, terminating, nil
+}
+
+// listPods returns the candidate pods of rs in up to two lists: through the
+// controller index (owned, then orphans) when available, otherwise the
+// whole namespace.
+func (r *Reconciler) listPods(rs *appsv1.ReplicaSet) ([2][]*corev1.Pod, error) {
+	var out [2][]*corev1.Pod
+	var err error
+	if r.index == nil {
+		out[0], err = r.pods.List(rs.Namespace, labels.Everything())
+		return out, err
+	}
+	if out[0], err = r.index.ListByController(rs.Namespace, rs.UID); err != nil {
+		return out, err
+	}
+	out[1], err = r.index.ListByController(rs.Namespace, "")
+	return out, err
+}
+
+// adopter adopts pods for one sync, checking once, with a live read, that
+// the ReplicaSet is still there and not being deleted (upstream
+// RecheckDeletionTimestamp; issue 42639).
+type adopter struct {
+	r       *Reconciler
+	rs      *appsv1.ReplicaSet
+	checked bool
+	err     error
+}
+
+func (a *adopter) adopt(ctx context.Context, pod *corev1.Pod) error {
+	if !a.checked {
+		a.checked = true
+		a.err = a.recheck(ctx)
+	}
+	if a.err != nil {
+		// %v, not %w: a vanished ReplicaSet must not read as a vanished pod.
+		return fmt.Errorf("can't adopt Pod %s/%s (%s): %v", pod.Namespace, pod.Name, pod.UID, a.err)
+	}
+	patch, err := AdoptPatch(a.rs, pod)
+	if err != nil {
+		return err
+	}
+	return a.r.client.PatchPod(ctx, pod.Namespace, pod.Name, patch)
+}
+
+func (a *adopter) recheck(ctx context.Context) error {
+	key := types.NamespacedName{Namespace: a.rs.Namespace, Name: a.rs.Name}
+	fresh, err := a.r.client.GetReplicaSet(ctx, key)
+	switch {
+	case err != nil:
+		return fmt.Errorf("can't recheck DeletionTimestamp: %w", err)
+	case fresh.UID != a.rs.UID:
+		return fmt.Errorf("can't recheck DeletionTimestamp: original ReplicaSet %s is gone: got uid %s, wanted %s", key, fresh.UID, a.rs.UID)
+	case fresh.DeletionTimestamp != nil:
+		return fmt.Errorf("%s has just been deleted at %v", key, fresh.DeletionTimestamp)
+	}
+	return nil
+}
+
+// release removes rs's controller reference from pod. NotFound (the pod is
+// gone) and Invalid (no such reference, or the pod was recreated) are not
+// errors.
+func (r *Reconciler) release(ctx context.Context, rs *appsv1.ReplicaSet, pod *corev1.Pod) error {
+	patch, err := ReleasePatch(rs, pod)
+	if err != nil {
+		return err
+	}
+	err = r.client.PatchPod(ctx, pod.Namespace, pod.Name, patch)
+	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
+		return nil
+	}
+	return err
+}
+
+// relatedPods returns the pods selected by every ReplicaSet that shares
+// rs's controller, deduplicated by UID; nil when rs has no controller.
+func (r *Reconciler) relatedPods(rs *appsv1.ReplicaSet) ([]*corev1.Pod, error) {
+	ref := metav1.GetControllerOfNoCopy(rs)
+	if ref == nil {
+		return nil, nil
+	}
+	rss, err := r.rss.List(rs.Namespace, labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	var out []*corev1.Pod
+	seen := make(map[types.UID]bool)
+	for _, other := range rss {
+		if oref := metav1.GetControllerOfNoCopy(other); oref == nil || oref.UID != ref.UID {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(other.Spec.Selector)
+		if err != nil {
+			continue // an invalid selector selects nothing
+		}
+		pods, err := r.pods.List(other.Namespace, sel)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range pods {
+			if !seen[p.UID] {
+				seen[p.UID] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
+}
+
+// writeStatus writes status to rs, and on failure once more to a fresh copy
+// read from the API (upstream updateReplicaSetStatus with
+// statusUpdateRetries = 1). A failed read is returned in preference to the
+// write error.
+func (r *Reconciler) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus) error {
+	cp := rs.DeepCopy()
+	cp.Status = status
+	_, err := r.client.UpdateReplicaSetStatus(ctx, cp)
+	if err == nil {
+		return nil
+	}
+	fresh, getErr := r.client.GetReplicaSet(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name})
+	if getErr != nil {
+		return fmt.Errorf("status update: re-read after %v: %w", err, getErr)
+	}
+	fresh.Status = status
+	if _, err := r.client.UpdateReplicaSetStatus(ctx, fresh); err != nil {
+		return fmt.Errorf("status update: %w", err)
+	}
+	return nil
+}

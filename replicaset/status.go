@@ -1,0 +1,210 @@
+package replicaset
+
+import (
+	"reflect"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ReplicaFailure condition reasons. The reason is empty when the failing
+// sync neither created nor deleted.
+const (
+	ReasonCreateFailed = "FailedCreate"
+	ReasonDeleteFailed = "FailedDelete"
+)
+
+// CalculateStatus returns the status rs should have given its active and
+// terminating claimed pods, the error of the last create/delete round
+// (manageErr, nil on success) and the current time. Neither rs nor the pods
+// are modified (upstream replicaset calculateStatus, with the
+// TerminatingReplicas feature on as in v1.37).
+//
+// It starts from rs.Status, so ObservedGeneration and unrelated conditions
+// carry over; [NeedsStatusUpdate] and [StatusToWrite] set
+// ObservedGeneration. The counts are:
+//   - Replicas: len(active);
+//   - FullyLabeledReplicas: active pods carrying every template label;
+//   - ReadyReplicas: active pods whose Ready condition is True;
+//   - AvailableReplicas: ready pods available per [IsPodAvailable];
+//   - TerminatingReplicas: len(terminating), never nil.
+//
+// The ReplicaFailure condition is added (status True, reason FailedCreate
+// when active < spec.replicas, FailedDelete when active > spec.replicas,
+// else "", message manageErr.Error(), LastTransitionTime now) when manageErr
+// is set and no such condition exists; it is removed when manageErr is nil;
+// an existing condition is kept as is when there is a new error.
+func CalculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, manageErr error, now time.Time) appsv1.ReplicaSetStatus {
+	st := rs.Status
+	var labeled, ready, available int32
+	minReady := rs.Spec.MinReadySeconds
+	for _, p := range active {
+		if hasLabels(p.Labels, rs.Spec.Template.Labels) {
+			labeled++
+		}
+		if IsPodReady(p) {
+			ready++
+			if IsPodAvailable(p, minReady, now) {
+				available++
+			}
+		}
+	}
+	hasFailure := replicaFailure(rs.Status) >= 0
+	switch {
+	case manageErr != nil && !hasFailure:
+		reason := ""
+		if d := len(active) - replicas(rs); d < 0 {
+			reason = ReasonCreateFailed
+		} else if d > 0 {
+			reason = ReasonDeleteFailed
+		}
+		st.Conditions = append(withoutReplicaFailure(st.Conditions), appsv1.ReplicaSetCondition{
+			Type:               appsv1.ReplicaSetReplicaFailure,
+			Status:             corev1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(now),
+			Reason:             reason,
+			Message:            manageErr.Error(),
+		})
+	case manageErr == nil && hasFailure:
+		st.Conditions = withoutReplicaFailure(st.Conditions)
+	}
+	st.Replicas = int32(len(active))
+	st.FullyLabeledReplicas = labeled
+	st.ReadyReplicas = ready
+	st.AvailableReplicas = available
+	n := int32(len(terminating))
+	st.TerminatingReplicas = &n
+	return st
+}
+
+// NeedsStatusUpdate reports whether newStatus differs from rs.Status in a
+// way upstream writes: any count, TerminatingReplicas (nil ≠ 0), the
+// conditions (deep equality, so nil ≠ empty), or an ObservedGeneration
+// behind rs.Generation (the negation of upstream updateReplicaSetStatus's
+// no-op check). newStatus.ObservedGeneration is ignored.
+func NeedsStatusUpdate(rs *appsv1.ReplicaSet, newStatus *appsv1.ReplicaSetStatus) bool {
+	old := &rs.Status
+	return old.Replicas != newStatus.Replicas ||
+		old.FullyLabeledReplicas != newStatus.FullyLabeledReplicas ||
+		old.ReadyReplicas != newStatus.ReadyReplicas ||
+		old.AvailableReplicas != newStatus.AvailableReplicas ||
+		!int32PtrEqual(old.TerminatingReplicas, newStatus.TerminatingReplicas) ||
+		rs.Generation != old.ObservedGeneration ||
+		!conditionsEqual(old.Conditions, newStatus.Conditions)
+}
+
+// StatusToWrite returns newStatus with ObservedGeneration set to
+// rs.Generation, and whether it needs writing at all (see
+// [NeedsStatusUpdate]).
+func StatusToWrite(rs *appsv1.ReplicaSet, newStatus appsv1.ReplicaSetStatus) (appsv1.ReplicaSetStatus, bool) {
+	if !NeedsStatusUpdate(rs, &newStatus) {
+		return newStatus, false
+	}
+	newStatus.ObservedGeneration = rs.Generation
+	return newStatus, true
+}
+
+// NextAvailabilityCheck returns how long after now the earliest ready but
+// not yet available pod of pods becomes available, and false when no pod is
+// waiting out minReadySeconds. The waiting pod is chosen at evaluatedAt (the
+// time the status was computed, so no pod counted unavailable there is
+// missed) and its delay measured from now; if it is already due at now the
+// delay is 0 (upstream controller.FindMinNextPodAvailabilityCheck with
+// lastOwnerStatusEvaluation = evaluatedAt and clock.Now() = now).
+func NextAvailabilityCheck(pods []*corev1.Pod, minReadySeconds int32, evaluatedAt, now time.Time) (time.Duration, bool) {
+	var first *corev1.Pod
+	var best time.Duration
+	for _, p := range pods {
+		if d, ok := untilAvailable(p, minReadySeconds, evaluatedAt); ok && (first == nil || d < best) {
+			first, best = p, d
+		}
+	}
+	if first == nil {
+		return 0, false
+	}
+	if d, ok := untilAvailable(first, minReadySeconds, now); ok {
+		return d, true
+	}
+	return 0, true
+}
+
+// untilAvailable returns the positive time left at now before the ready pod
+// p becomes available (upstream nextPodAvailabilityCheck).
+func untilAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) (time.Duration, bool) {
+	if minReadySeconds <= 0 {
+		return 0, false
+	}
+	c := readyCondition(p)
+	if c == nil || c.Status != corev1.ConditionTrue || c.LastTransitionTime.IsZero() {
+		return 0, false
+	}
+	d := c.LastTransitionTime.Add(time.Duration(minReadySeconds) * time.Second).Sub(now)
+	return d, d > 0
+}
+
+// AvailabilityRequeue returns the requeue delay upstream's syncReplicaSet
+// schedules after writing status: none unless minReadySeconds > 0 and some
+// ready pods are not yet available; then [NextAvailabilityCheck], falling
+// back to minReadySeconds. A due check yields the smallest positive delay,
+// because a zero [Result.RequeueAfter] means "no requeue" (upstream's
+// AddAfter(key, 0) adds at once).
+func AvailabilityRequeue(rs *appsv1.ReplicaSet, status *appsv1.ReplicaSetStatus, active []*corev1.Pod, evaluatedAt, now time.Time) time.Duration {
+	minReady := rs.Spec.MinReadySeconds
+	if minReady <= 0 || status.ReadyReplicas == status.AvailableReplicas {
+		return 0
+	}
+	d, ok := NextAvailabilityCheck(active, minReady, evaluatedAt, now)
+	if !ok {
+		return time.Duration(minReady) * time.Second
+	}
+	return max(d, time.Nanosecond)
+}
+
+// hasLabels reports whether got contains every key/value of want.
+func hasLabels(got, want map[string]string) bool {
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			return false
+		}
+	}
+	return true
+}
+
+func replicaFailure(st appsv1.ReplicaSetStatus) int {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == appsv1.ReplicaSetReplicaFailure {
+			return i
+		}
+	}
+	return -1
+}
+
+// withoutReplicaFailure returns a new slice without ReplicaFailure
+// conditions; nil when nothing is left, as upstream's filterOutCondition.
+func withoutReplicaFailure(conds []appsv1.ReplicaSetCondition) []appsv1.ReplicaSetCondition {
+	var out []appsv1.ReplicaSetCondition
+	for _, c := range conds {
+		if c.Type != appsv1.ReplicaSetReplicaFailure {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func int32PtrEqual(a, b *int32) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// conditionsEqual is reflect.DeepEqual on condition slices, with a fast
+// path for the common case of the very same slice.
+func conditionsEqual(a, b []appsv1.ReplicaSetCondition) bool {
+	if len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0]) && (a == nil) == (b == nil) {
+		return true
+	}
+	return reflect.DeepEqual(a, b)
+}

@@ -1,0 +1,141 @@
+package rollout
+
+import (
+	"fmt"
+	"math"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// scaled resolves an int-or-percent against total exactly like upstream
+// (intstr.GetScaledValueFromIntOrPercent), with a nil value read as 0. The
+// result is an int, as upstream's, so callers can replicate its
+// truncation to int32.
+func scaled(v *intstr.IntOrString, total int32, roundUp bool) (int, error) {
+	if v == nil {
+		return 0, nil
+	}
+	return intstr.GetScaledValueFromIntOrPercent(v, int(total), roundUp)
+}
+
+// checkResolved reports values that API validation would have rejected but
+// that upstream computes with anyway: negative results and results that do
+// not fit in an int32 (upstream truncates them).
+func checkResolved(field string, v *intstr.IntOrString, n int) error {
+	switch {
+	case n < 0:
+		return fmt.Errorf("rollout: %s %q resolves to %d, which is negative", field, v.String(), n)
+	case n > math.MaxInt32:
+		return fmt.Errorf("rollout: %s %q resolves to %d, which overflows int32 (upstream truncates it to %d)", field, v.String(), n, int32(n))
+	}
+	return nil
+}
+
+// ResolveFenceposts resolves a rolling update's maxSurge and
+// maxUnavailable against desired replicas, in one step (upstream
+// deployment/util.ResolveFenceposts):
+//
+//   - nil counts as 0;
+//   - surge is rounded up, unavailable down;
+//   - if both resolve to 0, unavailable becomes 1, so a rollout can always
+//     make progress.
+//
+// D=10 with 25%/25% gives (3, 2); D=0 gives (0, 1).
+//
+// A value that does not parse ("abc%", "5", a bad Type) returns (0, 0,
+// err), as upstream. A value that parses but that API validation rejects
+// (negative, e.g. "-5%", or beyond int32) returns upstream's numbers
+// (truncated to int32 the same way) together with an error that wraps
+// [ErrIgnoredByUpstream]. It never allocates on valid input.
+func ResolveFenceposts(maxSurge, maxUnavailable *intstr.IntOrString, desired int32) (surge, unavailable int32, err error) {
+	s, err := scaled(maxSurge, desired, true)
+	if err != nil {
+		return 0, 0, fmt.Errorf("rollout: maxSurge: %w", err)
+	}
+	u, err := scaled(maxUnavailable, desired, false)
+	if err != nil {
+		return 0, 0, fmt.Errorf("rollout: maxUnavailable: %w", err)
+	}
+	if s == 0 && u == 0 {
+		u = 1
+	}
+	if s < 0 || s > math.MaxInt32 || u < 0 || u > math.MaxInt32 {
+		err = joinIgnored(checkResolved("maxSurge", maxSurge, s), checkResolved("maxUnavailable", maxUnavailable, u))
+	}
+	return int32(s), int32(u), err
+}
+
+// IsRollingUpdate reports whether d uses the RollingUpdate strategy
+// (upstream IsRollingUpdate). A nil d is not.
+func IsRollingUpdate(d *appsv1.Deployment) bool {
+	return d != nil && d.Spec.Strategy.Type == appsv1.RollingUpdateDeploymentStrategyType
+}
+
+// rollingParams returns maxSurge and maxUnavailable; a nil RollingUpdate
+// (which the API server never lets through) reads as both nil, where
+// upstream would panic.
+func rollingParams(d *appsv1.Deployment) (maxSurge, maxUnavailable *intstr.IntOrString) {
+	if ru := d.Spec.Strategy.RollingUpdate; ru != nil {
+		return ru.MaxSurge, ru.MaxUnavailable
+	}
+	return nil, nil
+}
+
+// MaxSurge is how many pods a rolling Deployment may run above
+// spec.replicas (upstream deployment/util.MaxSurge): 0 unless the strategy
+// is RollingUpdate, else the resolved surge. It is not clamped: an integer
+// maxSurge of 5 with 0 replicas gives 5.
+//
+// Upstream silently uses 0 when maxSurge or maxUnavailable is malformed;
+// MaxSurge returns the same number and reports the problem in err, which
+// always wraps [ErrIgnoredByUpstream].
+func MaxSurge(d *appsv1.Deployment) (int32, error) {
+	if !IsRollingUpdate(d) {
+		return 0, nil
+	}
+	ms, mu := rollingParams(d)
+	surge, _, err := ResolveFenceposts(ms, mu, desired(d))
+	return surge, ignored(err)
+}
+
+// MaxUnavailable is how many of spec.replicas a rolling Deployment may be
+// missing (upstream deployment/util.MaxUnavailable): 0 unless the strategy
+// is RollingUpdate with replicas > 0; otherwise the resolved value clamped
+// to spec.replicas. Errors are reported as in [MaxSurge].
+func MaxUnavailable(d *appsv1.Deployment) (int32, error) {
+	if !IsRollingUpdate(d) || desired(d) == 0 {
+		return 0, nil
+	}
+	ms, mu := rollingParams(d)
+	_, unavailable, err := ResolveFenceposts(ms, mu, desired(d))
+	if unavailable > desired(d) {
+		unavailable = desired(d)
+	}
+	return unavailable, ignored(err)
+}
+
+// MinAvailable is spec.replicas − MaxUnavailable for a rolling Deployment
+// and 0 otherwise (upstream deployment/util.MinAvailable). Errors are
+// reported as in [MaxSurge].
+func MinAvailable(d *appsv1.Deployment) (int32, error) {
+	if !IsRollingUpdate(d) {
+		return 0, nil
+	}
+	u, err := MaxUnavailable(d)
+	return desired(d) - u, err
+}
+
+// HasProgressDeadline reports whether d sets progressDeadlineSeconds to
+// something other than MaxInt32, the "no deadline" sentinel (upstream
+// HasProgressDeadline).
+func HasProgressDeadline(d *appsv1.Deployment) bool {
+	return d != nil && d.Spec.ProgressDeadlineSeconds != nil && *d.Spec.ProgressDeadlineSeconds != math.MaxInt32
+}
+
+// HasRevisionHistoryLimit reports whether d limits its old ReplicaSets:
+// revisionHistoryLimit is set and is not MaxInt32, the "keep everything"
+// sentinel (upstream HasRevisionHistoryLimit).
+func HasRevisionHistoryLimit(d *appsv1.Deployment) bool {
+	return d != nil && d.Spec.RevisionHistoryLimit != nil && *d.Spec.RevisionHistoryLimit != math.MaxInt32
+}

@@ -1,0 +1,338 @@
+package workqueue
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ctrlkit/ctrlkit/clock"
+)
+
+// Config configures a [Queue]. Its zero value is a working configuration.
+type Config[T comparable] struct {
+	// Name identifies the queue in the errors it returns. It may be empty.
+	Name string
+	// Clock is the time source for delays, rate limiting, the automatic
+	// forgetting of failures and metrics. Nil means [clock.Real].
+	Clock clock.Clock
+	// RateLimiter picks the delay of [Queue.AddRateLimited] and holds the
+	// per-item failure counts. Nil means [DefaultControllerRateLimiter],
+	// driven by Clock. Give every queue a limiter of its own: the queue
+	// calls its Forget, so a limiter shared between queues would mix up
+	// their backoffs.
+	RateLimiter RateLimiter[T]
+	// Metrics receives the queue's measurements. Nil means none are taken.
+	// There is no package-level default.
+	Metrics Metrics
+}
+
+// Queue is a work queue of keys: fair, stingy, never handing one item to
+// two workers at once, with delayed and rate-limited adds. The package
+// documentation lists its guarantees.
+//
+// Create one with [New]. The zero Queue also works, as New(Config[T]{}).
+// A Queue must not be copied after first use. All methods are safe for
+// concurrent use.
+type Queue[T comparable] struct {
+	mu   sync.Mutex
+	cond sync.Cond // L is &mu; signalled when ready grows or shutdown progresses
+
+	name    string
+	clock   clock.Clock
+	epoch   time.Time // instant 0 of the int64 nanosecond times below
+	limiter RateLimiter[T]
+	metrics Metrics
+
+	items map[T]*entry[T] // every item the queue knows of; nil until init
+	ready ring[*entry[T]] // FIFO of items waiting for Get
+	free  []*entry[T]     // recycled entries, so that steady state allocates nothing
+
+	processing    int // items handed out by Get and not yet Done
+	dirtyInFlight int // processing items re-added meanwhile, queued again at Done
+
+	shutdown bool
+	drained  chan struct{} // made at shutdown, closed once nothing is queued or in flight
+	closed   bool          // drained is closed
+
+	delay   delayState[T]
+	forgets ring[forgetRecord[T]] // items whose failures will be forgotten, oldest first
+	wg      sync.WaitGroup        // the delay goroutine, while it runs
+}
+
+// entry is the queue's record of one item. It is in items for as long as
+// any of the flags in keep is set.
+type entry[T comparable] struct {
+	key      T
+	state    uint8
+	index    int   // position in the delay heap while delayed
+	due      int64 // when a delayed item becomes ready
+	seq      uint64
+	addedAt  int64 // metrics only: when it last became pending
+	started  int64 // metrics only: when Get handed it out
+	forgetAt int64 // while armed
+}
+
+const (
+	queued     uint8 = 1 << iota // in ready, waiting for Get
+	processing                   // handed out by Get, Done not yet called
+	dirty                        // added while processing: queue again at Done
+	delayed                      // in the delay heap
+	limited                      // the limiter may hold failures for it
+	failed                       // AddRateLimited was called since the last Get
+	armed                        // its failures will be forgotten at forgetAt
+	inForgets                    // referenced by Queue.forgets
+
+	keep = queued | processing | delayed | limited | inForgets
+)
+
+// maxFree bounds the pool of recycled entries.
+const maxFree = 1024
+
+// New returns an empty queue. It starts no goroutine: see [Queue.AddAfter]
+// for the only one a queue ever runs.
+func New[T comparable](cfg Config[T]) *Queue[T] {
+	q := &Queue[T]{name: cfg.Name, clock: cfg.Clock, limiter: cfg.RateLimiter, metrics: cfg.Metrics}
+	q.init()
+	return q
+}
+
+// init fills in the defaults. It is called with mu held (or before the
+// queue is shared) so that the zero Queue is usable.
+func (q *Queue[T]) init() {
+	if q.items != nil {
+		return
+	}
+	q.clock = clock.OrReal(q.clock)
+	q.epoch = q.clock.Now()
+	if q.limiter == nil {
+		q.limiter = defaultLimiter[T](q.clock)
+	}
+	q.cond.L = &q.mu
+	q.items = make(map[T]*entry[T])
+	q.delay.wake = make(chan struct{}, 1)
+}
+
+// now reads the clock as nanoseconds since the queue was created.
+func (q *Queue[T]) now() int64 { return int64(q.clock.Now().Sub(q.epoch)) }
+
+// Add marks item as needing processing.
+//
+//   - If item is already waiting for Get, Add does nothing (stingy).
+//   - If item is being processed, it is queued again, once, when Done is
+//     called for it.
+//   - If item is waiting in the delay heap, Add makes it due now; it is
+//     processed once, not once more when its delay ends.
+//
+// After [Queue.ShutDown], Add does nothing.
+func (q *Queue[T]) Add(item T) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.init()
+	if q.shutdown {
+		return
+	}
+	q.addLocked(q.entryFor(item))
+}
+
+// addLocked makes e pending now: queued, or dirty if it is processing.
+func (q *Queue[T]) addLocked(e *entry[T]) {
+	if e.state&delayed != 0 {
+		q.delay.remove(e)
+		if e.index == 0 {
+			q.wakeDelayLoop()
+		}
+		e.state &^= delayed
+	}
+	switch {
+	case e.state&(queued|dirty) != 0:
+		return
+	case e.state&processing != 0:
+		e.state |= dirty
+		q.dirtyInFlight++
+	default:
+		e.state |= queued
+		q.ready.push(e)
+		q.cond.Signal()
+	}
+	if q.metrics != nil {
+		e.addedAt = q.now()
+		q.metrics.Added(q.ready.len())
+	}
+}
+
+// Get blocks until an item is ready and hands it out. The caller owns the
+// item until it calls [Queue.Done] with it; meanwhile no other Get returns
+// it. shutdown is true once the queue is shut down and drained: the caller
+// should then stop, and item is the zero value.
+func (q *Queue[T]) Get() (item T, shutdown bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.init()
+	for q.ready.len() == 0 {
+		// Items re-added while in flight are still to come, even after
+		// shutdown.
+		if q.shutdown && q.dirtyInFlight == 0 {
+			return item, true
+		}
+		q.cond.Wait()
+	}
+	e := q.ready.pop()
+	e.state = e.state&^(queued|failed) | processing
+	q.processing++
+	if q.metrics != nil {
+		e.started = q.now()
+		q.metrics.Started(q.ready.len(), time.Duration(e.started-e.addedAt))
+	}
+	return e.key, false
+}
+
+// Done tells the queue that processing of item has finished. If item was
+// added again meanwhile, it is queued again now.
+//
+// Done for an item that is not being processed (never handed out, or Done
+// already called) does nothing. Every item from Get needs exactly one Done:
+// a missing Done keeps the item from ever being processed again and keeps
+// [Queue.ShutDownWithDrain] waiting until its context ends.
+func (q *Queue[T]) Done(item T) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	e := q.items[item] // a nil map (zero Queue) reads as empty
+	if e == nil || e.state&processing == 0 {
+		return
+	}
+	e.state &^= processing
+	q.processing--
+	if e.state&dirty != 0 {
+		e.state = e.state&^dirty | queued
+		q.dirtyInFlight--
+		q.ready.push(e)
+		q.cond.Signal()
+	}
+	if e.state&(limited|failed) == limited || q.forgets.len() > 0 {
+		q.settleFailures(e)
+	}
+	if q.metrics != nil {
+		q.metrics.Finished(q.ready.len(), time.Duration(q.now()-e.started))
+	}
+	q.releaseIfIdle(e)
+	if q.shutdown {
+		q.shutdownProgress()
+	}
+}
+
+// Len returns the number of items waiting for Get. Items being processed
+// and items waiting in the delay heap are not counted. Use it for
+// information only: it may be stale by the time it returns.
+func (q *Queue[T]) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.ready.len()
+}
+
+// ShutDown stops the queue taking work:
+//
+//   - Add, AddAfter and AddRateLimited do nothing from now on.
+//   - Items waiting in the delay heap are discarded: they were not due,
+//     and running them early would defeat their delay or backoff.
+//   - Get keeps handing out the items already queued (including items
+//     re-added while in flight, once they are Done), then returns
+//     shutdown=true.
+//
+// ShutDown returns once the delay goroutine, if any, has exited. It does
+// not wait for workers; see [Queue.ShutDownWithDrain]. Calling it more than
+// once is harmless.
+func (q *Queue[T]) ShutDown() {
+	q.mu.Lock()
+	q.init()
+	q.shutdownLocked()
+	q.mu.Unlock()
+	q.wg.Wait()
+}
+
+// ShutDownWithDrain shuts the queue down as [Queue.ShutDown] does, then
+// waits until every queued item has been handed out and every in-flight
+// item is Done. It returns nil once drained, or, if ctx ends first, an
+// error wrapping ctx.Err(); the queue stays shut down either way. A nil ctx
+// waits without limit.
+func (q *Queue[T]) ShutDownWithDrain(ctx context.Context) error {
+	q.mu.Lock()
+	q.init()
+	q.shutdownLocked()
+	drained := q.drained
+	q.mu.Unlock()
+	q.wg.Wait()
+
+	select {
+	case <-drained:
+		return nil
+	default:
+	}
+	var stop <-chan struct{}
+	if ctx != nil {
+		stop = ctx.Done()
+	}
+	select {
+	case <-drained:
+		return nil
+	case <-stop:
+		return fmt.Errorf("workqueue %q: drain: %w", q.name, ctx.Err())
+	}
+}
+
+// ShuttingDown reports whether ShutDown or ShutDownWithDrain was called.
+func (q *Queue[T]) ShuttingDown() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.shutdown
+}
+
+func (q *Queue[T]) shutdownLocked() {
+	if q.shutdown {
+		return
+	}
+	q.shutdown = true
+	q.drained = make(chan struct{})
+	q.discardDelayed()
+	q.cond.Broadcast()
+	q.shutdownProgress()
+}
+
+// shutdownProgress wakes the workers waiting in Get so that they can see
+// whether they should stop, and closes drained once nothing is left.
+func (q *Queue[T]) shutdownProgress() {
+	q.cond.Broadcast()
+	if !q.closed && q.ready.len() == 0 && q.processing == 0 {
+		q.closed = true
+		close(q.drained)
+	}
+}
+
+// entryFor returns the entry of item, creating it if needed.
+func (q *Queue[T]) entryFor(item T) *entry[T] {
+	if e := q.items[item]; e != nil {
+		return e
+	}
+	var e *entry[T]
+	if n := len(q.free); n > 0 {
+		e = q.free[n-1]
+		q.free = q.free[:n-1]
+	} else {
+		e = new(entry[T])
+	}
+	e.key = item
+	q.items[item] = e
+	return e
+}
+
+// releaseIfIdle drops e once the queue no longer needs it.
+func (q *Queue[T]) releaseIfIdle(e *entry[T]) {
+	if e.state&keep != 0 {
+		return
+	}
+	delete(q.items, e.key)
+	if len(q.free) < maxFree {
+		*e = entry[T]{}
+		q.free = append(q.free, e)
+	}
+}
