@@ -72,9 +72,9 @@ type syncer struct {
 	// the same sync, reading its stale list, repeats that Update and
 	// returns again, so the revision is not synced in this pass.
 	newRSUpdated bool
-
-	maxSurge       int32
-	maxUnavailable int32
+	// deploymentWritten records that the plan updates the Deployment's
+	// metadata (a rollback), revision annotation included.
+	deploymentWritten bool
 
 	actions      []Action
 	requeueAfter time.Duration
@@ -86,11 +86,7 @@ func newSyncer(s State, now time.Time) (*syncer, error) {
 	}
 	d := new(appsv1.Deployment)
 	*d = *s.Deployment
-	sy := &syncer{orig: s.Deployment, d: d, now: metav1.NewTime(now), namespace: s.ReplicaSets, pods: s.Pods, newIdx: -1}
-	// Upstream ignores malformed fenceposts here (they read as 0), so do we.
-	sy.maxSurge, _ = rollout.MaxSurge(d)
-	sy.maxUnavailable, _ = rollout.MaxUnavailable(d)
-	return sy, nil
+	return &syncer{orig: s.Deployment, d: d, now: metav1.NewTime(now), namespace: s.ReplicaSets, pods: s.Pods, newIdx: -1}, nil
 }
 
 // desired is the Deployment's spec.replicas.
@@ -166,8 +162,8 @@ func (s *syncer) setRevision(rev string) bool {
 // snapshot.
 func (s *syncer) plan() Plan {
 	p := Plan{Deployment: s.orig, Actions: s.actions, RequeueAfter: s.requeueAfter}
-	if !statusEqual(&s.orig.Status, &s.d.Status) ||
-		s.orig.Annotations[revisionAnnotation] != s.d.Annotations[revisionAnnotation] {
+	revisionChanged := !s.deploymentWritten && s.orig.Annotations[revisionAnnotation] != s.d.Annotations[revisionAnnotation]
+	if revisionChanged || !statusEqual(&s.orig.Status, &s.d.Status) {
 		p.UpdateStatus = s.d
 	}
 	return p

@@ -43,27 +43,55 @@ type Cache[T Object] struct {
 	err      error // configuration error, returned by every write
 
 	mu          sync.RWMutex
-	slots       []slot[T] // objects by id; a free slot has nsPos < 0
-	free        []int32   // ids of free slots, reused before growing slots
-	size        int       // live slots
-	gen         uint32    // replace generation, see slot.mark
+	pages       []*page[T] // slots by id, in pages that never move
+	nslots      int32      // slots handed out so far; a free one has nsPos < 0
+	free        []int32    // ids of free slots, reused before new ones
+	size        int        // live slots
+	gen         uint32     // replace generation, see slot.mark
 	namespaces  map[string]*nsBucket
-	controllers map[types.UID]*bucket
+	controllers map[types.UID]*ctrlBucket
 	indexes     []*userIndex[T]
+
+	// The buckets of the last write. Lists arrive grouped by namespace and
+	// owner, so most writes skip a map lookup.
+	lastNS   *nsBucket
+	lastCtrl *ctrlBucket
 }
 
-// slot holds one stored object and its positions in the built-in indexes.
+// Slots live in fixed-size pages: growing the cache never copies them.
+const (
+	pageShift = 8
+	pageSize  = 1 << pageShift
+)
+
+type page[T Object] [pageSize]slot[T]
+
+// slot returns the slot with the given id.
+func (c *Cache[T]) slot(id int32) *slot[T] {
+	return &c.pages[id>>pageShift][id&(pageSize-1)]
+}
+
+// slot holds one stored object and its positions in the built-in indexes,
+// so that removing it from them takes constant time.
 type slot[T Object] struct {
-	obj   T
-	ctrl  *bucket // controller-uid bucket holding this slot; nil without a controller
-	nsPos int32   // position in the namespace bucket's ids; -1 when free
-	mark  uint32  // generation of the last write, for Replace's sweep
+	obj     T
+	ctrl    *ctrlBucket // controller-uid bucket holding this slot; nil without a controller
+	nsPos   int32       // position in the namespace bucket's ids; -1 when free
+	ctrlPos int32       // position in ctrl.ids
+	mark    uint32      // generation of the last write, for Replace's sweep
 }
 
 // nsBucket holds the objects of one namespace.
 type nsBucket struct {
+	ns     string
 	byName map[string]int32 // name → slot id
 	ids    []int32          // slot ids, in listing order
+}
+
+// ctrlBucket holds the objects of one controller.
+type ctrlBucket struct {
+	uid types.UID
+	ids []int32 // slot ids, in listing order
 }
 
 // NewCache returns an empty cache configured by cfg.
@@ -95,7 +123,7 @@ func (c *Cache[T]) Get(key types.NamespacedName) (T, error) {
 	c.mu.RLock()
 	if nb := c.namespaces[key.Namespace]; nb != nil {
 		if id, ok := nb.byName[key.Name]; ok {
-			obj := c.slots[id].obj
+			obj := c.slot(id).obj
 			c.mu.RUnlock()
 			return obj, nil
 		}
@@ -146,8 +174,8 @@ func (c *Cache[T]) appendListLocked(dst []T, namespace string, selector labels.S
 		}
 		return dst
 	}
-	for i := range c.slots {
-		s := &c.slots[i]
+	for id := range c.nslots {
+		s := c.slot(id)
 		if s.nsPos < 0 || filter && !selector.Matches(labels.Set(s.obj.GetLabels())) {
 			continue
 		}
@@ -159,12 +187,12 @@ func (c *Cache[T]) appendListLocked(dst []T, namespace string, selector labels.S
 func (c *Cache[T]) appendIDsLocked(dst []T, ids []int32, selector labels.Selector, filter bool) []T {
 	if !filter {
 		for _, id := range ids {
-			dst = append(dst, c.slots[id].obj)
+			dst = append(dst, c.slot(id).obj)
 		}
 		return dst
 	}
 	for _, id := range ids {
-		obj := c.slots[id].obj
+		obj := c.slot(id).obj
 		if selector.Matches(labels.Set(obj.GetLabels())) {
 			dst = append(dst, obj)
 		}
@@ -184,8 +212,8 @@ func (c *Cache[T]) Keys() []types.NamespacedName {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	keys := make([]types.NamespacedName, 0, c.size)
-	for i := range c.slots {
-		if s := &c.slots[i]; s.nsPos >= 0 {
+	for id := range c.nslots {
+		if s := c.slot(id); s.nsPos >= 0 {
 			keys = append(keys, keyOf(s.obj))
 		}
 	}

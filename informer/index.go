@@ -104,9 +104,9 @@ func (c *Cache[T]) AddIndex(name string, fn IndexFunc[T]) error {
 		return fmt.Errorf("informer: add index %q: already exists", name)
 	}
 	ix := &userIndex[T]{name: name, fn: fn, buckets: make(map[string]*bucket)}
-	vals := make([][]string, len(c.slots))
-	for id := range c.slots {
-		s := &c.slots[id]
+	vals := make([][]string, c.nslots)
+	for id := range c.nslots {
+		s := c.slot(id)
 		if s.nsPos < 0 {
 			continue
 		}
@@ -190,7 +190,8 @@ func (c *Cache[T]) userIndexLocked(name string) *userIndex[T] {
 	return nil
 }
 
-// bucket is the set of slot ids filed under one index value. Small buckets
+// bucket is the set of slot ids filed under one value of a user index (an
+// object can be under several, so positions cannot live in its slot). Small buckets
 // find an id to remove by scanning; once a bucket outgrows linearMax it
 // keeps a position map so that removal stays O(1) however large it gets.
 type bucket struct {

@@ -116,22 +116,26 @@ func (c *Cache[T]) prepareLocked(obj T) (entry[T], error) {
 
 // upsertLocked stores a prepared entry and returns the object it replaced.
 func (c *Cache[T]) upsertLocked(e *entry[T]) (old T, existed bool) {
-	nb := c.namespaces[e.key.Namespace]
-	if nb == nil {
-		if c.namespaces == nil {
-			c.namespaces = make(map[string]*nsBucket)
+	nb := c.lastNS
+	if nb == nil || nb.ns != e.key.Namespace {
+		nb = c.namespaces[e.key.Namespace]
+		if nb == nil {
+			if c.namespaces == nil {
+				c.namespaces = make(map[string]*nsBucket)
+			}
+			nb = &nsBucket{ns: e.key.Namespace, byName: make(map[string]int32)}
+			c.namespaces[e.key.Namespace] = nb
 		}
-		nb = &nsBucket{byName: make(map[string]int32)}
-		c.namespaces[e.key.Namespace] = nb
+		c.lastNS = nb
 	}
 	id, existed := nb.byName[e.key.Name]
 	if existed {
-		s := &c.slots[id]
+		s := c.slot(id)
 		old = s.obj
 		s.obj, s.mark = e.obj, c.gen
 	} else {
 		id = c.allocSlotLocked()
-		c.slots[id] = slot[T]{obj: e.obj, nsPos: int32(len(nb.ids)), mark: c.gen}
+		*c.slot(id) = slot[T]{obj: e.obj, nsPos: int32(len(nb.ids)), mark: c.gen}
 		nb.ids = append(nb.ids, id)
 		nb.byName[e.key.Name] = id
 		c.size++
@@ -154,16 +158,19 @@ func (c *Cache[T]) removeLocked(key types.NamespacedName) (old T, ok bool) {
 		return old, false
 	}
 	delete(nb.byName, key.Name)
-	s := &c.slots[id]
+	s := c.slot(id)
 	i, last := s.nsPos, int32(len(nb.ids)-1)
 	if i != last {
 		moved := nb.ids[last]
 		nb.ids[i] = moved
-		c.slots[moved].nsPos = i
+		c.slot(moved).nsPos = i
 	}
 	nb.ids = nb.ids[:last]
 	if last == 0 {
 		delete(c.namespaces, key.Namespace)
+		if c.lastNS == nb {
+			c.lastNS = nil
+		}
 	}
 	c.setControllerLocked(id, "")
 	for _, ix := range c.indexes {
@@ -179,8 +186,8 @@ func (c *Cache[T]) removeLocked(key types.NamespacedName) (old T, ok bool) {
 // sweepLocked removes every object not written since the last c.gen++,
 // passing each to dropped (if not nil).
 func (c *Cache[T]) sweepLocked(dropped func(T)) {
-	for i := range c.slots {
-		s := &c.slots[i]
+	for id := range c.nslots {
+		s := c.slot(id)
 		if s.nsPos < 0 || s.mark == c.gen {
 			continue
 		}
@@ -197,42 +204,61 @@ func (c *Cache[T]) allocSlotLocked() int32 {
 		c.free = c.free[:n-1]
 		return id
 	}
-	c.slots = append(c.slots, slot[T]{nsPos: -1})
-	return int32(len(c.slots) - 1)
+	id := c.nslots
+	if int(id>>pageShift) == len(c.pages) {
+		c.pages = append(c.pages, new(page[T]))
+	}
+	c.nslots++
+	return id
 }
 
 // setControllerLocked moves slot id into the controller-uid bucket of uid
 // ("" for none).
 func (c *Cache[T]) setControllerLocked(id int32, uid types.UID) {
-	s := &c.slots[id]
-	if s.ctrl != nil {
-		if s.ctrl.key == string(uid) {
+	s := c.slot(id)
+	if b := s.ctrl; b != nil {
+		if b.uid == uid {
 			return
 		}
-		if s.ctrl.remove(id) {
-			delete(c.controllers, types.UID(s.ctrl.key))
+		i, last := s.ctrlPos, int32(len(b.ids)-1)
+		if i != last {
+			moved := b.ids[last]
+			b.ids[i] = moved
+			c.slot(moved).ctrlPos = i
+		}
+		b.ids = b.ids[:last]
+		if last == 0 {
+			delete(c.controllers, b.uid)
+			if c.lastCtrl == b {
+				c.lastCtrl = nil
+			}
 		}
 		s.ctrl = nil
 	}
 	if uid == "" {
 		return
 	}
-	b := c.controllers[uid]
-	if b == nil {
-		if c.controllers == nil {
-			c.controllers = make(map[types.UID]*bucket)
+	b := c.lastCtrl
+	if b == nil || b.uid != uid {
+		b = c.controllers[uid]
+		if b == nil {
+			if c.controllers == nil {
+				c.controllers = make(map[types.UID]*ctrlBucket)
+			}
+			b = &ctrlBucket{uid: uid}
+			c.controllers[uid] = b
 		}
-		b = &bucket{key: string(uid)}
-		c.controllers[uid] = b
+		c.lastCtrl = b
 	}
-	b.add(id)
-	s.ctrl = b
+	s.ctrl, s.ctrlPos = b, int32(len(b.ids))
+	b.ids = append(b.ids, id)
 }
 
 // isNil reports whether obj is a nil interface or a nil pointer (or other
-// nil-able kind) wrapped in T.
-func isNil[T Object](obj T) bool {
-	v := any(obj)
+// nil-able kind) wrapped in T; isNilValue does the same for any value.
+func isNil[T Object](obj T) bool { return isNilValue(any(obj)) }
+
+func isNilValue(v any) bool {
 	if v == nil {
 		return true
 	}

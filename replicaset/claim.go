@@ -77,8 +77,14 @@ func ClaimPods(rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.P
 //     is not being deleted and rs's namespace is empty or the pod's;
 //     otherwise Ignore.
 func ClaimVerdict(rs *appsv1.ReplicaSet, selector labels.Selector, pod *corev1.Pod) Verdict {
+	return claimVerdict(rs, selector, pod, metav1.GetControllerOfNoCopy(pod))
+}
+
+// claimVerdict is ClaimVerdict with pod's controller reference, ref,
+// already looked up.
+func claimVerdict(rs *appsv1.ReplicaSet, selector labels.Selector, pod *corev1.Pod, ref *metav1.OwnerReference) Verdict {
 	match := selector.Matches(labels.Set(pod.Labels))
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+	if ref != nil {
 		switch {
 		case ref.UID != rs.UID:
 			return Ignore
@@ -103,11 +109,12 @@ func ClaimVerdict(rs *appsv1.ReplicaSet, selector labels.Selector, pod *corev1.P
 // (kind ReplicaSet, its name and UID) and pods without a controller, in
 // rs's namespace (upstream FilterPodsByOwner with includeOrphanedPods).
 func IsOwnedOrOrphan(rs *appsv1.ReplicaSet, pod *corev1.Pod) bool {
-	if pod.Namespace != rs.Namespace {
-		return false
-	}
-	ref := metav1.GetControllerOfNoCopy(pod)
-	return ref == nil || (ref.UID == rs.UID && ref.Name == rs.Name && ref.Kind == controllerKindName)
+	return ownedOrOrphan(rs, pod, metav1.GetControllerOfNoCopy(pod))
+}
+
+func ownedOrOrphan(rs *appsv1.ReplicaSet, pod *corev1.Pod, ref *metav1.OwnerReference) bool {
+	return pod.Namespace == rs.Namespace &&
+		(ref == nil || (ref.UID == rs.UID && ref.Name == rs.Name && ref.Kind == controllerKindName))
 }
 
 // IsClaimed reports whether pod is controlled by rs and matches selector

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/replicaset"
@@ -51,8 +52,13 @@ type world struct {
 	// the pod; reap removes such pods.
 	graceful bool
 
-	// observers are called (without the lock) after every pod change.
+	// observers are called after every pod change, with the lock held:
+	// they must not call back into the world.
 	observers []func(old, cur *corev1.Pod)
+
+	// log and watchers implement List/Watch for informers.
+	log      []logEntry
+	watchers []*fakeWatch
 
 	events []string
 }
@@ -77,24 +83,64 @@ func (w *world) addRS(rs *appsv1.ReplicaSet) *appsv1.ReplicaSet {
 	defer w.mu.Unlock()
 	rs = rs.DeepCopy()
 	rs.ResourceVersion = w.nextRV()
+	typ := watch.Added
+	if _, ok := w.rss[keyOf(rs)]; ok {
+		typ = watch.Modified
+	}
 	w.rss[keyOf(rs)] = rs
+	w.emitLocked(typ, rs)
 	return rs
+}
+
+// deleteRS removes a ReplicaSet.
+func (w *world) deleteRS(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if old, ok := w.rss[key]; ok {
+		delete(w.rss, key)
+		w.nextRV()
+		w.emitLocked(watch.Deleted, old)
+	}
+}
+
+// updatePod applies mod to a copy of the stored pod, as a kubelet would.
+func (w *world) updatePod(key types.NamespacedName, mod func(*corev1.Pod)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	old, ok := w.pods[key]
+	if !ok {
+		return
+	}
+	cur := old.DeepCopy()
+	mod(cur)
+	cur.ResourceVersion = w.nextRV()
+	w.pods[key] = cur
+	w.podChangedLocked(old, cur)
 }
 
 // addPod stores pod (a copy).
 func (w *world) addPod(pod *corev1.Pod) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	pod = pod.DeepCopy()
 	pod.ResourceVersion = w.nextRV()
 	old := w.pods[keyOf(pod)]
 	w.pods[keyOf(pod)] = pod
-	w.mu.Unlock()
-	w.notify(old, pod)
+	w.podChangedLocked(old, pod)
 }
 
-func (w *world) notify(old, cur *corev1.Pod) {
+// podChangedLocked reports a pod change to observers and watchers.
+func (w *world) podChangedLocked(old, cur *corev1.Pod) {
 	for _, o := range w.observers {
 		o(old, cur)
+	}
+	switch {
+	case old == nil:
+		w.emitLocked(watch.Added, cur)
+	case cur == nil:
+		w.emitLocked(watch.Deleted, old)
+	default:
+		w.emitLocked(watch.Modified, cur)
 	}
 }
 
@@ -177,8 +223,8 @@ func (w *world) CreatePod(_ context.Context, pod *corev1.Pod) (*corev1.Pod, erro
 	pod.CreationTimestamp = metav1.NewTime(w.clock.Now())
 	pod.ResourceVersion = w.nextRV()
 	w.pods[keyOf(pod)] = pod
+	w.podChangedLocked(nil, pod)
 	w.mu.Unlock()
-	w.notify(nil, pod)
 	return pod, nil
 }
 
@@ -209,9 +255,10 @@ func (w *world) DeletePod(_ context.Context, ns, name string, uid types.UID) err
 		w.pods[key] = cur
 	} else {
 		delete(w.pods, key)
+		w.nextRV()
 	}
+	w.podChangedLocked(old, cur)
 	w.mu.Unlock()
-	w.notify(old, cur)
 	return nil
 }
 
@@ -220,9 +267,12 @@ func (w *world) reap() {
 	for _, p := range w.snapshot() {
 		if p.DeletionTimestamp != nil {
 			w.mu.Lock()
-			delete(w.pods, keyOf(p))
+			if cur, ok := w.pods[keyOf(p)]; ok {
+				delete(w.pods, keyOf(p))
+				w.nextRV()
+				w.podChangedLocked(cur, nil)
+			}
 			w.mu.Unlock()
-			w.notify(p, nil)
 		}
 	}
 }
@@ -271,8 +321,8 @@ func (w *world) PatchPod(_ context.Context, ns, name string, data []byte) error 
 	}
 	cur.ResourceVersion = w.nextRV()
 	w.pods[keyOf(cur)] = cur
+	w.podChangedLocked(old, cur)
 	w.mu.Unlock()
-	w.notify(old, cur)
 	return nil
 }
 
@@ -297,6 +347,7 @@ func (w *world) UpdateReplicaSetStatus(_ context.Context, rs *appsv1.ReplicaSet)
 	cur.Status = *rs.Status.DeepCopy()
 	cur.ResourceVersion = w.nextRV()
 	w.rss[key] = cur
+	w.emitLocked(watch.Modified, cur)
 	return cur.DeepCopy(), nil
 }
 

@@ -77,6 +77,8 @@ type Reconciler struct {
 	clock  clock.PassiveClock
 	burst  int
 	exp    *Expectations
+
+	selectors selectorCache
 }
 
 // NewReconciler returns a Reconciler for cfg, or an error naming the first
@@ -125,16 +127,17 @@ func (r *Reconciler) Expectations() *Expectations { return r.exp }
 func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	rs, err := r.rss.Get(key)
-	if apierrors.IsNotFound(err) {
-		r.exp.Delete(key)
-		return Result{}, nil
-	}
 	if err != nil {
+		if apierrors.IsNotFound(err) {
+			r.exp.Delete(key)
+			r.selectors.forget(key)
+			return Result{}, nil
+		}
 		return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
 	}
 	now := r.clock.Now()
 	satisfied := r.exp.Satisfied(key, now)
-	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+	selector, err := r.selectors.get(key, rs.Spec.Selector)
 	if err != nil {
 		return Result{}, fmt.Errorf("replicaset %s: invalid selector: %w", key, err)
 	}
@@ -206,16 +209,17 @@ func (r *Reconciler) claim(ctx context.Context, rs *appsv1.ReplicaSet, selector 
 	adopt := adopter{r: r, rs: rs}
 	for _, list := range lists {
 		for _, p := range list {
-			if !IsOwnedOrOrphan(rs, p) {
+			ref := metav1.GetControllerOfNoCopy(p)
+			if !ownedOrOrphan(rs, p, ref) {
 				continue
 			}
 			if !IsPodActive(p) {
-				if IsPodTerminating(p) && IsClaimed(rs, selector, p) {
-					terminating = append(terminating, p)
+				if ref != nil && IsPodTerminating(p) && selector.Matches(labels.Set(p.Labels)) {
+					terminating = append(terminating, p) // IsClaimed
 				}
 				continue
 			}
-			switch ClaimVerdict(rs, selector, p) {
+			switch claimVerdict(rs, selector, p, ref) {
 			case Own:
 				active = append(active, p)
 			case Adopt:

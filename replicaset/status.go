@@ -31,6 +31,10 @@ const (
 //   - AvailableReplicas: ready pods available per [IsPodAvailable];
 //   - TerminatingReplicas: len(terminating), never nil.
 //
+// The result may share memory with rs.Status (the conditions, and the
+// TerminatingReplicas pointer when its value is unchanged): treat it as
+// read-only, or DeepCopy it.
+//
 // The ReplicaFailure condition is added (status True, reason FailedCreate
 // when active < spec.replicas, FailedDelete when active > spec.replicas,
 // else "", message manageErr.Error(), LastTransitionTime now) when manageErr
@@ -40,8 +44,9 @@ func CalculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, m
 	st := rs.Status
 	var labeled, ready, available int32
 	minReady := rs.Spec.MinReadySeconds
+	want := newLabelSet(rs.Spec.Template.Labels)
 	for _, p := range active {
-		if hasLabels(p.Labels, rs.Spec.Template.Labels) {
+		if want.subsetOf(p.Labels) {
 			labeled++
 		}
 		if IsPodReady(p) {
@@ -74,8 +79,9 @@ func CalculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, m
 	st.FullyLabeledReplicas = labeled
 	st.ReadyReplicas = ready
 	st.AvailableReplicas = available
-	n := int32(len(terminating))
-	st.TerminatingReplicas = &n
+	if n := int32(len(terminating)); st.TerminatingReplicas == nil || *st.TerminatingReplicas != n {
+		st.TerminatingReplicas = &n
+	}
 	return st
 }
 
@@ -162,10 +168,41 @@ func AvailabilityRequeue(rs *appsv1.ReplicaSet, status *appsv1.ReplicaSetStatus,
 	return max(d, time.Nanosecond)
 }
 
-// hasLabels reports whether got contains every key/value of want.
-func hasLabels(got, want map[string]string) bool {
-	for k, v := range want {
-		if g, ok := got[k]; !ok || g != v {
+// labelSet is a label map flattened once, so that testing many pods
+// against it does not iterate the map (and seed its iterator) per pod.
+// Maps of up to len(small) entries are held inline; larger ones are
+// iterated as maps.
+type labelSet struct {
+	small [8]struct{ k, v string }
+	n     int
+	big   map[string]string
+}
+
+func newLabelSet(m map[string]string) labelSet {
+	var s labelSet
+	if len(m) > len(s.small) {
+		s.big = m
+		return s
+	}
+	for k, v := range m {
+		s.small[s.n].k, s.small[s.n].v = k, v
+		s.n++
+	}
+	return s
+}
+
+// subsetOf reports whether got contains every key/value of s.
+func (s *labelSet) subsetOf(got map[string]string) bool {
+	if s.big != nil {
+		for k, v := range s.big {
+			if g, ok := got[k]; !ok || g != v {
+				return false
+			}
+		}
+		return true
+	}
+	for i := range s.n {
+		if g, ok := got[s.small[i].k]; !ok || g != s.small[i].v {
 			return false
 		}
 	}

@@ -20,13 +20,21 @@ func scaled(v *intstr.IntOrString, total int32, roundUp bool) (int, error) {
 }
 
 // checkResolved reports values that API validation would have rejected but
-// that upstream computes with anyway: negative results and results that do
-// not fit in an int32 (upstream truncates them).
+// that upstream computes with anyway: a negative value (int or percent,
+// even when it rounds to 0), a negative result (from a negative replica
+// count) and a result that does not fit in an int32 (upstream truncates
+// it). v has already parsed as n.
 func checkResolved(field string, v *intstr.IntOrString, n int) error {
-	switch {
-	case n < 0:
+	if v == nil {
+		return nil
+	}
+	if raw, err := intstr.GetScaledValueFromIntOrPercent(v, 100, false); err == nil && raw < 0 {
+		return fmt.Errorf("rollout: %s %q is negative", field, v.String())
+	}
+	if n < 0 {
 		return fmt.Errorf("rollout: %s %q resolves to %d, which is negative", field, v.String(), n)
-	case n > math.MaxInt32:
+	}
+	if n > math.MaxInt32 {
 		return fmt.Errorf("rollout: %s %q resolves to %d, which overflows int32 (upstream truncates it to %d)", field, v.String(), n, int32(n))
 	}
 	return nil
@@ -60,9 +68,7 @@ func ResolveFenceposts(maxSurge, maxUnavailable *intstr.IntOrString, desired int
 	if s == 0 && u == 0 {
 		u = 1
 	}
-	if s < 0 || s > math.MaxInt32 || u < 0 || u > math.MaxInt32 {
-		err = joinIgnored(checkResolved("maxSurge", maxSurge, s), checkResolved("maxUnavailable", maxUnavailable, u))
-	}
+	err = joinIgnored(checkResolved("maxSurge", maxSurge, s), checkResolved("maxUnavailable", maxUnavailable, u))
 	return int32(s), int32(u), err
 }
 

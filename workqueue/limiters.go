@@ -129,7 +129,7 @@ func (r *TokenBucket[T]) When(T) time.Duration {
 	if burst <= 0 {
 		burst = DefaultBurst
 	}
-	interval := time.Duration(math.Min(math.Round(float64(time.Second)/qps), math.MaxInt64))
+	interval := saturatingDuration(math.Round(float64(time.Second) / qps))
 	now := clock.OrReal(r.clock).Now()
 
 	r.mu.Lock()
@@ -145,6 +145,15 @@ func (r *TokenBucket[T]) When(T) time.Duration {
 		return 0
 	}
 	return max(0, wait-time.Duration(burst)*interval)
+}
+
+// saturatingDuration converts nanoseconds to a Duration, saturating
+// instead of overflowing.
+func saturatingDuration(ns float64) time.Duration {
+	if ns >= math.MaxInt64 { // float64(MaxInt64) rounds up to 2⁶³
+		return math.MaxInt64
+	}
+	return time.Duration(ns)
 }
 
 // Forget does nothing: the bucket is shared by all items.

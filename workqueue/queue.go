@@ -46,6 +46,7 @@ type Queue[T comparable] struct {
 
 	items map[T]*entry[T] // every item the queue knows of; nil until init
 	ready ring[*entry[T]] // FIFO of items waiting for Get
+	idle  ring[*entry[T]] // recently idle entries, still in items, oldest first
 	free  []*entry[T]     // recycled entries, so that steady state allocates nothing
 
 	processing    int // items handed out by Get and not yet Done
@@ -61,10 +62,10 @@ type Queue[T comparable] struct {
 }
 
 // entry is the queue's record of one item. It is in items for as long as
-// any of the flags in keep is set.
+// any of the flags in keep is set, and some time after: see releaseIfIdle.
 type entry[T comparable] struct {
 	key      T
-	state    uint8
+	state    uint16
 	index    int   // position in the delay heap while delayed
 	due      int64 // when a delayed item becomes ready
 	seq      uint64
@@ -74,20 +75,25 @@ type entry[T comparable] struct {
 }
 
 const (
-	queued     uint8 = 1 << iota // in ready, waiting for Get
-	processing                   // handed out by Get, Done not yet called
-	dirty                        // added while processing: queue again at Done
-	delayed                      // in the delay heap
-	limited                      // the limiter may hold failures for it
-	failed                       // AddRateLimited was called since the last Get
-	armed                        // its failures will be forgotten at forgetAt
-	inForgets                    // referenced by Queue.forgets
+	queued     uint16 = 1 << iota // in ready, waiting for Get
+	processing                    // handed out by Get, Done not yet called
+	dirty                         // added while processing: queue again at Done
+	delayed                       // in the delay heap
+	limited                       // the limiter may hold failures for it
+	failed                        // AddRateLimited was called since the last Get
+	armed                         // its failures will be forgotten at forgetAt
+	inForgets                     // referenced by Queue.forgets
+	cached                        // referenced by Queue.idle
 
 	keep = queued | processing | delayed | limited | inForgets
 )
 
-// maxFree bounds the pool of recycled entries.
-const maxFree = 1024
+// maxIdle bounds the number of idle entries kept in Queue.items, and
+// maxFree the pool of recycled entries.
+const (
+	maxIdle = 1024
+	maxFree = 1024
+)
 
 // New returns an empty queue. It starts no goroutine: see [Queue.AddAfter]
 // for the only one a queue ever runs.
@@ -325,14 +331,28 @@ func (q *Queue[T]) entryFor(item T) *entry[T] {
 	return e
 }
 
-// releaseIfIdle drops e once the queue no longer needs it.
+// releaseIfIdle is called when e may no longer be needed. An idle entry
+// stays in items for a while, in case its item comes back: controllers
+// see the same keys again and again, and a map hit is cheaper than an
+// insert and a delete. Only the maxIdle most recently idle entries are
+// kept; the oldest is dropped when a new one comes.
 func (q *Queue[T]) releaseIfIdle(e *entry[T]) {
-	if e.state&keep != 0 {
+	if e.state&(keep|cached) != 0 {
 		return
 	}
-	delete(q.items, e.key)
+	e.state |= cached
+	q.idle.push(e)
+	if q.idle.len() <= maxIdle {
+		return
+	}
+	old := q.idle.pop()
+	old.state &^= cached
+	if old.state&keep != 0 {
+		return // in use again; cached anew when idle
+	}
+	delete(q.items, old.key)
 	if len(q.free) < maxFree {
-		*e = entry[T]{}
-		q.free = append(q.free, e)
+		*old = entry[T]{}
+		q.free = append(q.free, old)
 	}
 }

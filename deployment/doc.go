@@ -1,0 +1,78 @@
+// Package deployment is the Kubernetes Deployment controller (upstream
+// kube-controller-manager v1.37, pkg/controller/deployment) as a pure
+// decision function plus a thin, embeddable shell.
+//
+// The core is [Sync]: given a [State] (the Deployment, the ReplicaSets of
+// its namespace and, for Recreate, their pods) and the time, it returns a
+// [Plan]: the ReplicaSets to create, scale, update, delete, adopt or
+// release, the events to record, the Deployment status to write, and when
+// to look again. Its decisions are upstream's — the same sizes, names,
+// revisions, annotations, conditions and events, in the same order — and
+// it leans on package rollout for all strategy math.
+//
+// Guarantees:
+//
+//   - Sync is pure: no I/O, no clock, no goroutines, no context; it never
+//     modifies its input.
+//   - A plan writes the Deployment status at most once, last, computed from
+//     the ReplicaSets as they are after the plan's own writes (upstream
+//     writes it up to three times per sync, with a stale resourceVersion).
+//   - Hash collisions are decided from the snapshot: a ReplicaSet that
+//     already holds the new name with another template makes the plan bump
+//     status.collisionCount instead of creating anything.
+//   - Applying a plan and syncing again reaches a plan that writes nothing.
+//
+// # Where the I/O happens
+//
+// Only [Apply], [Reconciler] and [Controller] talk to the world, through
+// interfaces of one to three methods declared here ([DeploymentGetter],
+// [ReplicaSetLister], [PodIndexer], [Client], [EventRecorder]). The caches
+// of package informer satisfy the read interfaces directly; client-go
+// listers plug in through the Func adapters.
+//
+//   - [Apply] executes a plan in order and reports how far it got.
+//   - [Reconciler] reads a snapshot, calls Sync, re-checks the Deployment
+//     live before adopting ReplicaSets, and applies the plan.
+//   - [Controller] turns informer events into keys of a workqueue (upstream's
+//     handler rules) and runs workers that call the Reconciler.
+//
+// # Usage
+//
+// One step, with your own client:
+//
+//	plan, err := deployment.Sync(deployment.State{Deployment: d, ReplicaSets: rss}, time.Now())
+//	if err != nil {
+//		return err
+//	}
+//	_, err = deployment.Apply(ctx, client, recorder, plan)
+//
+// The whole loop:
+//
+//	c, err := deployment.NewController(deployment.ControllerConfig{
+//		Deployments: dInformer, ReplicaSets: rsInformer, Pods: podInformer,
+//		Client: client, Workers: 5,
+//	})
+//	go dInformer.Run(ctx) // and the other two
+//	err = c.Run(ctx)
+//
+// # Deviations from upstream
+//
+// Each is a defect fixed, not a different decision:
+//
+//   - the status is written once, last, from the state after the plan's
+//     writes, so intermediate statuses (UnavailableReplicas computed from
+//     ReplicaSet specs before a scale) are never written;
+//   - errors upstream swallows (failed scale-downs) stop the plan and are
+//     returned; errors from invalid objects return an empty plan;
+//   - a single active ReplicaSet at the right size but with a stale
+//     desired-replicas annotation gets its annotations refreshed, where
+//     upstream treats every sync as a scaling event forever and never rolls
+//     out a new template;
+//   - the progress-deadline requeue waits at least a second instead of
+//     polling through the rate limiter, and is not scheduled when the
+//     Progressing reason is NewReplicaSetAvailable (time cannot change the
+//     outcome then);
+//   - revision-history cleanup sees the ReplicaSets as the plan left them
+//     (upstream may delete a ReplicaSet it has just scaled up from zero);
+//   - ReplicaSets are deleted with a UID precondition.
+package deployment

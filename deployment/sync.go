@@ -1,0 +1,106 @@
+package deployment
+
+import (
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ctrlkit/ctrlkit/rollout"
+)
+
+// Sync decides what one sync of a Deployment must do (upstream
+// syncDeployment). It is pure: it reads state, never modifies it, does no
+// I/O and takes the time as now.
+//
+// Upstream writes as it decides and later steps read what earlier writes
+// returned; Sync simulates that sequence in memory, so its decisions
+// (sizes, names, annotations, conditions, events, their order) are
+// upstream's. Where upstream writes the Deployment status several times in
+// one sync, sometimes with a stale resourceVersion, the plan writes it
+// once, last, computed from the ReplicaSets as they are after the plan's
+// own writes: the state upstream reaches after its follow-up sync.
+//
+// The branches, in upstream's order:
+//
+//   - a non-nil empty selector: a SelectingAll warning, and a status
+//     carrying only the observed generation;
+//   - claim ReplicaSets (see [State]);
+//   - being deleted: sync the new ReplicaSet's annotations, then the status;
+//   - Progressing=Unknown DeploymentPaused/DeploymentResumed;
+//   - paused: proportional scaling and history cleanup;
+//   - a rollback annotation: roll back;
+//   - a scaling event (an active ReplicaSet's desired-replicas annotation
+//     differs from spec.replicas): proportional scaling;
+//   - Recreate or RollingUpdate rollout steps, with history cleanup once
+//     complete and the progress-deadline requeue.
+//
+// On error the Plan is empty: nothing is to be applied. Errors come from
+// invalid objects the API server would have rejected (a bad selector, a
+// nil or malformed maxSurge, an unknown strategy).
+func Sync(state State, now time.Time) (Plan, error) {
+	s, err := newSyncer(state, now)
+	if err != nil {
+		return Plan{}, err
+	}
+	if err := s.run(); err != nil && err != errStop {
+		return Plan{}, err
+	}
+	return s.plan(), nil
+}
+
+func (s *syncer) run() error {
+	d := s.d
+	if isSelectingAll(d.Spec.Selector) {
+		s.event(corev1.EventTypeWarning, rollout.EventSelectingAll, "This deployment is selecting all pods. A non-empty selector is required.")
+		if d.Status.ObservedGeneration < d.Generation {
+			st := d.Status
+			st.ObservedGeneration = d.Generation
+			s.setStatus(st)
+		}
+		return nil
+	}
+	if err := s.claim(); err != nil {
+		return err
+	}
+	s.findNew()
+	if d.DeletionTimestamp != nil {
+		s.syncNewRS()
+		s.syncDeploymentStatus()
+		return nil
+	}
+	if st, changed := rollout.PausedConditions(s.d, s.now.Time); changed {
+		s.setStatus(st)
+	}
+	if d.Spec.Paused {
+		return s.sync()
+	}
+	if rev, ok, _ := rollout.RollbackTo(d); ok { // an unparseable annotation is ignored, as upstream
+		return s.rollback(rev)
+	}
+	s.syncNewRS()
+	if scaling, _ := rollout.IsScalingEvent(s.d, s.newRS(), s.olds()); scaling { // invalid annotations are skipped, as upstream
+		return s.sync()
+	}
+	switch d.Spec.Strategy.Type {
+	case appsv1.RecreateDeploymentStrategyType:
+		return s.recreate()
+	case appsv1.RollingUpdateDeploymentStrategyType:
+		return s.rolling()
+	}
+	return fmt.Errorf("unexpected deployment strategy type: %s", d.Spec.Strategy.Type)
+}
+
+// sync is upstream sync(), for paused Deployments and scaling events.
+func (s *syncer) sync() error {
+	s.syncNewRS()
+	if err := s.scale(); err != nil {
+		return err
+	}
+	if _, pending, _ := rollout.RollbackTo(s.d); s.d.Spec.Paused && !pending {
+		s.cleanup(s.olds())
+	}
+	s.syncDeploymentStatus()
+	return nil
+}

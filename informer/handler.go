@@ -1,0 +1,194 @@
+package informer
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Handler receives the changes an [Informer] applies to its cache. Each
+// function is called only after the cache holds the change, so a Get from
+// inside it sees that state or a later one. Calls to one Handler are
+// sequential and in the order the changes were applied; different handlers
+// run concurrently, each on its own goroutine. Nil functions are skipped.
+//
+// Handlers see a subsequence of each object's states (informers are level
+// triggered), and the objects they receive are shared and read-only.
+type Handler[T Object] struct {
+	// OnAdd is called when an object appears in the cache: from a list, a
+	// watch event, or the replay of the cache to a handler added late.
+	OnAdd func(obj T)
+	// OnUpdate is called when a stored object is replaced by a newer one,
+	// and on every periodic resync with oldObj == newObj.
+	OnUpdate func(oldObj, newObj T)
+	// OnDelete is called when an object leaves the cache.
+	OnDelete func(d Deleted[T])
+}
+
+// Deleted describes an object that left the cache.
+type Deleted[T Object] struct {
+	// Obj is the last known state of the object: the one the delete event
+	// carried, or, for a tombstone, the one the cache last held.
+	Obj T
+	// Key is Obj's namespace and name.
+	Key types.NamespacedName
+	// FinalStateUnknown is true for a tombstone: the informer did not see
+	// the delete but found the object missing when it listed again (after
+	// a broken watch), or dropped an object it could not store. Obj may then
+	// be older than the object's real final state.
+	FinalStateUnknown bool
+}
+
+// Registration is the handle returned by [Informer.AddHandler].
+type Registration struct {
+	synced  chan struct{} // closed by the handler's goroutine
+	quit    chan struct{} // closed by RemoveHandler
+	pending atomic.Int64
+}
+
+// HasSynced reports whether this handler has returned from the calls for
+// every object of the informer's first list (or, for a handler added after
+// that, of the cache's contents when it was added). [Informer.HasSynced]
+// only says the cache holds the first list; this says the handler saw it.
+func (r *Registration) HasSynced() bool {
+	select {
+	case <-r.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// Synced returns a channel that is closed when HasSynced becomes true. It
+// stays open if the handler is removed, or Run returns, before that.
+func (r *Registration) Synced() <-chan struct{} { return r.synced }
+
+// Pending returns the number of notifications queued for this handler and
+// not yet delivered. A number that keeps growing means the handler is
+// slower than the stream of changes; the queue has no bound.
+func (r *Registration) Pending() int { return int(r.pending.Load()) }
+
+type noteKind uint8
+
+const (
+	noteAdd noteKind = iota
+	noteUpdate
+	noteDelete
+	noteTombstone
+	noteSynced // marker: everything before it was the initial list
+)
+
+// note is one queued notification.
+type note[T Object] struct {
+	old, obj T
+	kind     noteKind
+}
+
+// listener owns a handler's unbounded queue and the goroutine that drains
+// it. Producers never block: push appends under a short lock and wakes the
+// goroutine.
+type listener[T Object] struct {
+	h    Handler[T]
+	reg  *Registration
+	wake chan struct{} // capacity 1
+
+	mu  sync.Mutex
+	buf []note[T]
+}
+
+func newListener[T Object](h Handler[T]) *listener[T] {
+	return &listener[T]{
+		h:    h,
+		reg:  &Registration{synced: make(chan struct{}), quit: make(chan struct{})},
+		wake: make(chan struct{}, 1),
+	}
+}
+
+func (l *listener[T]) push(notes []note[T]) {
+	if len(notes) == 0 {
+		return
+	}
+	l.reg.pending.Add(int64(len(notes)))
+	l.mu.Lock()
+	l.buf = append(l.buf, notes...)
+	l.mu.Unlock()
+	l.signal()
+}
+
+func (l *listener[T]) pushSynced() {
+	l.mu.Lock()
+	l.buf = append(l.buf, note[T]{kind: noteSynced})
+	l.mu.Unlock()
+	l.signal()
+}
+
+func (l *listener[T]) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// maxIdleBuf bounds the capacity a listener keeps between bursts, so that a
+// large initial list does not pin its queue's memory forever.
+const maxIdleBuf = 4096
+
+// run delivers notifications until done or the registration's quit channel
+// is closed. Notifications still queued then are dropped.
+func (l *listener[T]) run(done <-chan struct{}) {
+	var batch []note[T]
+	for {
+		select {
+		case <-done:
+			return
+		case <-l.reg.quit:
+			return
+		case <-l.wake:
+		}
+		for {
+			l.mu.Lock()
+			batch, l.buf = l.buf, batch[:0]
+			l.mu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			for i := range batch {
+				select {
+				case <-done:
+					return
+				case <-l.reg.quit:
+					return
+				default:
+				}
+				l.deliver(batch[i])
+				batch[i] = note[T]{}
+			}
+			if cap(batch) > maxIdleBuf {
+				batch = nil
+			}
+		}
+	}
+}
+
+func (l *listener[T]) deliver(n note[T]) {
+	if n.kind == noteSynced {
+		close(l.reg.synced)
+		return
+	}
+	switch n.kind {
+	case noteAdd:
+		if l.h.OnAdd != nil {
+			l.h.OnAdd(n.obj)
+		}
+	case noteUpdate:
+		if l.h.OnUpdate != nil {
+			l.h.OnUpdate(n.old, n.obj)
+		}
+	case noteDelete, noteTombstone:
+		if l.h.OnDelete != nil {
+			l.h.OnDelete(Deleted[T]{Obj: n.obj, Key: keyOf(n.obj), FinalStateUnknown: n.kind == noteTombstone})
+		}
+	}
+	l.reg.pending.Add(-1)
+}

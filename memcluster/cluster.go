@@ -1,0 +1,194 @@
+package memcluster
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ctrlkit/ctrlkit/clock"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Object is what the cluster stores: a pointer to an API type such as
+// *corev1.Pod. It has the same method set as informer.Object.
+type Object interface {
+	metav1.Object
+	runtime.Object
+}
+
+// Config configures a [Cluster]. The zero value is ready to use and gives a
+// cluster on the wall clock.
+type Config struct {
+	// Clock drives every timestamp the cluster writes, the kubelet, watch
+	// lag, injected latency and periodic bookmarks. Pass a *[clock.Fake]
+	// (and the same clock to your queues and informers) for virtual time;
+	// [Cluster.RunUntil] needs one. Nil means [clock.Real].
+	Clock clock.Clock
+	// Seed seeds every random choice: generated names, UIDs, injected
+	// faults and kubelet delays. Two clusters with the same seed that
+	// receive the same sequence of calls behave identically.
+	Seed uint64
+	// WatchHistory is the number of events retained per kind for watches
+	// that resume from a resourceVersion. Older versions answer 410 Gone.
+	// Zero means 1000.
+	WatchHistory int
+	// WatchBuffer is the number of undelivered events a watcher may hold.
+	// A watcher that falls further behind is terminated (its channel is
+	// closed) and must watch again, as a real API server does with slow
+	// watchers. Zero means 1000.
+	WatchBuffer int
+	// BookmarkInterval, when positive, sends a [watch.Bookmark] to every
+	// watch that allows bookmarks after each interval of (virtual) time.
+	// Zero means bookmarks are sent only by [Cluster.Bookmark].
+	BookmarkInterval time.Duration
+	// SettleWindow is how long, in wall-clock time, [Cluster.RunUntil]
+	// requires the system to stay quiet before it moves virtual time on.
+	// Zero means 2ms.
+	SettleWindow time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.WatchHistory <= 0 {
+		c.WatchHistory = 1000
+	}
+	if c.WatchBuffer <= 0 {
+		c.WatchBuffer = 1000
+	}
+	if c.SettleWindow <= 0 {
+		c.SettleWindow = 2 * time.Millisecond
+	}
+	c.Clock = clock.OrReal(c.Clock)
+	return c
+}
+
+// Cluster is an in-memory Kubernetes API server for Deployments,
+// ReplicaSets and Pods (and any kind added with [NewResource]). It is safe
+// for concurrent use. Create it with [New].
+type Cluster struct {
+	cfg   Config
+	clock clock.Clock
+
+	// mu guards every store, the resourceVersion counter, the UID index,
+	// the random source and the kind registry. It is never held while
+	// sending on a channel that a client reads.
+	mu       sync.Mutex
+	rv       uint64
+	rnd      *rand.Rand
+	uids     map[types.UID]schema.GroupKind
+	kinds    map[schema.GroupKind]collector
+	order    []collector
+	kubelets []*Kubelet
+
+	faults     faultInjector
+	activity   atomic.Uint64 // bumped by every request and delivery; see Idle
+	idleMu     sync.Mutex
+	idleChecks []func() bool
+
+	pods        *Resource[*corev1.Pod]
+	replicaSets *Resource[*appsv1.ReplicaSet]
+	deployments *Resource[*appsv1.Deployment]
+}
+
+// New returns an empty cluster. It starts no goroutine: watches and
+// kubelets start their own, and stop with their context.
+func New(cfg Config) *Cluster {
+	cfg = cfg.withDefaults()
+	c := &Cluster{
+		cfg:   cfg,
+		clock: cfg.Clock,
+		rnd:   rand.New(rand.NewPCG(cfg.Seed, 0x6d656d636c757374)),
+		uids:  map[types.UID]schema.GroupKind{},
+		kinds: map[schema.GroupKind]collector{},
+	}
+	c.faults.init(cfg.Seed)
+	c.pods = NewResource(c, podKind())
+	c.replicaSets = NewResource(c, replicaSetKind())
+	c.deployments = NewResource(c, deploymentKind())
+	return c
+}
+
+// Clock returns the clock the cluster runs on.
+func (c *Cluster) Clock() clock.Clock { return c.clock }
+
+// Pods returns a client for the pods of namespace; "" means every
+// namespace for List and Watch, and the object's own namespace for Create.
+func (c *Cluster) Pods(namespace string) Client[*corev1.Pod] { return c.pods.Namespace(namespace) }
+
+// ReplicaSets returns a client for the ReplicaSets of namespace; see [Cluster.Pods].
+func (c *Cluster) ReplicaSets(namespace string) Client[*appsv1.ReplicaSet] {
+	return c.replicaSets.Namespace(namespace)
+}
+
+// Deployments returns a client for the Deployments of namespace; see [Cluster.Pods].
+func (c *Cluster) Deployments(namespace string) Client[*appsv1.Deployment] {
+	return c.deployments.Namespace(namespace)
+}
+
+// ResourceVersion returns the cluster-wide resourceVersion: the version of
+// the latest write to any kind.
+func (c *Cluster) ResourceVersion() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return formatRV(c.rv)
+}
+
+// Bookmark sends a [watch.Bookmark] carrying the current resourceVersion to
+// every open watch that allows bookmarks.
+func (c *Cluster) Bookmark() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range c.order {
+		k.bookmarkLocked(c.rv)
+	}
+}
+
+// nextRVLocked allocates the next resourceVersion.
+func (c *Cluster) nextRVLocked() uint64 {
+	c.rv++
+	return c.rv
+}
+
+// nowLocked is the server time as stored in objects: metav1.Time keeps
+// whole seconds once serialised, so the cluster stores whole seconds too.
+func (c *Cluster) now() metav1.Time {
+	return metav1.NewTime(c.clock.Now().Truncate(time.Second))
+}
+
+// newUIDLocked returns a random (seeded) version-4 UUID.
+func (c *Cluster) newUIDLocked() types.UID {
+	var b [16]byte
+	for i := range b {
+		b[i] = byte(c.rnd.UintN(256))
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return types.UID(fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]))
+}
+
+// nameSuffixLocked returns the 5-character random suffix used by
+// generateName, drawn from the apiserver's alphabet (no vowels, no
+// look-alike digits).
+func (c *Cluster) nameSuffixLocked() string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	b := make([]byte, 5)
+	for i := range b {
+		b[i] = alphabet[c.rnd.IntN(len(alphabet))]
+	}
+	return string(b)
+}
+
+// podsChangedLocked wakes the kubelets after a pod write.
+func (c *Cluster) podsChangedLocked() {
+	for _, k := range c.kubelets {
+		k.wake()
+	}
+}
+
+func formatRV(rv uint64) string { return fmt.Sprintf("%d", rv) }

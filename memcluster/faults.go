@@ -1,0 +1,172 @@
+package memcluster
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Verb names a request type for fault rules.
+type Verb string
+
+// The verbs of the client API.
+const (
+	VerbGet          Verb = "get"
+	VerbList         Verb = "list"
+	VerbWatch        Verb = "watch"
+	VerbCreate       Verb = "create"
+	VerbUpdate       Verb = "update"
+	VerbUpdateStatus Verb = "update/status"
+	VerbPatch        Verb = "patch"
+	VerbDelete       Verb = "delete"
+)
+
+// FaultError selects the error an injected fault returns.
+type FaultError int
+
+// The injectable errors. Each is an *apierrors.StatusError, so callers
+// classify it with the usual apierrors predicates.
+const (
+	// FaultInternal is a 500 (apierrors.IsInternalError).
+	FaultInternal FaultError = iota
+	// FaultUnavailable is a 503 (apierrors.IsServiceUnavailable).
+	FaultUnavailable
+	// FaultConflict is a 409 (apierrors.IsConflict).
+	FaultConflict
+	// FaultTimeout is a 504 server timeout (apierrors.IsServerTimeout).
+	FaultTimeout
+	// FaultTooManyRequests is a 429 (apierrors.IsTooManyRequests).
+	FaultTooManyRequests
+)
+
+// FaultRule injects errors and latency into matching requests.
+type FaultRule struct {
+	// Verb matches one verb; "" matches every verb.
+	Verb Verb
+	// Resource matches one kind by its plural name ("pods"); "" matches all.
+	Resource string
+	// Rate is the probability, in [0, 1], that a matching request fails.
+	Rate float64
+	// Error is the error a failing request returns.
+	Error FaultError
+	// AfterWrite makes a failing request take effect before the error is
+	// returned, like a response lost on the way back: the client sees an
+	// error although the write happened.
+	AfterWrite bool
+	// Latency delays every matching request by this much time on the
+	// cluster's clock (virtual under a fake clock).
+	Latency time.Duration
+}
+
+// Faults is the fault-injection configuration of a cluster. The zero
+// value injects nothing. Random choices come from a source seeded with
+// [Config.Seed], so the same faults hit the same requests when a test
+// makes the same requests in the same order.
+type Faults struct {
+	// Rules are matched in order. Latencies of all matching rules add up;
+	// the first matching rule whose draw fails decides the error.
+	Rules []FaultRule
+	// WatchLag delays the delivery of every watch event by this much
+	// cluster time: an informer behind the API.
+	WatchLag time.Duration
+	// WatchDropRate is the probability, per watch event, that the watch
+	// ends instead of delivering it; clients must watch again.
+	WatchDropRate float64
+}
+
+// SetFaults replaces the fault configuration; it applies to requests and
+// watch events from now on.
+func (c *Cluster) SetFaults(f Faults) {
+	c.faults.mu.Lock()
+	defer c.faults.mu.Unlock()
+	c.faults.cfg = f
+}
+
+type faultInjector struct {
+	mu  sync.Mutex
+	rnd *rand.Rand
+	cfg Faults
+}
+
+func (fi *faultInjector) init(seed uint64) {
+	fi.rnd = rand.New(rand.NewPCG(seed, 0x6661756c7473))
+}
+
+// decide returns the latency and the failing rule (if any) for a request.
+func (fi *faultInjector) decide(verb Verb, resource string) (time.Duration, *FaultRule) {
+	fi.mu.Lock()
+	defer fi.mu.Unlock()
+	var lat time.Duration
+	var hit *FaultRule
+	for i := range fi.cfg.Rules {
+		rule := &fi.cfg.Rules[i]
+		if (rule.Verb != "" && rule.Verb != verb) || (rule.Resource != "" && rule.Resource != resource) {
+			continue
+		}
+		lat += rule.Latency
+		if rule.Rate > 0 && fi.rnd.Float64() < rule.Rate && hit == nil {
+			r := *rule
+			hit = &r
+		}
+	}
+	return lat, hit
+}
+
+// watchDelivery returns the lag of one watch event and whether the watch
+// is dropped instead.
+func (fi *faultInjector) watchDelivery() (time.Duration, bool) {
+	fi.mu.Lock()
+	defer fi.mu.Unlock()
+	drop := fi.cfg.WatchDropRate > 0 && fi.rnd.Float64() < fi.cfg.WatchDropRate
+	return fi.cfg.WatchLag, drop
+}
+
+// admit runs before every request: it counts the request, waits for any
+// injected latency, and decides the injected error. err fails the request
+// before it takes effect; after is returned once it has taken effect.
+func (c *Cluster) admit(ctx context.Context, verb Verb, gr schema.GroupResource, name string) (after, err error) {
+	c.activity.Add(1)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	lat, rule := c.faults.decide(verb, gr.Resource)
+	if lat > 0 {
+		t := c.clock.NewTimer(lat)
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+		c.activity.Add(1)
+	}
+	if rule == nil {
+		return nil, nil
+	}
+	fault := rule.Error.err(verb, gr, name)
+	if rule.AfterWrite {
+		return fault, nil
+	}
+	return nil, fault
+}
+
+func (e FaultError) err(verb Verb, gr schema.GroupResource, name string) error {
+	cause := errors.New("memcluster: injected fault")
+	switch e {
+	case FaultUnavailable:
+		return apierrors.NewServiceUnavailable(cause.Error())
+	case FaultConflict:
+		return apierrors.NewConflict(gr, name, cause)
+	case FaultTimeout:
+		return apierrors.NewServerTimeout(gr, string(verb), 1)
+	case FaultTooManyRequests:
+		return apierrors.NewTooManyRequests(cause.Error(), 1)
+	default:
+		return apierrors.NewInternalError(cause)
+	}
+}

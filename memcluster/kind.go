@@ -1,0 +1,125 @@
+package memcluster
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Kind describes how the cluster stores one API type: the server-side
+// strategy of a kube-apiserver registry, reduced to what controllers can
+// observe. Only GVK, Resource and New are required; nil hooks do nothing.
+type Kind[T Object] struct {
+	// GVK is the group, version and kind, e.g. apps/v1 Deployment. Owner
+	// references are resolved against it for garbage collection.
+	GVK schema.GroupVersionKind
+	// Resource is the lower-case plural name used in errors, e.g. "deployments".
+	Resource string
+	// ClusterScoped kinds ignore namespaces.
+	ClusterScoped bool
+	// New returns an empty object.
+	New func() T
+	// Generation returns the part of an object whose change bumps
+	// metadata.generation (usually the spec). Nil: the generation stays 1.
+	Generation func(obj T) any
+	// CopyStatus copies the status of src into dst. A kind with a status
+	// subresource sets it: Update then keeps the stored status and
+	// UpdateStatus changes nothing else. Nil: no status subresource.
+	CopyStatus func(dst, src T)
+	// PrepareCreate resets fields the server owns on create (the status).
+	PrepareCreate func(obj T)
+	// Default applies API defaults. It runs on every create and update.
+	Default func(obj T)
+	// Validate returns the errors of obj; old is nil-valued on create.
+	Validate func(obj, old T) field.ErrorList
+	// GracePeriod returns the graceful-deletion period in seconds for obj
+	// given the requested one (nil when the request has none). Zero or a
+	// nil hook deletes at once.
+	GracePeriod func(obj T, requested *int64) int64
+}
+
+func (k Kind[T]) groupKind() schema.GroupKind { return k.GVK.GroupKind() }
+
+func (k Kind[T]) groupResource() schema.GroupResource {
+	return schema.GroupResource{Group: k.GVK.Group, Resource: k.Resource}
+}
+
+func podKind() Kind[*corev1.Pod] {
+	return Kind[*corev1.Pod]{
+		GVK:        corev1.SchemeGroupVersion.WithKind("Pod"),
+		Resource:   "pods",
+		New:        func() *corev1.Pod { return &corev1.Pod{} },
+		Generation: func(p *corev1.Pod) any { return p.Spec },
+		CopyStatus: func(dst, src *corev1.Pod) { dst.Status = *src.Status.DeepCopy() },
+		PrepareCreate: func(p *corev1.Pod) {
+			p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qosClass(p)}
+		},
+		Default:     defaultPod,
+		Validate:    validatePod,
+		GracePeriod: podGracePeriod,
+	}
+}
+
+func replicaSetKind() Kind[*appsv1.ReplicaSet] {
+	return Kind[*appsv1.ReplicaSet]{
+		GVK:           appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
+		Resource:      "replicasets",
+		New:           func() *appsv1.ReplicaSet { return &appsv1.ReplicaSet{} },
+		Generation:    func(rs *appsv1.ReplicaSet) any { return rs.Spec },
+		CopyStatus:    func(dst, src *appsv1.ReplicaSet) { dst.Status = *src.Status.DeepCopy() },
+		PrepareCreate: func(rs *appsv1.ReplicaSet) { rs.Status = appsv1.ReplicaSetStatus{} },
+		Default:       defaultReplicaSet,
+		Validate:      validateReplicaSet,
+	}
+}
+
+// deploymentGeneration mirrors the apiserver: annotations bump the
+// generation too, because the controller copies them to ReplicaSets.
+type deploymentGeneration struct {
+	Spec        appsv1.DeploymentSpec
+	Annotations map[string]string
+}
+
+func deploymentKind() Kind[*appsv1.Deployment] {
+	return Kind[*appsv1.Deployment]{
+		GVK:      appsv1.SchemeGroupVersion.WithKind("Deployment"),
+		Resource: "deployments",
+		New:      func() *appsv1.Deployment { return &appsv1.Deployment{} },
+		Generation: func(d *appsv1.Deployment) any {
+			return deploymentGeneration{Spec: d.Spec, Annotations: d.Annotations}
+		},
+		CopyStatus:    func(dst, src *appsv1.Deployment) { dst.Status = *src.Status.DeepCopy() },
+		PrepareCreate: func(d *appsv1.Deployment) { d.Status = appsv1.DeploymentStatus{} },
+		Default:       defaultDeployment,
+		Validate:      validateDeployment,
+	}
+}
+
+// podGracePeriod follows the pod registry: an unscheduled or finished pod
+// goes at once; otherwise the request wins over the spec.
+func podGracePeriod(p *corev1.Pod, requested *int64) int64 {
+	if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return 0
+	}
+	g := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if p.Spec.TerminationGracePeriodSeconds != nil {
+		g = *p.Spec.TerminationGracePeriodSeconds
+	}
+	if requested != nil {
+		g = *requested
+	}
+	if g < 0 {
+		g = 1 // as the apiserver does for negative periods
+	}
+	return g
+}
+
+func qosClass(p *corev1.Pod) corev1.PodQOSClass {
+	for _, c := range p.Spec.Containers {
+		if len(c.Resources.Requests) > 0 || len(c.Resources.Limits) > 0 {
+			return corev1.PodQOSBurstable
+		}
+	}
+	return corev1.PodQOSBestEffort
+}

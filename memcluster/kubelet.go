@@ -1,0 +1,277 @@
+package memcluster
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ctrlkit/ctrlkit/clock"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// KubeletConfig configures a [Kubelet]. The zero value is ready to use.
+type KubeletConfig struct {
+	// Nodes is the number of fake nodes, named node-0, node-1, …; pods are
+	// bound to them round-robin. Zero means 3.
+	Nodes int
+	// Model decides how each pod behaves. Nil means
+	// FixedModel(DefaultPodBehavior()).
+	Model PodModel
+}
+
+// Kubelet plays scheduler and kubelet for every pod of a cluster: it binds
+// unscheduled pods to fake nodes, moves them through Pending, Running and
+// Ready, simulates failures, and finishes graceful deletions. A cluster
+// should have at most one.
+//
+// It has two layers, like raft's RawNode and Node: [Kubelet.Sync] brings
+// every pod up to date with the cluster clock and returns; [Kubelet.Run]
+// calls Sync whenever a pod changes or the next transition is due.
+//
+// Every transition time is computed from the pod's scheduling time (its
+// creation, or the kubelet's, whichever is later) and its [PodBehavior],
+// not from when Sync happens to run: under a fake clock the timestamps
+// (startTime, condition lastTransitionTime, container startedAt) are
+// exact, even if Sync runs late.
+type Kubelet struct {
+	c       *Cluster
+	model   PodModel
+	nodes   []string
+	started time.Time
+
+	syncMu sync.Mutex // serialises Sync
+	// guarded by c.mu, and only touched from Sync:
+	rnd   *rand.Rand
+	pods  map[types.UID]*podState
+	bound int // pods bound so far, for round-robin
+	ips   int // pod IPs handed out so far
+
+	mu      sync.Mutex
+	next    time.Time // zero: nothing due
+	armed   time.Time // the deadline Run has a timer for
+	woken   bool
+	running bool
+	wakeC   chan struct{}
+}
+
+type podState struct {
+	b           PodBehavior
+	node        int
+	ip          string
+	scheduledAt time.Time
+}
+
+// NewKubelet attaches a kubelet to c. It does nothing until Sync or Run is
+// called.
+func NewKubelet(c *Cluster, cfg KubeletConfig) *Kubelet {
+	if cfg.Nodes <= 0 {
+		cfg.Nodes = 3
+	}
+	if cfg.Model == nil {
+		cfg.Model = FixedModel(DefaultPodBehavior())
+	}
+	k := &Kubelet{
+		c:       c,
+		model:   cfg.Model,
+		started: c.clock.Now(),
+		rnd:     rand.New(rand.NewPCG(c.cfg.Seed, 0x6b7562656c6574)),
+		pods:    map[types.UID]*podState{},
+		wakeC:   make(chan struct{}, 1),
+	}
+	for i := range cfg.Nodes {
+		k.nodes = append(k.nodes, fmt.Sprintf("node-%d", i))
+	}
+	c.mu.Lock()
+	c.kubelets = append(c.kubelets, k)
+	c.mu.Unlock()
+	return k
+}
+
+// Run calls [Kubelet.Sync] whenever a pod is written and whenever the next
+// transition is due on the cluster clock, until ctx is done. Only one Run
+// may be active at a time; a second one returns at once.
+func (k *Kubelet) Run(ctx context.Context) {
+	k.mu.Lock()
+	if k.running {
+		k.mu.Unlock()
+		return
+	}
+	k.running = true
+	k.mu.Unlock()
+	defer func() {
+		k.mu.Lock()
+		k.running = false
+		k.mu.Unlock()
+	}()
+	for {
+		next := k.Sync()
+		var due clock.Timer
+		var dueC <-chan time.Time
+		if !next.IsZero() {
+			due = k.c.clock.NewTimer(next.Sub(k.c.clock.Now()))
+			dueC = due.C()
+		}
+		k.mu.Lock()
+		k.armed = next
+		k.mu.Unlock()
+		select {
+		case <-ctx.Done():
+		case <-k.wakeC:
+		case <-dueC:
+		}
+		if due != nil {
+			due.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// wake is called by the cluster, with c.mu held, after a pod write.
+func (k *Kubelet) wake() {
+	k.mu.Lock()
+	k.woken = true
+	k.mu.Unlock()
+	select {
+	case k.wakeC <- struct{}{}:
+	default:
+	}
+}
+
+// busy reports whether the kubelet has work it has not done yet: a pod
+// write it has not synced (even before Run has started, so a simulation
+// cannot outrun a kubelet goroutine that is still starting), or, while
+// running, a transition that is due or has no timer yet.
+func (k *Kubelet) busy(now time.Time) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.woken {
+		return true
+	}
+	return k.running && !k.next.IsZero() && (!k.next.After(now) || !k.armed.Equal(k.next))
+}
+
+// Sync brings every pod up to date with the cluster clock and returns the
+// time of the next transition it knows of (zero if none). Pods are visited
+// in namespace/name order, so a seeded model draws in a reproducible order.
+// Its writes bypass fault injection.
+func (k *Kubelet) Sync() time.Time {
+	k.syncMu.Lock()
+	defer k.syncMu.Unlock()
+	k.mu.Lock()
+	k.woken = false
+	k.mu.Unlock()
+
+	c := k.c
+	c.mu.Lock()
+	now := c.clock.Now()
+	r := c.pods
+	keys := make([]types.NamespacedName, 0, len(r.objs))
+	for key := range r.objs {
+		keys = append(keys, key)
+	}
+	slices.SortFunc(keys, func(a, b types.NamespacedName) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	var next time.Time
+	later := func(t time.Time) {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	seen := map[types.UID]bool{}
+	for _, key := range keys {
+		p, ok := r.objs[key]
+		if !ok {
+			continue // collected while we were visiting others
+		}
+		seen[p.UID] = true
+		later(k.syncPodLocked(p, now))
+	}
+	for uid := range k.pods {
+		if !seen[uid] {
+			delete(k.pods, uid)
+		}
+	}
+	c.activity.Add(1)
+	c.mu.Unlock()
+
+	k.mu.Lock()
+	k.next = next
+	k.mu.Unlock()
+	return next
+}
+
+// syncPodLocked moves one pod on and returns its next transition time.
+func (k *Kubelet) syncPodLocked(p *corev1.Pod, now time.Time) time.Time {
+	st := k.pods[p.UID]
+	if st == nil {
+		if p.Spec.NodeName == "" && p.DeletionTimestamp != nil {
+			return time.Time{}
+		}
+		node := slices.Index(k.nodes, p.Spec.NodeName)
+		if p.Spec.NodeName != "" && node < 0 {
+			return time.Time{} // bound to a node that is not ours
+		}
+		if node < 0 {
+			node = k.bound % len(k.nodes)
+			k.bound++
+		}
+		b := k.model(p, k.rnd)
+		if f, ok := p.Annotations[FailureAnnotation]; ok {
+			b.Failure = PodFailure(f)
+		}
+		if b.CrashAfter <= 0 {
+			b.CrashAfter = 5 * time.Second
+		}
+		sched := p.CreationTimestamp.Time
+		if sched.Before(k.started) {
+			sched = k.started
+		}
+		k.ips++
+		st = &podState{b: b, node: node, scheduledAt: sched, ip: fmt.Sprintf("10.244.%d.%d", k.ips/250, k.ips%250+2)}
+		k.pods[p.UID] = st
+	}
+	if p.DeletionTimestamp != nil {
+		end := p.DeletionTimestamp.Time
+		if g := p.DeletionGracePeriodSeconds; g != nil && st.b.ShutdownDelay > 0 {
+			if stop := end.Add(-time.Duration(*g) * time.Second).Add(st.b.ShutdownDelay); stop.Before(end) {
+				end = stop
+			}
+		}
+		if now.Before(end) {
+			return end
+		}
+		zero := int64(0)
+		if err := k.c.pods.deleteLocked(objectKey(p), metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+			panic("memcluster: kubelet: " + err.Error()) // the pod exists and no precondition is set
+		}
+		return time.Time{}
+	}
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return time.Time{}
+	}
+	next := deepCopy(p)
+	next.Spec.NodeName = k.nodes[st.node]
+	status, due := podStatusAt(p, st, now)
+	next.Status = status
+	next.Status.HostIP = fmt.Sprintf("10.0.0.%d", st.node+1)
+	next.Status.HostIPs = []corev1.HostIP{{IP: next.Status.HostIP}}
+	next.Status.QOSClass = p.Status.QOSClass
+	stored, err := k.c.pods.roundTrip(next)
+	if err != nil {
+		panic("memcluster: kubelet: " + err.Error()) // a stored pod always encodes
+	}
+	if !semanticallyEqual(p, stored) {
+		k.c.pods.commitLocked(watch.Modified, stored)
+	}
+	return due
+}

@@ -1,0 +1,343 @@
+package memcluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Patch applies a patch to the object called name, then stores it as
+// [Client.Update] would (or [Client.UpdateStatus] with the subresource
+// "status"). Supported types:
+//
+//   - [types.StrategicMergePatchType], with the typed struct's merge keys
+//     (ownerReferences merge on uid, so {"$patch":"delete","uid":…}
+//     removes one reference);
+//   - [types.MergePatchType] (RFC 7386);
+//   - [types.JSONPatchType] (RFC 6902: add, remove, replace, move, copy,
+//     test). A failed test is a 422.
+//
+// A metadata.uid in the patch that differs from the stored one, or a
+// metadata.resourceVersion that is not the stored one, fails with Conflict:
+// controllers use both as preconditions.
+func (cl Client[T]) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, _ metav1.PatchOptions, subresources ...string) (T, error) {
+	var zero T
+	c := cl.r.c
+	verb := VerbPatch
+	status := len(subresources) == 1 && subresources[0] == "status"
+	if len(subresources) > 0 && !status {
+		return zero, apierrors.NewNotFound(schema.GroupResource{Group: cl.r.kind.GVK.Group, Resource: cl.r.kind.Resource + "/" + strings.Join(subresources, "/")}, name)
+	}
+	after, err := c.admit(ctx, verb, cl.r.kind.groupResource(), name)
+	if err != nil {
+		return zero, err
+	}
+	c.mu.Lock()
+	out, err := cl.r.patchLocked(cl.key(cl.ns, name), pt, data, status)
+	c.mu.Unlock()
+	if err != nil {
+		return zero, err
+	}
+	if after != nil {
+		return zero, after
+	}
+	return out, nil
+}
+
+func (r *Resource[T]) patchLocked(key types.NamespacedName, pt types.PatchType, data []byte, status bool) (T, error) {
+	var zero T
+	old, ok := r.objs[key]
+	if !ok {
+		return zero, apierrors.NewNotFound(r.kind.groupResource(), key.Name)
+	}
+	orig, err := json.Marshal(old)
+	if err != nil {
+		return zero, apierrors.NewInternalError(err)
+	}
+	var patched []byte
+	switch pt {
+	case types.StrategicMergePatchType:
+		patched, err = strategicMergePatch(orig, data, reflect.TypeOf(r.kind.New()))
+		if err != nil {
+			return zero, apierrors.NewBadRequest(err.Error())
+		}
+	case types.MergePatchType:
+		patched, err = mergePatch(orig, data)
+		if err != nil {
+			return zero, apierrors.NewBadRequest(err.Error())
+		}
+	case types.JSONPatchType:
+		patched, err = jsonPatch(orig, data)
+		if err != nil {
+			return zero, err
+		}
+	default:
+		return zero, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", r.kind.groupResource(), key.Name,
+			fmt.Sprintf("unsupported patch type %q", pt), 0, false)
+	}
+	in := r.kind.New()
+	if err := json.Unmarshal(patched, in); err != nil {
+		return zero, apierrors.NewBadRequest(fmt.Sprintf("memcluster: decode patched %s: %v", r.kind.Resource, err))
+	}
+	in.GetObjectKind().SetGroupVersionKind(zeroGVK)
+	if in.GetName() != key.Name || in.GetNamespace() != key.Namespace {
+		return zero, apierrors.NewBadRequest("the name and namespace of a patched object cannot change")
+	}
+	if status {
+		return r.updateStatusLocked(in)
+	}
+	return r.updateLocked(in)
+}
+
+// mergePatch applies an RFC 7386 JSON merge patch.
+func mergePatch(doc, patch []byte) ([]byte, error) {
+	var d, p any
+	if err := json.Unmarshal(doc, &d); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(patch, &p); err != nil {
+		return nil, fmt.Errorf("invalid JSON merge patch: %w", err)
+	}
+	return json.Marshal(mergeValue(d, p))
+}
+
+func mergeValue(target, patch any) any {
+	pm, ok := patch.(map[string]any)
+	if !ok {
+		return patch
+	}
+	tm, ok := target.(map[string]any)
+	if !ok {
+		tm = map[string]any{}
+	}
+	for k, v := range pm {
+		if v == nil {
+			delete(tm, k)
+		} else {
+			tm[k] = mergeValue(tm[k], v)
+		}
+	}
+	return tm
+}
+
+type jsonPatchOp struct {
+	Op    string           `json:"op"`
+	Path  string           `json:"path"`
+	From  string           `json:"from"`
+	Value *json.RawMessage `json:"value"`
+}
+
+// jsonPatch applies an RFC 6902 JSON patch. Decoding errors are a 400;
+// operations that fail (a missing path, a failed test) are a 422.
+func jsonPatch(doc, patch []byte) ([]byte, error) {
+	var ops []jsonPatchOp
+	if err := json.Unmarshal(patch, &ops); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid JSON patch: %v", err))
+	}
+	var d any
+	if err := json.Unmarshal(doc, &d); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	for i, op := range ops {
+		var err error
+		if d, err = applyOp(d, op); err != nil {
+			return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "",
+				fmt.Sprintf("json patch operation %d (%s %s): %v", i, op.Op, op.Path, err), 0, false)
+		}
+	}
+	return json.Marshal(d)
+}
+
+func applyOp(d any, op jsonPatchOp) (any, error) {
+	path, err := pointer(op.Path)
+	if err != nil {
+		return nil, err
+	}
+	value := func() (any, error) {
+		if op.Value == nil {
+			return nil, fmt.Errorf("missing value")
+		}
+		var v any
+		return v, json.Unmarshal(*op.Value, &v)
+	}
+	switch op.Op {
+	case "add", "replace":
+		v, err := value()
+		if err != nil {
+			return nil, err
+		}
+		return setAt(d, path, v, op.Op == "add")
+	case "remove":
+		return removeAt(d, path)
+	case "test":
+		v, err := value()
+		if err != nil {
+			return nil, err
+		}
+		got, err := getAt(d, path)
+		if err != nil {
+			return nil, err
+		}
+		if !reflect.DeepEqual(got, v) {
+			return nil, fmt.Errorf("testing value %s failed", op.Path)
+		}
+		return d, nil
+	case "move", "copy":
+		from, err := pointer(op.From)
+		if err != nil {
+			return nil, err
+		}
+		v, err := getAt(d, from)
+		if err != nil {
+			return nil, err
+		}
+		if op.Op == "move" {
+			if d, err = removeAt(d, from); err != nil {
+				return nil, err
+			}
+		}
+		return setAt(d, path, v, true)
+	default:
+		return nil, fmt.Errorf("unsupported operation %q", op.Op)
+	}
+}
+
+// pointer splits an RFC 6901 JSON pointer into unescaped tokens.
+func pointer(p string) ([]string, error) {
+	if p == "" {
+		return nil, nil
+	}
+	if !strings.HasPrefix(p, "/") {
+		return nil, fmt.Errorf("invalid JSON pointer %q", p)
+	}
+	toks := strings.Split(p[1:], "/")
+	for i, t := range toks {
+		toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+	}
+	return toks, nil
+}
+
+func getAt(d any, path []string) (any, error) {
+	for _, tok := range path {
+		switch c := d.(type) {
+		case map[string]any:
+			v, ok := c[tok]
+			if !ok {
+				return nil, fmt.Errorf("path element %q not found", tok)
+			}
+			d = v
+		case []any:
+			i, err := index(tok, len(c)-1)
+			if err != nil {
+				return nil, err
+			}
+			d = c[i]
+		default:
+			return nil, fmt.Errorf("path element %q not found", tok)
+		}
+	}
+	return d, nil
+}
+
+// setAt adds (insert) or replaces the value at path and returns the new document.
+func setAt(d any, path []string, v any, insert bool) (any, error) {
+	if len(path) == 0 {
+		return v, nil
+	}
+	tok, rest := path[0], path[1:]
+	switch c := d.(type) {
+	case map[string]any:
+		if len(rest) == 0 {
+			if _, ok := c[tok]; !ok && !insert {
+				return nil, fmt.Errorf("path element %q not found", tok)
+			}
+			c[tok] = v
+			return c, nil
+		}
+		child, ok := c[tok]
+		if !ok {
+			return nil, fmt.Errorf("path element %q not found", tok)
+		}
+		nc, err := setAt(child, rest, v, insert)
+		c[tok] = nc
+		return c, err
+	case []any:
+		if len(rest) == 0 && insert {
+			i := len(c)
+			if tok != "-" {
+				var err error
+				if i, err = index(tok, len(c)); err != nil {
+					return nil, err
+				}
+			}
+			c = append(c, nil)
+			copy(c[i+1:], c[i:])
+			c[i] = v
+			return c, nil
+		}
+		i, err := index(tok, len(c)-1)
+		if err != nil {
+			return nil, err
+		}
+		if len(rest) == 0 {
+			c[i] = v
+			return c, nil
+		}
+		nc, err := setAt(c[i], rest, v, insert)
+		c[i] = nc
+		return c, err
+	default:
+		return nil, fmt.Errorf("path element %q not found", tok)
+	}
+}
+
+func removeAt(d any, path []string) (any, error) {
+	if len(path) == 0 {
+		return nil, fmt.Errorf("cannot remove the whole document")
+	}
+	tok, rest := path[0], path[1:]
+	switch c := d.(type) {
+	case map[string]any:
+		child, ok := c[tok]
+		if !ok {
+			return nil, fmt.Errorf("path element %q not found", tok)
+		}
+		if len(rest) == 0 {
+			delete(c, tok)
+			return c, nil
+		}
+		nc, err := removeAt(child, rest)
+		c[tok] = nc
+		return c, err
+	case []any:
+		i, err := index(tok, len(c)-1)
+		if err != nil {
+			return nil, err
+		}
+		if len(rest) == 0 {
+			return append(c[:i], c[i+1:]...), nil
+		}
+		nc, err := removeAt(c[i], rest)
+		c[i] = nc
+		return c, err
+	default:
+		return nil, fmt.Errorf("path element %q not found", tok)
+	}
+}
+
+func index(tok string, max int) (int, error) {
+	i, err := strconv.Atoi(tok)
+	if err != nil || i < 0 || i > max || (len(tok) > 1 && tok[0] == '0') {
+		return 0, fmt.Errorf("invalid array index %q", tok)
+	}
+	return i, nil
+}

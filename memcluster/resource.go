@@ -1,0 +1,284 @@
+package memcluster
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Resource is the storage of one kind. Objects are stored as immutable
+// snapshots: every write stores a new object, and every read returns a
+// deep copy the caller owns.
+type Resource[T Object] struct {
+	c        *Cluster
+	kind     Kind[T]
+	objs     map[types.NamespacedName]T // guarded by c.mu
+	hist     history[T]                 // guarded by c.mu
+	watchers []*watcher[T]              // guarded by c.mu, in creation order
+}
+
+// NewResource adds a kind to the cluster and returns its storage. Adding a
+// kind twice is a programming error and panics.
+func NewResource[T Object](c *Cluster, k Kind[T]) *Resource[T] {
+	r := &Resource[T]{
+		c:        c,
+		kind:     k,
+		objs:     map[types.NamespacedName]T{},
+	}
+	r.hist.limit = c.cfg.WatchHistory
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	gk := k.groupKind()
+	if _, dup := c.kinds[gk]; dup {
+		panic(fmt.Sprintf("memcluster: kind %s added twice", gk))
+	}
+	c.kinds[gk] = r
+	c.order = append(c.order, r)
+	return r
+}
+
+// Namespace returns a client for the objects of namespace. For List and
+// Watch "" means every namespace; for Create it means the object's own
+// namespace, or "default".
+func (r *Resource[T]) Namespace(namespace string) Client[T] {
+	return Client[T]{r: r, ns: namespace}
+}
+
+// Client reads and writes one kind in one namespace. Its methods mirror
+// client-go's typed clients (context first, options last), except that
+// List returns the items and the list's resourceVersion instead of a
+// typed List object. Every returned object is a deep copy.
+type Client[T Object] struct {
+	r  *Resource[T]
+	ns string
+}
+
+// Get returns the object called name.
+func (cl Client[T]) Get(ctx context.Context, name string, _ metav1.GetOptions) (T, error) {
+	var zero T
+	c := cl.r.c
+	after, err := c.admit(ctx, VerbGet, cl.r.kind.groupResource(), name)
+	if err != nil {
+		return zero, err
+	}
+	c.mu.Lock()
+	obj, ok := cl.r.objs[cl.key(cl.ns, name)]
+	c.mu.Unlock()
+	if !ok {
+		return zero, apierrors.NewNotFound(cl.r.kind.groupResource(), name)
+	}
+	if after != nil {
+		return zero, after
+	}
+	return deepCopy(obj), nil
+}
+
+// List returns the objects that match opts.LabelSelector and
+// opts.FieldSelector (metadata.name and metadata.namespace only), sorted by
+// namespace and name, with the cluster's current resourceVersion.
+func (cl Client[T]) List(ctx context.Context, opts metav1.ListOptions) ([]T, string, error) {
+	c := cl.r.c
+	after, err := c.admit(ctx, VerbList, cl.r.kind.groupResource(), "")
+	if err != nil {
+		return nil, "", err
+	}
+	match, err := cl.matcher(opts)
+	if err != nil {
+		return nil, "", err
+	}
+	c.mu.Lock()
+	var items []T
+	for _, obj := range cl.r.objs {
+		if match(obj) {
+			items = append(items, deepCopy(obj))
+		}
+	}
+	rv := formatRV(c.rv)
+	c.mu.Unlock()
+	if after != nil {
+		return nil, "", after
+	}
+	slices.SortFunc(items, func(a, b T) int {
+		return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
+	})
+	return items, rv, nil
+}
+
+// Create stores a new object. The server sets uid, creationTimestamp,
+// generation 1 and the resourceVersion, resets the status, fills
+// metadata.name from generateName, applies defaults and validates.
+func (cl Client[T]) Create(ctx context.Context, obj T, _ metav1.CreateOptions) (T, error) {
+	var zero T
+	c := cl.r.c
+	after, err := c.admit(ctx, VerbCreate, cl.r.kind.groupResource(), obj.GetName())
+	if err != nil {
+		return zero, err
+	}
+	c.mu.Lock()
+	out, err := cl.r.createLocked(obj, cl.ns)
+	c.mu.Unlock()
+	if err != nil {
+		return zero, err
+	}
+	if after != nil {
+		return zero, after
+	}
+	return out, nil
+}
+
+// Update replaces the object's metadata and spec; its status is kept. A
+// non-empty resourceVersion that is not the stored one fails with
+// Conflict; an empty one updates unconditionally, as the apiserver allows
+// for these kinds. An update that changes nothing writes nothing.
+func (cl Client[T]) Update(ctx context.Context, obj T, _ metav1.UpdateOptions) (T, error) {
+	var zero T
+	c := cl.r.c
+	after, err := c.admit(ctx, VerbUpdate, cl.r.kind.groupResource(), obj.GetName())
+	if err != nil {
+		return zero, err
+	}
+	in, err := cl.r.roundTrip(obj)
+	if err != nil {
+		return zero, err
+	}
+	c.mu.Lock()
+	out, err := cl.r.updateLocked(cl.withNamespace(in))
+	c.mu.Unlock()
+	if err != nil {
+		return zero, err
+	}
+	if after != nil {
+		return zero, after
+	}
+	return out, nil
+}
+
+// UpdateStatus replaces the object's status and nothing else, with the
+// same resourceVersion check as [Client.Update].
+func (cl Client[T]) UpdateStatus(ctx context.Context, obj T, _ metav1.UpdateOptions) (T, error) {
+	var zero T
+	c := cl.r.c
+	after, err := c.admit(ctx, VerbUpdateStatus, cl.r.kind.groupResource(), obj.GetName())
+	if err != nil {
+		return zero, err
+	}
+	in, err := cl.r.roundTrip(obj)
+	if err != nil {
+		return zero, err
+	}
+	c.mu.Lock()
+	out, err := cl.r.updateStatusLocked(cl.withNamespace(in))
+	c.mu.Unlock()
+	if err != nil {
+		return zero, err
+	}
+	if after != nil {
+		return zero, after
+	}
+	return out, nil
+}
+
+// Watch streams changes after opts.ResourceVersion; see [Resource] and the
+// package documentation for the guarantees.
+func (cl Client[T]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	if _, err := cl.r.c.admit(ctx, VerbWatch, cl.r.kind.groupResource(), ""); err != nil {
+		return nil, err
+	}
+	match, err := cl.matcher(opts)
+	if err != nil {
+		return nil, err
+	}
+	return cl.r.watch(ctx, opts.ResourceVersion, opts.AllowWatchBookmarks, match)
+}
+
+// ListWatcher returns the List/Watch pair an informer consumes. It
+// structurally satisfies informer.ListWatcher[T]: its Watch allows
+// bookmarks.
+func (cl Client[T]) ListWatcher() ListWatcher[T] { return ListWatcher[T]{cl: cl} }
+
+// ListWatcher lists and watches every object of one client's namespace.
+type ListWatcher[T Object] struct{ cl Client[T] }
+
+// List lists every object of the namespace.
+func (lw ListWatcher[T]) List(ctx context.Context) ([]T, string, error) {
+	return lw.cl.List(ctx, metav1.ListOptions{})
+}
+
+// Watch watches the namespace from resourceVersion, with bookmarks.
+func (lw ListWatcher[T]) Watch(ctx context.Context, resourceVersion string) (watch.Interface, error) {
+	return lw.cl.Watch(ctx, metav1.ListOptions{ResourceVersion: resourceVersion, AllowWatchBookmarks: true})
+}
+
+func (cl Client[T]) key(ns, name string) types.NamespacedName {
+	if cl.r.kind.ClusterScoped {
+		ns = ""
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
+
+// withNamespace fills in the client's namespace when the object has none.
+func (cl Client[T]) withNamespace(obj T) T {
+	if obj.GetNamespace() == "" && !cl.r.kind.ClusterScoped {
+		obj.SetNamespace(cl.ns)
+	}
+	return obj
+}
+
+func (cl Client[T]) matcher(opts metav1.ListOptions) (func(T) bool, error) {
+	ls, err := labels.Parse(opts.LabelSelector)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid label selector %q: %v", opts.LabelSelector, err))
+	}
+	fs, err := fields.ParseSelector(opts.FieldSelector)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector %q: %v", opts.FieldSelector, err))
+	}
+	ns := cl.ns
+	if cl.r.kind.ClusterScoped {
+		ns = ""
+	}
+	return func(obj T) bool {
+		if ns != "" && obj.GetNamespace() != ns {
+			return false
+		}
+		f := fields.Set{"metadata.name": obj.GetName(), "metadata.namespace": obj.GetNamespace()}
+		return ls.Matches(labels.Set(obj.GetLabels())) && fs.Matches(f)
+	}, nil
+}
+
+// roundTrip returns a JSON round-tripped copy of obj, as a real client and
+// server would see it: empty collections become nil, times lose their
+// sub-second part, the TypeMeta is cleared.
+func (r *Resource[T]) roundTrip(obj T) (T, error) {
+	var zero T
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return zero, apierrors.NewBadRequest(fmt.Sprintf("memcluster: encode %s: %v", r.kind.Resource, err))
+	}
+	out := r.kind.New()
+	if err := json.Unmarshal(b, out); err != nil {
+		return zero, apierrors.NewBadRequest(fmt.Sprintf("memcluster: decode %s: %v", r.kind.Resource, err))
+	}
+	out.GetObjectKind().SetGroupVersionKind(zeroGVK)
+	return out, nil
+}
+
+// semanticallyEqual reports whether two stored objects differ only in
+// their resourceVersion.
+func semanticallyEqual[T Object](a, b T) bool {
+	b = deepCopy(b)
+	b.SetResourceVersion(a.GetResourceVersion())
+	return apiequality.Semantic.DeepEqual(a, b)
+}
+
+func deepCopy[T Object](obj T) T { return obj.DeepCopyObject().(T) }

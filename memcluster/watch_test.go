@@ -1,0 +1,220 @@
+package memcluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// guard bounds how long a test waits for an event that must come. It is a
+// failure guard, not synchronisation: a passing test never waits for it.
+const guard = 10 * time.Second
+
+// next receives one event and describes it as "TYPE name" (or "TYPE rv"
+// for bookmarks, "ERROR code reason" for errors, "CLOSED").
+func next(t *testing.T, w watch.Interface) string {
+	t.Helper()
+	g := time.NewTimer(guard)
+	defer g.Stop()
+	select {
+	case ev, ok := <-w.ResultChan():
+		if !ok {
+			return "CLOSED"
+		}
+		return describe(ev)
+	case <-g.C:
+		t.Fatal("no watch event within the guard time")
+		return ""
+	}
+}
+
+func describe(ev watch.Event) string {
+	switch o := ev.Object.(type) {
+	case *metav1.Status:
+		return line(ev.Type, o.Code, o.Reason)
+	case metav1.Object:
+		if ev.Type == watch.Bookmark {
+			return line(ev.Type, o.GetResourceVersion())
+		}
+		return line(ev.Type, o.GetName())
+	default:
+		return line(ev.Type)
+	}
+}
+
+func nextN(t *testing.T, w watch.Interface, n int) []string {
+	t.Helper()
+	var out []string
+	for range n {
+		out = append(out, next(t, w))
+	}
+	return out
+}
+
+func TestWatchFromResourceVersion(t *testing.T) {
+	c, _ := newTestCluster(t)
+	pods := c.Pods("ns")
+	must(pods.Create(ctxT(t), pod("a", "", ""), metav1.CreateOptions{}))(t)
+	must(pods.Create(ctxT(t), pod("b", "", ""), metav1.CreateOptions{}))(t)
+	_, rv, err := pods.List(ctxT(t), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(pods.Patch(ctxT(t), "a", types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"1"}}}`), metav1.PatchOptions{}))(t)
+	if err := pods.Delete(ctxT(t), "b", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	must(pods.Create(ctxT(t), pod("c", "", ""), metav1.CreateOptions{}))(t)
+
+	tests := []struct {
+		name string
+		rv   string
+		want []string
+	}{
+		{name: "from the list's version", rv: rv, want: []string{"MODIFIED a", "DELETED b", "ADDED c"}},
+		{name: "from empty: current state", rv: "", want: []string{"ADDED a", "ADDED c"}},
+		{name: "from 0: current state", rv: "0", want: []string{"ADDED a", "ADDED c"}},
+		{name: "from the start", rv: "1", want: []string{"ADDED b", "MODIFIED a", "DELETED b", "ADDED c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := must(pods.Watch(ctxT(t), metav1.ListOptions{ResourceVersion: tt.rv}))(t)
+			defer w.Stop()
+			if diff := cmp.Diff(tt.want, nextN(t, w, len(tt.want))); diff != "" {
+				t.Errorf("events mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWatchExpired(t *testing.T) {
+	c := New(Config{WatchHistory: 2})
+	for _, name := range []string{"a", "b", "c", "d"} {
+		must(c.Pods("ns").Create(ctxT(t), pod(name, "", ""), metav1.CreateOptions{}))(t)
+	}
+	tests := []struct {
+		rv   string
+		want []string
+	}{
+		{rv: "1", want: []string{"ERROR 410 Expired", "CLOSED"}},
+		{rv: "2", want: []string{"ADDED c", "ADDED d"}},
+		{rv: "99", want: []string{"ERROR 504 Timeout", "CLOSED"}},
+	}
+	for _, tt := range tests {
+		t.Run("rv "+tt.rv, func(t *testing.T) {
+			w := must(c.Pods("ns").Watch(ctxT(t), metav1.ListOptions{ResourceVersion: tt.rv}))(t)
+			defer w.Stop()
+			if diff := cmp.Diff(tt.want, nextN(t, w, len(tt.want))); diff != "" {
+				t.Errorf("events mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if _, err := c.Pods("ns").Watch(ctxT(t), metav1.ListOptions{ResourceVersion: "x"}); err == nil {
+		t.Error("Watch() with an invalid resourceVersion succeeded")
+	}
+}
+
+func TestWatchBookmarks(t *testing.T) {
+	fc := newFake()
+	c := New(Config{Clock: fc, BookmarkInterval: time.Minute})
+	with := must(c.Pods("").Watch(ctxT(t), metav1.ListOptions{ResourceVersion: "0", AllowWatchBookmarks: true}))(t)
+	defer with.Stop()
+	without := must(c.Pods("").Watch(ctxT(t), metav1.ListOptions{ResourceVersion: "0"}))(t)
+	defer without.Stop()
+
+	must(c.Pods("ns").Create(ctxT(t), pod("a", "", ""), metav1.CreateOptions{}))(t)
+	c.Bookmark()
+	fc.Step(time.Minute)
+	must(c.Pods("ns").Create(ctxT(t), pod("b", "", ""), metav1.CreateOptions{}))(t)
+
+	// The periodic bookmark is enqueued by the watch's goroutine when the
+	// timer fires; it may land before or after "b", so sort it out.
+	got := nextN(t, with, 4)
+	want := []string{"ADDED a", "BOOKMARK 1", "BOOKMARK 1", "ADDED b"}
+	if got[2] == "ADDED b" {
+		want[2], want[3] = "ADDED b", "BOOKMARK 2"
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("with bookmarks (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"ADDED a", "ADDED b"}, nextN(t, without, 2)); diff != "" {
+		t.Errorf("without bookmarks (-want +got):\n%s", diff)
+	}
+}
+
+func TestWatchSelectorTransitions(t *testing.T) {
+	c, _ := newTestCluster(t)
+	pods := c.Pods("ns")
+	w := must(pods.Watch(ctxT(t), metav1.ListOptions{LabelSelector: "app=web"}))(t)
+	defer w.Stop()
+	p := pod("p", "", "")
+	p.Labels = map[string]string{"app": "other"}
+	must(pods.Create(ctxT(t), p, metav1.CreateOptions{}))(t)
+	relabel := func(app string) {
+		must(pods.Patch(ctxT(t), "p", types.MergePatchType, []byte(`{"metadata":{"labels":{"app":"`+app+`"}}}`), metav1.PatchOptions{}))(t)
+	}
+	relabel("web")
+	relabel("other")
+	must(pods.Create(ctxT(t), pod("sentinel", "", ""), metav1.CreateOptions{}))(t)
+	want := []string{"ADDED p", "DELETED p", "ADDED sentinel"}
+	if diff := cmp.Diff(want, nextN(t, w, 3)); diff != "" {
+		t.Errorf("events mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestWatchEnds(t *testing.T) {
+	c, _ := newTestCluster(t)
+	t.Run("Stop", func(t *testing.T) {
+		w := must(c.Pods("").Watch(ctxT(t), metav1.ListOptions{}))(t)
+		w.Stop()
+		w.Stop()
+		drainUntilClosed(t, w)
+	})
+	t.Run("context", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(ctxT(t))
+		w := must(c.Pods("").Watch(ctx, metav1.ListOptions{}))(t)
+		cancel()
+		drainUntilClosed(t, w)
+	})
+	t.Run("slow consumer", func(t *testing.T) {
+		c := New(Config{WatchBuffer: 2})
+		w := must(c.Pods("").Watch(ctxT(t), metav1.ListOptions{ResourceVersion: "0"}))(t)
+		for _, name := range []string{"a", "b", "c", "d", "e"} {
+			// Never blocks, although nobody reads the watch.
+			must(c.Pods("ns").Create(ctxT(t), pod(name, "", ""), metav1.CreateOptions{}))(t)
+		}
+		drainUntilClosed(t, w)
+	})
+}
+
+// drainUntilClosed reads w until its channel closes.
+func drainUntilClosed(t *testing.T, w watch.Interface) {
+	t.Helper()
+	for next(t, w) != "CLOSED" {
+	}
+}
+
+func TestListWatcherResumes(t *testing.T) {
+	c, _ := newTestCluster(t)
+	lw := c.Pods("ns").ListWatcher()
+	must(c.Pods("ns").Create(ctxT(t), pod("a", "", ""), metav1.CreateOptions{}))(t)
+	must(c.Pods("other").Create(ctxT(t), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}, metav1.CreateOptions{}))(t)
+	items, rv, err := lw.List(ctxT(t))
+	if err != nil || len(items) != 1 {
+		t.Fatalf("List() = %d items, %v; want 1 item", len(items), err)
+	}
+	must(c.Pods("ns").Create(ctxT(t), pod("b", "", ""), metav1.CreateOptions{}))(t)
+	w := must(lw.Watch(ctxT(t), rv))(t)
+	defer w.Stop()
+	c.Bookmark()
+	if diff := cmp.Diff([]string{"ADDED b", "BOOKMARK 3"}, nextN(t, w, 2)); diff != "" {
+		t.Errorf("events mismatch (-want +got):\n%s", diff)
+	}
+}

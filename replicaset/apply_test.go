@@ -1,0 +1,76 @@
+package replicaset_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ctrlkit/ctrlkit/replicaset"
+)
+
+func TestApply(t *testing.T) {
+	gone := newPod("gone")
+	cases := []struct {
+		name       string
+		rs         *appsv1.ReplicaSet
+		seed       []*corev1.Pod
+		plan       replicaset.Plan
+		want       replicaset.Applied
+		wantErr    error
+		wantCalls  int
+		wantEvents []string
+	}{{
+		name:       "creates in batches",
+		rs:         newRS("web", 3),
+		plan:       replicaset.Plan{Actions: []replicaset.Action{replicaset.CreatePods{Count: 3}}},
+		want:       replicaset.Applied{Created: 3},
+		wantCalls:  3,
+		wantEvents: []string{"Normal SuccessfulCreate Created pod: web-p001", "Normal SuccessfulCreate Created pod: web-p002", "Normal SuccessfulCreate Created pod: web-p003"},
+	}, {
+		name: "a template without labels fails before any call",
+		rs: newRS("web", 3, func(rs *appsv1.ReplicaSet) {
+			rs.Spec.Template.Labels = nil
+		}),
+		plan:    replicaset.Plan{Actions: []replicaset.Action{replicaset.CreatePods{Count: 3}}},
+		want:    replicaset.Applied{CreatesSkipped: 3},
+		wantErr: replicaset.ErrNoLabels,
+	}, {
+		name:       "deleting a vanished pod is not an error",
+		rs:         newRS("web", 0),
+		seed:       []*corev1.Pod{newPod("here")},
+		plan:       replicaset.Plan{Actions: []replicaset.Action{replicaset.DeletePods{Pods: []*corev1.Pod{gone, newPod("here")}}}},
+		want:       replicaset.Applied{Deleted: 1, DeletesFailed: []types.UID{"uid-gone"}},
+		wantEvents: []string{"Normal SuccessfulDelete Deleted pod: here"},
+	}, {
+		name:       "events are recorded",
+		rs:         newRS("web", 0),
+		plan:       replicaset.Plan{Actions: []replicaset.Action{replicaset.Event{Type: corev1.EventTypeWarning, Reason: "R", Message: "m"}}},
+		wantEvents: []string{"Warning R m"},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t0)
+			for _, p := range tc.seed {
+				w.addPod(p)
+			}
+			got, err := replicaset.Apply(context.Background(), w, w, tc.rs, tc.plan)
+			if !errors.Is(err, tc.wantErr) {
+				t.Errorf("Apply error = %v; want %v", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Apply mismatch (-want +got):\n%s", diff)
+			}
+			if w.creates != tc.wantCalls {
+				t.Errorf("create calls = %d; want %d", w.creates, tc.wantCalls)
+			}
+			if diff := cmp.Diff(tc.wantEvents, sortedCopy(w.takeEvents())); diff != "" {
+				t.Errorf("events mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

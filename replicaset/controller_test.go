@@ -1,0 +1,194 @@
+package replicaset_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/replicaset"
+)
+
+// running is a world with informers and a Controller running over it.
+type running struct {
+	w      *world
+	c      *replicaset.Controller
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startController runs informers and a controller (2 workers) over w until
+// the test ends. The controller's clock is w's fake clock.
+func startController(t *testing.T, w *world) *running {
+	t.Helper()
+	rsInf := informer.New(w.rsSource(), informer.Config[*appsv1.ReplicaSet]{})
+	podInf := informer.New(w.podSource(), informer.Config[*corev1.Pod]{})
+	c, err := replicaset.NewController(replicaset.ControllerConfig{
+		ReplicaSets: rsInf, Pods: podInf, Client: w, Events: w, Clock: w.clock, Workers: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{w: w, c: c, cancel: cancel, done: make(chan error, 1)}
+	var wg sync.WaitGroup
+	for _, run := range []func(context.Context) error{rsInf.Run, podInf.Run} {
+		wg.Go(func() {
+			if err := run(ctx); err != nil {
+				t.Errorf("informer Run: %v", err)
+			}
+		})
+	}
+	go func() { r.done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		r.stop(t)
+		wg.Wait()
+	})
+	return r
+}
+
+// stop cancels the controller and checks that Run returns promptly.
+func (r *running) stop(t *testing.T) {
+	t.Helper()
+	r.cancel()
+	select {
+	case err, ok := <-r.done:
+		if ok && err != nil {
+			t.Errorf("Controller.Run returned %v", err)
+		}
+		if ok {
+			close(r.done)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Controller.Run did not return after cancel")
+	}
+}
+
+// eventually polls cond until it holds or a generous deadline passes. Each
+// round reaps terminating pods and moves the fake clock a second, so that
+// delayed requeues come due.
+func (r *running) eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		r.w.reap()
+		r.w.clock.Step(time.Second)
+		time.Sleep(time.Millisecond) // poll interval, not synchronisation
+	}
+}
+
+func TestControllerConverges(t *testing.T) {
+	cases := []struct {
+		name string
+		spec int32
+		seed func(rs *appsv1.ReplicaSet) []*corev1.Pod
+	}{
+		{name: "from nothing", spec: 5, seed: func(*appsv1.ReplicaSet) []*corev1.Pod { return nil }},
+		{name: "too many", spec: 2, seed: func(rs *appsv1.ReplicaSet) []*corev1.Pod { return ownedPods(rs, 7) }},
+		{name: "orphans matching", spec: 3, seed: func(*appsv1.ReplicaSet) []*corev1.Pod {
+			var out []*corev1.Pod
+			for i := range 5 {
+				out = append(out, newPod(fmt.Sprintf("orphan-%d", i), withLabels(map[string]string{"app": "web"})))
+			}
+			return out
+		}},
+		{name: "others' and terminating pods", spec: 2, seed: func(rs *appsv1.ReplicaSet) []*corev1.Pod {
+			other := newRS("other", 1)
+			return []*corev1.Pod{
+				newPod("theirs-1", ownedBy(other), withLabels(map[string]string{"app": "web"})),
+				newPod("theirs-2", ownedBy(other), withLabels(map[string]string{"app": "web"})),
+				newPod("mine-terminating", ownedBy(rs), deletingAt(t0)),
+				newPod("mine-failed", ownedBy(rs), inPhase(corev1.PodFailed)),
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t0)
+			rs := w.addRS(newRS("web", tc.spec))
+			for _, p := range tc.seed(rs) {
+				w.addPod(p)
+			}
+			r := startController(t, w)
+			r.eventually(t, fmt.Sprintf("%d active pods and status", tc.spec), func() bool {
+				st := w.rs(key("web")).Status
+				return len(activeOwned(w, rs)) == int(tc.spec) && st.Replicas == tc.spec && st.ObservedGeneration == 1
+			})
+			for _, p := range w.snapshot() {
+				if ref := metav1.GetControllerOf(p); ref != nil && ref.Name == "other" && p.DeletionTimestamp != nil {
+					t.Errorf("pod %s of another owner was deleted", p.Name)
+				}
+			}
+			// Settled: a resync of everything must not change the world.
+			creates := w.creates
+			r.w.clock.Step(time.Minute)
+			if got := len(activeOwned(w, rs)); got != int(tc.spec) || w.creates != creates {
+				t.Errorf("after settling: %d pods, %d creates; want %d, %d", got, w.creates, tc.spec, creates)
+			}
+		})
+	}
+}
+
+func TestControllerScalesAndCountsAvailability(t *testing.T) {
+	w := newWorld(t0)
+	rs := w.addRS(newRS("web", 2, func(rs *appsv1.ReplicaSet) { rs.Spec.MinReadySeconds = 30 }))
+	r := startController(t, w)
+	r.eventually(t, "2 pods", func() bool { return len(activeOwned(w, rs)) == 2 })
+
+	// The kubelet makes the pods ready; they become available 30s later.
+	for _, name := range activeOwned(w, rs) {
+		w.updatePod(key(name), func(p *corev1.Pod) {
+			readySince(w.clock.Now())(p)
+		})
+	}
+	r.eventually(t, "2 available", func() bool { return w.rs(key("web")).Status.AvailableReplicas == 2 })
+
+	// Scale down: a spec change is picked up from the informer.
+	smaller := w.rs(key("web")).DeepCopy()
+	one := int32(1)
+	smaller.Spec.Replicas = &one
+	smaller.Generation = 2
+	w.addRS(smaller)
+	r.eventually(t, "1 pod at generation 2", func() bool {
+		st := w.rs(key("web")).Status
+		return len(activeOwned(w, rs)) == 1 && st.Replicas == 1 && st.ObservedGeneration == 2
+	})
+}
+
+func TestControllerDeletedReplicaSetIsForgotten(t *testing.T) {
+	w := newWorld(t0)
+	rs := w.addRS(newRS("web", 2))
+	r := startController(t, w)
+	r.eventually(t, "2 pods", func() bool { return len(activeOwned(w, rs)) == 2 })
+	r.c.Reconciler().Expectations().ExpectCreations(key("web"), 5, t0)
+	w.deleteRS(key("web"))
+	r.eventually(t, "expectations dropped", func() bool {
+		_, ok := r.c.Reconciler().Expectations().Get(key("web"))
+		return !ok
+	})
+}
+
+func TestNewControllerValidates(t *testing.T) {
+	w := newWorld(t0)
+	podInf := informer.New(w.podSource(), informer.Config[*corev1.Pod]{})
+	rsInf := informer.New(w.rsSource(), informer.Config[*appsv1.ReplicaSet]{})
+	for _, cfg := range []replicaset.ControllerConfig{
+		{Pods: podInf, Client: w},
+		{ReplicaSets: rsInf, Client: w},
+		{ReplicaSets: rsInf, Pods: podInf},
+		{ReplicaSets: rsInf, Pods: podInf, Client: w, Workers: -1},
+	} {
+		if _, err := replicaset.NewController(cfg); err == nil {
+			t.Errorf("NewController(%+v) = nil error; want one", cfg)
+		}
+	}
+}

@@ -1,0 +1,68 @@
+// Package replicaset is the ReplicaSet controller of kube-controller-manager
+// (v1.37) as a library: a pure core that decides, and a thin shell that
+// reads, writes and schedules.
+//
+// It keeps a ReplicaSet's number of active pods at spec.replicas: it adopts
+// matching orphan pods and releases pods that no longer match, creates
+// missing pods from the template, deletes surplus pods in upstream's
+// deletion order, and writes the status (replica counts and the
+// ReplicaFailure condition).
+//
+// # Guarantees
+//
+//   - The decisions are upstream's: the same deletion ranking (unscheduled,
+//     pending, not ready, deletion cost, co-location, log-scaled ready time
+//     and age, restarts), burst cap, slow-start batches, expectations and
+//     status rules. Each exported function names its upstream counterpart.
+//   - The core never performs I/O, reads a clock, starts a goroutine or
+//     modifies its inputs. Time is a parameter.
+//   - The shell returns every error, wrapped with the ReplicaSet key.
+//   - Writes use preconditions: pod deletions and patches carry the pod UID,
+//     status updates the resourceVersion (with one retry on a fresh copy).
+//
+// # Organization
+//
+// The core, in layers:
+//
+//   - [ManageReplicas] turns an [Input] snapshot and a time into a [Plan]:
+//     [Action]s ([CreatePods], [DeletePods], [Event]), the [Expect]ation to
+//     record, the status to write and a requeue delay.
+//   - [RankForDeletion], [PodsToDelete] and [LessForDeletion] order pods for
+//     deletion; [CalculateStatus], [NeedsStatusUpdate] and
+//     [NextAvailabilityCheck] compute the status and when to look again;
+//     [ClaimPods], [AdoptPatch] and [ReleasePatch] decide ownership;
+//     [NewPod] builds a pod from the template; [SlowStartBatches] sizes
+//     create batches.
+//   - [Expectations] is the record of writes not yet seen through the
+//     informer; it is safe for concurrent use and takes time as a parameter.
+//
+// The shell:
+//
+//   - [Apply] executes a plan with a [PodWriter]: creates in slow-start
+//     batches, deletes in parallel, and emits the pod events.
+//   - [Reconciler] syncs one ReplicaSet key: read from caches, claim,
+//     decide, apply, record expectations, write status. Its inputs are
+//     small interfaces ([ReplicaSetReader], [PodLister], [Client],
+//     [EventRecorder]) that informer.Cache satisfies directly.
+//   - [Controller] wires ReplicaSet and pod informers to a workqueue with
+//     upstream's event-handler rules and runs workers until its context
+//     ends.
+//
+// # Usage
+//
+// To decide only, and apply with your own client:
+//
+//	plan := replicaset.ManageReplicas(replicaset.Input{
+//		ReplicaSet: rs, Active: pods, ExpectationsSatisfied: true,
+//	}, now)
+//
+// To run the whole controller:
+//
+//	c, err := replicaset.NewController(replicaset.ControllerConfig{
+//		ReplicaSets: rsInformer, Pods: podInformer, Client: client,
+//	})
+//	...
+//	go rsInformer.Run(ctx)
+//	go podInformer.Run(ctx)
+//	err = c.Run(ctx) // returns once ctx is done and the workers have stopped
+package replicaset
