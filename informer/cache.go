@@ -35,9 +35,9 @@ type CacheConfig[T Object] struct {
 // must not modify them (DeepCopy first). Writing to a returned object
 // corrupts what everyone else sees and can desynchronise the indexes.
 //
-// Lists come back in a deterministic order for a given history of writes
-// (the order objects were stored, with a removed object's place taken by the
-// last one of its group), but not sorted; sort a copy if order matters.
+// Results come back in an order that depends only on the history of
+// writes, so a replayed history lists identically, but they are not sorted:
+// sort them yourself if order matters.
 type Cache[T Object] struct {
 	resource schema.GroupResource
 	err      error // configuration error, returned by every write

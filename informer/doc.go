@@ -74,13 +74,18 @@
 //				ResourceVersion: rv, AllowWatchBookmarks: true})
 //		},
 //	}
-//	pods := informer.New[*corev1.Pod](lw, informer.Config[*corev1.Pod]{})
-//	reg, _ := pods.AddHandler(informer.Handler[*corev1.Pod]{
+//	pods := informer.New[*corev1.Pod](lw, informer.Config[*corev1.Pod]{
+//		Transform: dropManagedFields, // optional: store less
+//	})
+//	reg, err := pods.AddHandler(informer.Handler[*corev1.Pod]{
 //		OnAdd: func(p *corev1.Pod) { queue.Add(ownerKey(p)) },
 //	})
-//	go pods.Run(ctx)
-//	<-reg.Synced()
-//	owned, _ := pods.Cache().ByIndex(informer.IndexControllerUID, string(rs.UID))
+//	if err != nil {
+//		return err
+//	}
+//	go func() { errc <- pods.Run(ctx) }() // returns nil once ctx is done
+//	<-reg.Synced()                        // the handler has seen the first list
+//	owned, err := pods.Cache().ByIndex(informer.IndexControllerUID, string(rs.UID))
 //
 // A Cache[*appsv1.ReplicaSet] satisfies a consumer's one-method interface
 // such as Get(types.NamespacedName) (*appsv1.ReplicaSet, error) directly.

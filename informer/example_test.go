@@ -117,7 +117,8 @@ func ExampleInformer() {
 	fmt.Println(<-events)
 	fw.Delete(shopPod("web-1", "web", ""))
 	fmt.Println(<-events)
-	fmt.Println("cached:", podNames(must(inf.Cache().List("", nil))))
+	cached, err := inf.Cache().List("", nil)
+	fmt.Println("cached:", podNames(cached), err)
 
 	cancel()
 	fmt.Println("Run returned", <-done)
@@ -125,15 +126,8 @@ func ExampleInformer() {
 	// add web-1
 	// add web-2
 	// delete shop/web-1
-	// cached: [web-2]
+	// cached: [web-2] <nil>
 	// Run returned <nil>
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
 }
 
 // ReplicaSetGetter is what a controller package might declare it reads.

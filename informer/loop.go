@@ -98,7 +98,7 @@ func (inf *Informer[T]) listAndWatch(ctx context.Context) {
 		}
 		w, err := inf.lw.Watch(ctx, rv)
 		if err == nil && isNilValue(w) {
-			err = errors.New("Watch returned neither a watch nor an error")
+			err = errors.New("the ListWatcher returned neither a watch nor an error")
 		}
 		if ctx.Err() != nil {
 			if err == nil {

@@ -14,19 +14,24 @@ import (
 // name, or an index function returns an error. The cache keeps obj itself
 // (no copy): the caller must not modify it afterwards.
 func (c *Cache[T]) Add(obj T) error {
-	if _, _, err := c.store(obj); err != nil {
-		return fmt.Errorf("informer: add: %w", err)
-	}
-	return nil
+	_, _, err := c.store(obj)
+	return c.writeErr("add", err)
 }
 
 // Update is [Cache.Add] under another name, so that code translating watch
 // events reads naturally: both store obj whether or not its key is present.
 func (c *Cache[T]) Update(obj T) error {
-	if _, _, err := c.store(obj); err != nil {
-		return fmt.Errorf("informer: update: %w", err)
+	_, _, err := c.store(obj)
+	return c.writeErr("update", err)
+}
+
+// writeErr gives err the package and operation prefix, unless it is the
+// configuration error, which has its own.
+func (c *Cache[T]) writeErr(op string, err error) error {
+	if err == nil || err == c.err {
+		return err
 	}
-	return nil
+	return fmt.Errorf("informer: %s: %w", op, err)
 }
 
 // Delete removes the object stored under key and returns it. It reports
@@ -191,8 +196,9 @@ func (c *Cache[T]) sweepLocked(dropped func(T)) {
 		if s.nsPos < 0 || s.mark == c.gen {
 			continue
 		}
-		old, _ := c.removeLocked(keyOf(s.obj))
-		if dropped != nil {
+		// Found by its key, which is only safe because stored objects are
+		// read-only; a caller who renamed one leaves it in place.
+		if old, ok := c.removeLocked(keyOf(s.obj)); ok && dropped != nil {
 			dropped(old)
 		}
 	}
