@@ -159,20 +159,29 @@ func BenchmarkInformerCacheAdd(b *testing.B) {
 	perObject := func(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(pods)), "ns/object")
 	}
-	b.Run("impl=ctrlkit", func(b *testing.B) {
-		for b.Loop() {
-			infFillCtrlkit(b, pods)
-		}
-		perObject(b)
-	})
 	for _, withUID := range []bool{false, true} {
-		b.Run(fmt.Sprintf("impl=clientgo/uidIndex=%v", withUID), func(b *testing.B) {
+		b.Run(infClientGoName(withUID), func(b *testing.B) {
 			for b.Loop() {
 				infFillClientGo(b, pods, withUID)
 			}
 			perObject(b)
 		})
 	}
+	b.Run("impl=ctrlkit", func(b *testing.B) {
+		for b.Loop() {
+			infFillCtrlkit(b, pods)
+		}
+		perObject(b)
+	})
+}
+
+// infClientGoName names client-go's sub-benchmark: "clientgo" has the
+// namespace index only, "clientgo-uid" also the controller-uid index.
+func infClientGoName(withUID bool) string {
+	if withUID {
+		return "impl=clientgo-uid"
+	}
+	return "impl=clientgo"
 }
 
 // BenchmarkInformerStoreOverhead reports the heap a cache adds on top of
@@ -194,26 +203,28 @@ func BenchmarkInformerStoreOverhead(b *testing.B) {
 		}
 		b.ReportMetric(float64(total)/float64(b.N*len(pods)), "B/object")
 	}
-	b.Run("impl=ctrlkit", func(b *testing.B) {
-		measure(b, func() any { return infFillCtrlkit(b, pods) })
-	})
 	for _, withUID := range []bool{false, true} {
-		b.Run(fmt.Sprintf("impl=clientgo/uidIndex=%v", withUID), func(b *testing.B) {
+		b.Run(infClientGoName(withUID), func(b *testing.B) {
 			measure(b, func() any { return infFillClientGo(b, pods, withUID) })
 		})
 	}
+	b.Run("impl=ctrlkit", func(b *testing.B) {
+		measure(b, func() any { return infFillCtrlkit(b, pods) })
+	})
 }
 
-// BenchmarkInformerLookup reads one namespace of 1000 pods from a cache of
-// the fixture: everything, a 10% label selector, and one controller's 100
-// pods through the controller-uid index. ctrlkit's Append variants reuse
-// the caller's slice; its List/ByIndex allocate the result like client-go.
+// BenchmarkInformerLookup queries a cache holding the fixture: one
+// namespace of 1000 pods, the same with a label selector matching 100 of
+// them, one controller's 100 pods through the controller-uid index, and a
+// Get. impl=ctrlkit appends into the caller's slice (AppendList,
+// AppendByIndex); impl=ctrlkit-alloc returns a new slice (List, ByIndex)
+// as client-go does.
 func BenchmarkInformerLookup(b *testing.B) {
 	pods := infPodPtrs(infFixture())
 	ck := infFillCtrlkit(b, pods)
 	cg := infFillClientGo(b, pods, true)
 	lister := infLister(cg)
-	ns := pods[len(pods)/2].Namespace
+	ns, name := pods[len(pods)/2].Namespace, pods[len(pods)/2].Name
 	sel := labels.SelectorFromSet(labels.Set{"app": "app-3"})
 	uid := string(metav1.GetControllerOfNoCopy(pods[len(pods)/2]).UID)
 	dst := make([]*infPod, 0, infPodsPerNS)
@@ -222,27 +233,27 @@ func BenchmarkInformerLookup(b *testing.B) {
 		name string
 		f    func() int
 	}{
-		{"query=namespace/impl=ctrlkit-append", func() int { dst = ck.AppendList(dst[:0], ns, nil); return len(dst) }},
-		{"query=namespace/impl=ctrlkit-list", func() int { l, _ := ck.List(ns, nil); return len(l) }},
-		{"query=namespace/impl=clientgo-lister", func() int { l, _ := infNamespaced(lister, ns).List(labels.Everything()); return len(l) }},
+		// client-go's typed lister, and the indexer's ByIndex.
+		{"query=namespace/impl=clientgo", func() int { l, _ := infNamespaced(lister, ns).List(labels.Everything()); return len(l) }},
 		{"query=namespace/impl=clientgo-byindex", func() int { l, _ := cg.ByIndex(cache.NamespaceIndex, ns); return len(l) }},
-		{"query=selector/impl=ctrlkit-append", func() int { dst = ck.AppendList(dst[:0], ns, sel); return len(dst) }},
-		{"query=selector/impl=ctrlkit-list", func() int { l, _ := ck.List(ns, sel); return len(l) }},
-		{"query=selector/impl=clientgo-lister", func() int { l, _ := infNamespaced(lister, ns).List(sel); return len(l) }},
-		{"query=controller/impl=ctrlkit-append", func() int {
+		{"query=selector/impl=clientgo", func() int { l, _ := infNamespaced(lister, ns).List(sel); return len(l) }},
+		{"query=controller/impl=clientgo", func() int { l, _ := cg.ByIndex(informer.IndexControllerUID, uid); return len(l) }},
+		{"query=get/impl=clientgo", func() int { p, _ := infNamespaced(lister, ns).Get(name); return len(p.Name) }},
+		// ctrlkit into the caller's slice.
+		{"query=namespace/impl=ctrlkit", func() int { dst = ck.AppendList(dst[:0], ns, nil); return len(dst) }},
+		{"query=selector/impl=ctrlkit", func() int { dst = ck.AppendList(dst[:0], ns, sel); return len(dst) }},
+		{"query=controller/impl=ctrlkit", func() int {
 			dst, _ = ck.AppendByIndex(dst[:0], informer.IndexControllerUID, uid)
 			return len(dst)
 		}},
-		{"query=controller/impl=ctrlkit-byindex", func() int { l, _ := ck.ByIndex(informer.IndexControllerUID, uid); return len(l) }},
-		{"query=controller/impl=clientgo-byindex", func() int { l, _ := cg.ByIndex(informer.IndexControllerUID, uid); return len(l) }},
 		{"query=get/impl=ctrlkit", func() int {
-			p, _ := ck.Get(types.NamespacedName{Namespace: ns, Name: pods[len(pods)/2].Name})
+			p, _ := ck.Get(types.NamespacedName{Namespace: ns, Name: name})
 			return len(p.Name)
 		}},
-		{"query=get/impl=clientgo-lister", func() int {
-			p, _ := infNamespaced(lister, ns).Get(pods[len(pods)/2].Name)
-			return len(p.Name)
-		}},
+		// ctrlkit allocating its result, as client-go does.
+		{"query=namespace/impl=ctrlkit-alloc", func() int { l, _ := ck.List(ns, nil); return len(l) }},
+		{"query=selector/impl=ctrlkit-alloc", func() int { l, _ := ck.List(ns, sel); return len(l) }},
+		{"query=controller/impl=ctrlkit-alloc", func() int { l, _ := ck.ByIndex(informer.IndexControllerUID, uid); return len(l) }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
@@ -357,14 +368,14 @@ func infSyncClientGo(b testing.TB, list *metav1.PartialObjectMetadataList) time.
 func BenchmarkInformerFirstSync(b *testing.B) {
 	list := infFixture()
 	pods := infPodPtrs(list)
-	b.Run("impl=ctrlkit", func(b *testing.B) {
-		for b.Loop() {
-			infSyncCtrlkit(b, pods)
-		}
-	})
 	b.Run("impl=clientgo", func(b *testing.B) {
 		for b.Loop() {
 			infSyncClientGo(b, list)
+		}
+	})
+	b.Run("impl=ctrlkit", func(b *testing.B) {
+		for b.Loop() {
+			infSyncCtrlkit(b, pods)
 		}
 	})
 }

@@ -74,13 +74,19 @@ func ExampleClient_Watch() {
 	ctx := context.Background()
 	c := memcluster.New(memcluster.Config{})
 	pods := c.Pods("default")
-	_, rv, _ := pods.List(ctx, metav1.ListOptions{})
-
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "p"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	newPod := func(name string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+		}
 	}
-	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := pods.Create(ctx, newPod("before"), metav1.CreateOptions{}); err != nil {
+		panic(err)
+	}
+	items, rv, _ := pods.List(ctx, metav1.ListOptions{})
+	fmt.Println("listed", len(items), "at", rv)
+
+	if _, err := pods.Create(ctx, newPod("p"), metav1.CreateOptions{}); err != nil {
 		panic(err)
 	}
 	if err := pods.Delete(ctx, "p", metav1.DeleteOptions{}); err != nil {
@@ -97,8 +103,9 @@ func ExampleClient_Watch() {
 		fmt.Println(ev.Type, p.Name, p.ResourceVersion)
 	}
 	// Output:
-	// ADDED p 1
-	// DELETED p 2
+	// listed 1 at 1
+	// ADDED p 2
+	// DELETED p 3
 }
 
 // The kubelet runs pods on a virtual clock: RunUntil jumps from one

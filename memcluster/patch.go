@@ -88,7 +88,7 @@ func (r *Resource[T]) patchLocked(key types.NamespacedName, pt types.PatchType, 
 	if err := json.Unmarshal(patched, in); err != nil {
 		return zero, apierrors.NewBadRequest(fmt.Sprintf("memcluster: decode patched %s: %v", r.kind.Resource, err))
 	}
-	in.GetObjectKind().SetGroupVersionKind(zeroGVK)
+	in.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 	if in.GetName() != key.Name || in.GetNamespace() != key.Namespace {
 		return zero, apierrors.NewBadRequest("the name and namespace of a patched object cannot change")
 	}

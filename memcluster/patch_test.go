@@ -100,9 +100,9 @@ func TestPatchDeployment(t *testing.T) {
 		},
 	}
 	want := map[string]string{
-		"pause (merge)":       "true 2",
-		"pause (strategic)":   "true 2",
-		"restart annotation":  "2026-01-01T00:00:00Z web 2",
+		"pause (merge)":                            "true 2",
+		"pause (strategic)":                        "true 2",
+		"restart annotation":                       "2026-01-01T00:00:00Z web 2",
 		"rollback annotation removal (json patch)": "0 2",
 		"json patch replace and add":               "4 2 Always",
 		"merge patch deletes with null":            "true 2",

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -31,9 +32,9 @@ type Resource[T Object] struct {
 // kind twice is a programming error and panics.
 func NewResource[T Object](c *Cluster, k Kind[T]) *Resource[T] {
 	r := &Resource[T]{
-		c:        c,
-		kind:     k,
-		objs:     map[types.NamespacedName]T{},
+		c:    c,
+		kind: k,
+		objs: map[types.NamespacedName]T{},
 	}
 	r.hist.limit = c.cfg.WatchHistory
 	c.mu.Lock()
@@ -269,7 +270,7 @@ func (r *Resource[T]) roundTrip(obj T) (T, error) {
 	if err := json.Unmarshal(b, out); err != nil {
 		return zero, apierrors.NewBadRequest(fmt.Sprintf("memcluster: decode %s: %v", r.kind.Resource, err))
 	}
-	out.GetObjectKind().SetGroupVersionKind(zeroGVK)
+	out.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 	return out, nil
 }
 

@@ -12,7 +12,6 @@ import (
 	"github.com/ctrlkit/ctrlkit/clock"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -334,5 +333,3 @@ func materialize(ev watch.Event) watch.Event {
 	}
 	return ev
 }
-
-var _ runtime.Object = (*metav1.Status)(nil)

@@ -64,7 +64,9 @@ func (q *Queue[T]) addAfterLocked(e *entry[T], d time.Duration) {
 	}
 	h := &q.delay
 	if e.state&delayed != 0 {
-
+		if due >= e.due {
+			return
+		}
 		e.due, e.seq = due, h.seq
 		h.seq++
 		h.up(e.index)

@@ -35,6 +35,7 @@ type Config[T comparable] struct {
 // A Queue must not be copied after first use. All methods are safe for
 // concurrent use.
 type Queue[T comparable] struct {
+	once sync.Once // runs setup, so that the zero Queue works
 	mu   sync.Mutex
 	cond sync.Cond // L is &mu; signalled when ready grows or shutdown progresses
 
@@ -68,8 +69,9 @@ type entry[T comparable] struct {
 	state    uint16
 	index    int   // position in the delay heap while delayed
 	due      int64 // when a delayed item becomes ready
-	seq      uint64
-	addedAt  int64 // metrics only: when it last became pending
+	seq      uint64 // delay request that set due; orders equal due times
+	satSeq   uint64 // delay requests up to this one were satisfied by an Add or Get
+	addedAt  int64  // metrics only: when it last became pending
 	started  int64 // metrics only: when Get handed it out
 	forgetAt int64 // while armed
 }
@@ -103,12 +105,10 @@ func New[T comparable](cfg Config[T]) *Queue[T] {
 	return q
 }
 
-// init fills in the defaults. It is called with mu held (or before the
-// queue is shared) so that the zero Queue is usable.
-func (q *Queue[T]) init() {
-	if q.items != nil {
-		return
-	}
+// init fills in the defaults, once, so that the zero Queue is usable.
+func (q *Queue[T]) init() { q.once.Do(q.setup) }
+
+func (q *Queue[T]) setup() {
 	q.clock = clock.OrReal(q.clock)
 	q.epoch = q.clock.Now()
 	if q.limiter == nil {
@@ -142,7 +142,9 @@ func (q *Queue[T]) Add(item T) {
 }
 
 // addLocked makes e pending now: queued, or dirty if it is processing.
+// It satisfies the delay requests for e made so far.
 func (q *Queue[T]) addLocked(e *entry[T]) {
+	e.satSeq = q.delay.seq.Load()
 	if e.state&delayed != 0 {
 		q.delay.remove(e)
 		if e.index == 0 {
@@ -185,6 +187,7 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 	}
 	e := q.ready.pop()
 	e.state = e.state&^(queued|failed) | processing
+	e.satSeq = q.delay.seq.Load() // this run serves the delay requests made so far
 	q.processing++
 	if q.metrics != nil {
 		e.started = q.now()
@@ -342,10 +345,19 @@ func (q *Queue[T]) releaseIfIdle(e *entry[T]) {
 	}
 	e.state |= cached
 	q.idle.push(e)
-	if q.idle.len() <= maxIdle {
-		return
+	q.trimIdle()
+}
+
+// trimIdle drops the oldest idle entries beyond maxIdle. While delay
+// requests wait in the inbox it drops none: their satSeq decides whether
+// those requests still hold.
+func (q *Queue[T]) trimIdle() {
+	for q.idle.len() > maxIdle && q.delay.pending.Load() == 0 {
+		q.evict(q.idle.pop())
 	}
-	old := q.idle.pop()
+}
+
+func (q *Queue[T]) evict(old *entry[T]) {
 	old.state &^= cached
 	if old.state&keep != 0 {
 		return // in use again; cached anew when idle

@@ -142,7 +142,7 @@ func TestZeroQueueIsUsable(t *testing.T) {
 // held by two workers at once, and no add is lost: an add made after the
 // last Get of its key started is followed by another Get.
 func TestConcurrentWorkers(t *testing.T) {
-	const producers, consumers, keys, addsPerProducer = 8, 8, 50, 2000
+	const producers, consumers, keys, addsPerProducer = 8, 8, 16, 2000
 	q := workqueue.New(workqueue.Config[int]{})
 
 	var (
@@ -166,7 +166,9 @@ func TestConcurrentWorkers(t *testing.T) {
 				g := gen[k].Load()
 				for s := seen[k].Load(); g > s && !seen[k].CompareAndSwap(s, g); s = seen[k].Load() {
 				}
-				runtime.Gosched() // let others try to take the key meanwhile
+				for range 3 {
+					runtime.Gosched() // let others try to take the key meanwhile
+				}
 				held[k].Store(0)
 				q.Done(k)
 			}
@@ -179,11 +181,16 @@ func TestConcurrentWorkers(t *testing.T) {
 				k := (i*7 + p) % keys
 				gen[k].Add(1)
 				q.Add(k)
+				runtime.Gosched() // interleave with the workers
 			}
 		})
 	}
 	producing.Wait()
-	if err := q.ShutDownWithDrain(context.Background()); err != nil {
+	// The deadline is a watchdog, so that a queue that loses track of its
+	// items fails the test instead of hanging it.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := q.ShutDownWithDrain(ctx); err != nil {
 		t.Fatalf("ShutDownWithDrain() = %v", err)
 	}
 	workers.Wait()

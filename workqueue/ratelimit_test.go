@@ -145,7 +145,9 @@ func TestFailureBookkeeping(t *testing.T) {
 				q.AddRateLimited(item)
 			}
 		},
-		attempts: []attempt{{true, grace / 2}, {true, grace / 2}, {true, grace / 2}},
+		// A grace period passes after each attempt: the failure reported
+		// just after Done must cancel the forgetting that Done scheduled.
+		attempts: []attempt{{true, grace}, {true, grace}, {true, grace}},
 		want:     []int{1, 2, 3},
 	}, {
 		name: "success without Forget is forgotten after the grace",

@@ -1,0 +1,217 @@
+package kube
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ctrlkit/ctrlkit/deployment"
+	"github.com/ctrlkit/ctrlkit/informer"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+)
+
+func rs(ns, name string, lbl map[string]string) *appsv1.ReplicaSet {
+	return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbl, UID: types.UID(name + "-uid")}}
+}
+
+func TestDeploymentClient(t *testing.T) {
+	ctx := t.Context()
+	cs := fake.NewClientset(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}})
+	c := DeploymentClient{Clientset: cs, Grace: time.Second}
+	created, err := c.CreateReplicaSet(ctx, rs("ns", "web-1", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Spec.Replicas = new(int32(3))
+	if _, err := c.UpdateReplicaSet(ctx, created); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: "ns", Name: "web-1"}
+	got, err := c.GetReplicaSet(ctx, key)
+	if err != nil || *got.Spec.Replicas != 3 {
+		t.Fatalf("GetReplicaSet = %v, %v; want 3 replicas", got, err)
+	}
+	if _, err := c.PatchReplicaSet(ctx, key, types.MergePatchType, []byte(`{"metadata":{"labels":{"a":"b"}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	d, err := LiveDeployments(ctx, cs).Get(types.NamespacedName{Namespace: "ns", Name: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Status.Replicas = 2
+	if _, err := c.UpdateDeploymentStatus(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteReplicaSet(ctx, key, created.UID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetReplicaSet(ctx, key); !apierrors.IsNotFound(err) {
+		t.Errorf("GetReplicaSet after delete: err = %v; want NotFound", err)
+	}
+}
+
+func TestReplicaSetClient(t *testing.T) {
+	ctx := t.Context()
+	cs := fake.NewClientset(rs("ns", "web-1", nil))
+	c := ReplicaSetClient{Clientset: cs}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}
+	if _, err := c.CreatePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PatchPod(ctx, "ns", "p", []byte(`{"metadata":{"labels":{"a":"b"}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeletePod(ctx, "ns", "p", ""); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.GetReplicaSet(ctx, types.NamespacedName{Namespace: "ns", Name: "web-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Status.Replicas = 1
+	if _, err := c.UpdateReplicaSetStatus(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGracefulOutlivesCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	g, stop := graceful(ctx, time.Minute)
+	defer stop()
+	if g.Err() != nil {
+		t.Errorf("graceful context is done (%v) right after its parent was cancelled", g.Err())
+	}
+	same, stop2 := graceful(ctx, 0)
+	defer stop2()
+	if same != ctx {
+		t.Error("graceful with no grace did not return ctx itself")
+	}
+}
+
+func TestListerAdapters(t *testing.T) {
+	ctrl := true
+	owned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p1", Labels: map[string]string{"app": "web"},
+		OwnerReferences: []metav1.OwnerReference{{UID: "rs-uid", Controller: &ctrl, Name: "web-1", Kind: "ReplicaSet"}}}}
+	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p2", Labels: map[string]string{"app": "web"}}}
+	cs := fake.NewClientset()
+	f := informers.NewSharedInformerFactory(cs, 0)
+	podInf := f.Core().V1().Pods()
+	if err := AddPodControllerIndex(podInf.Informer()); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []runtime.Object{owned, orphan} {
+		if err := podInf.Informer().GetIndexer().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rsInf := f.Apps().V1().ReplicaSets()
+	if err := rsInf.Informer().GetIndexer().Add(rs("ns", "web-1", map[string]string{"app": "web"})); err != nil {
+		t.Fatal(err)
+	}
+	dInf := f.Apps().V1().Deployments()
+	if err := dInf.Informer().GetIndexer().Add(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	if pods, err := PodIndexer(podInf.Informer().GetIndexer()).ByIndex(deployment.PodControllerIndex, "rs-uid"); err != nil || len(pods) != 1 || pods[0].Name != "p1" {
+		t.Errorf("PodIndexer.ByIndex = %v, %v; want [p1]", pods, err)
+	}
+	if pods, err := PodLister(podInf.Lister()).List("ns", nil); err != nil || len(pods) != 2 {
+		t.Errorf("PodLister.List(ns, nil) = %d pods, %v; want 2", len(pods), err)
+	}
+	sel := labels.SelectorFromSet(labels.Set{"app": "web"})
+	if got, err := ReplicaSetLister(rsInf.Lister()).List("", sel); err != nil || len(got) != 1 {
+		t.Errorf("ReplicaSetLister.List = %v, %v; want one", got, err)
+	}
+	if _, err := ReplicaSetReader(rsInf.Lister()).Get(types.NamespacedName{Namespace: "ns", Name: "web-1"}); err != nil {
+		t.Errorf("ReplicaSetReader.Get: %v", err)
+	}
+	if _, err := DeploymentGetter(dInf.Lister()).Get(types.NamespacedName{Namespace: "ns", Name: "nope"}); !apierrors.IsNotFound(err) {
+		t.Errorf("DeploymentGetter.Get(missing): err = %v; want NotFound", err)
+	}
+}
+
+// TestListWatchers feeds ctrlkit's informer from the typed adapter and from
+// a client-go cache.ListWatch, and checks both see a list and a watch event.
+func TestListWatchers(t *testing.T) {
+	for _, name := range []string{"typed", "cache.ListWatch"} {
+		t.Run(name, func(t *testing.T) { testListWatcher(t, name) })
+	}
+}
+
+func testListWatcher(t *testing.T, name string) {
+	cs := fake.NewClientset(rs("ns", "a", nil))
+	lw := map[string]informer.ListWatcher[*appsv1.ReplicaSet]{
+		"typed": ReplicaSets(cs, "ns"),
+		"cache.ListWatch": FromListerWatcher[*appsv1.ReplicaSet](&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return cs.AppsV1().ReplicaSets("ns").List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return cs.AppsV1().ReplicaSets("ns").Watch(ctx, o)
+			},
+		}),
+	}[name]
+	items, _, err := lw.List(t.Context())
+	if err != nil || len(items) != 1 || items[0].Name != "a" {
+		t.Fatalf("List = %v, %v; want [a]", items, err)
+	}
+	w, err := lw.Watch(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if _, err := cs.AppsV1().ReplicaSets("ns").Create(t.Context(), rs("ns", name, nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case ev := <-w.ResultChan():
+			if got, ok := ev.Object.(*appsv1.ReplicaSet); ev.Type == watch.Added && ok && got.Name == name {
+				return
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no watch event")
+		}
+	}
+}
+
+func TestEventsRecordsRealEvents(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	cs := fake.NewClientset()
+	ev := StartEvents(ctx, cs)
+	defer ev.Shutdown()
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "d-uid"}}
+	ev.Deployment().Event(d, corev1.EventTypeNormal, "ScalingReplicaSet", "Scaled up replica set web-1 from 0 to 3")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l, err := cs.CoreV1().Events("ns").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Items) == 1 {
+			e := l.Items[0]
+			if e.Source.Component != DeploymentComponent || e.Reason != "ScalingReplicaSet" || e.InvolvedObject.Kind != "Deployment" ||
+				e.Message != "Scaled up replica set web-1 from 0 to 3" {
+				t.Errorf("event = %+v", e)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d events after 10s; want 1", len(l.Items))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

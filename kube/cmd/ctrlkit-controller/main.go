@@ -1,0 +1,208 @@
+// Command ctrlkit-controller runs ctrlkit's Deployment and ReplicaSet
+// controllers against a Kubernetes cluster, in place of those of
+// kube-controller-manager (run one or the other, never both).
+//
+// Usage:
+//
+//	ctrlkit-controller --kubeconfig=$HOME/.kube/config [--namespace=NS] [--workers=5]
+//	    [--leader-elect] [--kube-api-qps=20 --kube-api-burst=30] [--bind-address=127.0.0.1:10271]
+//
+// It serves /healthz and /metrics (Prometheus text format) on
+// --bind-address. On SIGTERM or SIGINT it stops taking work, lets the syncs
+// in progress finish, flushes events, and then releases its leader lease.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/ctrlkit/ctrlkit/kube"
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+)
+
+type options struct {
+	kubeconfig     string
+	namespace      string
+	workers        int
+	qps            float64
+	burst          int
+	bindAddress    string
+	shutdownGrace  time.Duration
+	leaderElect    bool
+	leaseNamespace string
+	leaseName      string
+	leaseDuration  time.Duration
+	renewDeadline  time.Duration
+	retryPeriod    time.Duration
+}
+
+func main() {
+	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
+	var o options
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means in-cluster configuration")
+	fs.StringVar(&o.namespace, "namespace", "", "only manage objects in this namespace; empty means all")
+	fs.IntVar(&o.workers, "workers", 5, "concurrent syncs per controller")
+	fs.Float64Var(&o.qps, "kube-api-qps", 20, "queries per second to the API server")
+	fs.IntVar(&o.burst, "kube-api-burst", 30, "burst of queries to the API server")
+	fs.StringVar(&o.bindAddress, "bind-address", "127.0.0.1:10271", "address of /healthz and /metrics; empty disables them")
+	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "how long in-flight work may take to drain at shutdown")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "run only while holding a coordination.k8s.io Lease")
+	fs.StringVar(&o.leaseNamespace, "leader-elect-resource-namespace", "kube-system", "namespace of the Lease")
+	fs.StringVar(&o.leaseName, "leader-elect-resource-name", "ctrlkit-controller", "name of the Lease")
+	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "lease duration")
+	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "renew deadline")
+	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "retry period")
+	klog.InitFlags(fs)
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	log := klog.NewKlogr().WithName("ctrlkit-controller")
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := run(logr.NewContext(ctx, log), o); err != nil {
+		log.Error(err, "Exiting")
+		klog.Flush()
+		os.Exit(1)
+	}
+	klog.Flush()
+}
+
+func run(ctx context.Context, o options) error {
+	log := logr.FromContextOrDiscard(ctx)
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
+	cfg.UserAgent = rest.DefaultKubernetesUserAgent() + "/ctrlkit-controller"
+
+	metrics := new(kube.Metrics)
+	op := &kube.Operator{Config: cfg, Namespace: o.namespace, Workers: o.workers, Metrics: metrics,
+		Grace: o.shutdownGrace, Logger: log}
+	watchdog := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
+	if o.bindAddress != "" {
+		stopServer, err := serve(log, o.bindAddress, metrics, watchdog)
+		if err != nil {
+			return err
+		}
+		defer stopServer()
+	}
+	if !o.leaderElect {
+		metrics.SetLeader(true)
+		return op.Run(ctx)
+	}
+	return runElected(ctx, o, cfg, op, watchdog)
+}
+
+// runElected runs op while this process holds the Lease. On shutdown it
+// drains op first and only then releases the lease, so that a successor
+// never overlaps with work still in flight here.
+func runElected(ctx context.Context, o options, cfg *rest.Config, op *kube.Operator, watchdog *leaderelection.HealthzAdaptor) error {
+	log := logr.FromContextOrDiscard(ctx)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	id, err := os.Hostname()
+	if err != nil {
+		return err
+	}
+	id = fmt.Sprintf("%s_%d", id, os.Getpid())
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: o.leaseNamespace, Name: o.leaseName},
+		Client:     cs.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}
+	// leCtx outlives ctx until op has drained.
+	leCtx, cancelLE := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelLE()
+	opDone := make(chan error, 1)
+	started := make(chan struct{})
+	lost := make(chan struct{})
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: lock, LeaseDuration: o.leaseDuration, RenewDeadline: o.renewDeadline, RetryPeriod: o.retryPeriod,
+		ReleaseOnCancel: true, Name: o.leaseName, WatchDog: watchdog,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(leading context.Context) {
+				close(started)
+				op.Metrics.SetLeader(true)
+				runCtx, cancel := context.WithCancel(leading)
+				defer cancel()
+				defer context.AfterFunc(ctx, cancel)()
+				opDone <- op.Run(runCtx)
+			},
+			OnStoppedLeading: func() {
+				op.Metrics.SetLeader(false)
+				close(lost)
+			},
+			OnNewLeader: func(identity string) { log.Info("Leader", "identity", identity, "self", identity == id) },
+		},
+	})
+	if err != nil {
+		return err
+	}
+	leDone := make(chan struct{})
+	go func() { defer close(leDone); le.Run(leCtx) }()
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case <-lost:
+		if ctx.Err() == nil {
+			runErr = errors.New("leader election lost")
+		}
+	}
+	select {
+	case <-started:
+		runErr = errors.Join(runErr, <-opDone) // drained
+	default:
+	}
+	cancelLE() // releases the lease
+	<-leDone
+	return runErr
+}
+
+func serve(log logr.Logger, addr string, m *kube.Metrics, watchdog *leaderelection.HealthzAdaptor) (func(), error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := watchdog.Check(r); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.Handle("/metrics", m)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error(err, "Serving /healthz and /metrics")
+		}
+	}()
+	log.Info("Serving /healthz and /metrics", "address", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			log.Error(err, "Stopping the HTTP server")
+		}
+	}, nil
+}

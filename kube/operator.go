@@ -1,0 +1,168 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/ctrlkit/ctrlkit/deployment"
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/replicaset"
+	"github.com/ctrlkit/ctrlkit/workqueue"
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// Operator runs ctrlkit's Deployment and ReplicaSet controllers against one
+// cluster, reading through ctrlkit's informers. Its zero value is not
+// usable: set Config.
+type Operator struct {
+	// Config reaches the API server. Required. It is copied, never
+	// modified; its QPS and Burst apply (kube-controller-manager uses 20
+	// and 30).
+	Config *rest.Config
+	// Namespace limits the controllers to one namespace; "" means all.
+	Namespace string
+	// Workers is the number of concurrent syncs of each controller; 0
+	// means 5, kube-controller-manager's default.
+	Workers int
+	// Grace is how long a write in flight at shutdown may go on after the
+	// context is cancelled; 0 means 10 s.
+	Grace time.Duration
+	// Metrics, if set, receives the operator's measurements and counts its
+	// API requests.
+	Metrics *Metrics
+	// Logger receives the controllers' logs; the zero Logger uses the one
+	// in Run's context, if any.
+	Logger logr.Logger
+}
+
+// Run starts the informers and both controllers and blocks until ctx is
+// done. It then stops handing out work, lets the syncs in progress finish
+// (their writes get Grace to complete), flushes events and returns nil, or
+// the first error of a controller.
+func (o *Operator) Run(ctx context.Context) error {
+	if o.Config == nil {
+		return errors.New("kube: Operator.Config is nil")
+	}
+	log := o.Logger
+	if log.GetSink() == nil {
+		log = logr.FromContextOrDiscard(ctx)
+	}
+	ctx = logr.NewContext(ctx, log)
+	cfg := rest.CopyConfig(o.Config)
+	if m := o.Metrics; m != nil {
+		prev := cfg.WrapTransport
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+			if prev != nil {
+				rt = prev(rt)
+			}
+			return m.Requests.Wrap(rt)
+		}
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("kube: %w", err)
+	}
+	workers := o.Workers
+	if workers <= 0 {
+		workers = 5
+	}
+	grace := o.Grace
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+
+	dInf := informer.New(Deployments(cs, o.Namespace), informer.Config[*appsv1.Deployment]{Transform: dropManagedFields[*appsv1.Deployment], Logger: log.WithName("informer")})
+	rsInf := informer.New(ReplicaSets(cs, o.Namespace), informer.Config[*appsv1.ReplicaSet]{Transform: dropManagedFields[*appsv1.ReplicaSet], Logger: log.WithName("informer")})
+	podInf := informer.New(Pods(cs, o.Namespace), informer.Config[*corev1.Pod]{Transform: dropManagedFields[*corev1.Pod], Logger: log.WithName("informer")})
+
+	events := StartEvents(ctx, cs)
+	defer events.Shutdown()
+
+	dRec := deployment.Interface(&deployment.Reconciler{
+		Deployments: dInf.Cache(), ReplicaSets: rsInf.Cache(), Pods: podInf.Cache(),
+		Live:   LiveDeployments(context.WithoutCancel(ctx), cs),
+		Client: DeploymentClient{Clientset: cs, Grace: grace}, Events: events.Deployment(),
+	})
+	dLimiter := workqueue.DefaultControllerRateLimiter[types.NamespacedName]()
+	rsLimiter := workqueue.DefaultControllerRateLimiter[types.NamespacedName]()
+	if m := o.Metrics; m != nil {
+		dRec = timed(dRec, m)
+		dLimiter = m.RateLimiter("deployment", dLimiter)
+		rsLimiter = m.RateLimiter("replicaset", rsLimiter)
+		m.AddGauge("ctrlkit_informer_objects", `resource="deployments"`, func() float64 { return float64(dInf.Cache().Len()) })
+		m.AddGauge("ctrlkit_informer_objects", `resource="replicasets"`, func() float64 { return float64(rsInf.Cache().Len()) })
+		m.AddGauge("ctrlkit_informer_objects", `resource="pods"`, func() float64 { return float64(podInf.Cache().Len()) })
+	}
+	dc, err := deployment.NewController(deployment.ControllerConfig{
+		Deployments: dInf, ReplicaSets: rsInf, Pods: podInf,
+		Reconciler: dRec, Workers: workers, RateLimiter: dLimiter, Logger: log.WithName("deployment"),
+	})
+	if err != nil {
+		return err
+	}
+	rsc, err := replicaset.NewController(replicaset.ControllerConfig{
+		ReplicaSets: rsInf, Pods: podInf, Client: ReplicaSetClient{Clientset: cs, Grace: grace},
+		Events: events.ReplicaSet(), Workers: workers, RateLimiter: rsLimiter,
+	})
+	if err != nil {
+		return err
+	}
+
+	// The informers stop only after both controllers have drained, so
+	// that no sync in progress reads from a cache that stopped moving.
+	infCtx, stopInformers := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopInformers()
+	var infWG sync.WaitGroup
+	errs := make(chan error, 5)
+	for _, run := range []func(context.Context) error{dInf.Run, rsInf.Run, podInf.Run} {
+		infWG.Go(func() {
+			if err := run(infCtx); err != nil {
+				errs <- err
+			}
+		})
+	}
+	var ctlWG sync.WaitGroup
+	ctlWG.Go(func() {
+		if err := dc.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			errs <- err
+		}
+	})
+	ctlWG.Go(func() {
+		if err := rsc.Run(logr.NewContext(ctx, log.WithName("replicaset"))); err != nil {
+			errs <- err
+		}
+	})
+	log.Info("Started controllers", "namespace", o.Namespace, "workers", workers)
+	ctlWG.Wait()
+	stopInformers()
+	infWG.Wait()
+	log.Info("Controllers drained")
+	close(errs)
+	return <-errs
+}
+
+// timed wraps a reconciler to record sync durations.
+func timed(r deployment.Interface, m *Metrics) deployment.Interface {
+	return deployment.ReconcileFunc(func(ctx context.Context, key types.NamespacedName) (deployment.Result, error) {
+		start := time.Now()
+		res, err := r.Reconcile(ctx, key)
+		m.ObserveSync("deployment", time.Since(start))
+		return res, err
+	})
+}
+
+// dropManagedFields is the informers' Transform: nothing reads
+// managedFields, and they are a large part of each object.
+func dropManagedFields[T informer.Object](obj T) (T, error) {
+	obj.SetManagedFields(nil)
+	return obj, nil
+}
