@@ -2,17 +2,52 @@ package workqueue
 
 import (
 	"math"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ctrlkit/ctrlkit/clock"
 )
 
-// delayState is the delay heap and the timer that wakes the delay loop for
-// its earliest item. All fields are guarded by Queue.mu.
+// How AddAfter stays cheap for its caller: the caller only appends a
+// request to the inbox, under a lock of its own, and makes sure a timer
+// will fire by the request's due time. The delay goroutine merges the
+// inbox into the queue, where the map insert and the heap push happen.
+//
+// Requests carry a sequence number. Add and Get record in the item's entry
+// the latest number handed out (satSeq), and a request whose number is not
+// above it has been satisfied by that Add or Get and is dropped when
+// merged. This gives the same results as merging at once: merging requests
+// keeps the earliest due time, which does not depend on their order.
+// Idle entries are kept while requests wait, so that satSeq is not lost.
+
+// maxInbox bounds the inbox: a caller that finds it this full merges it
+// itself.
+const maxInbox = 1 << 16
+
+// mergeChunk is how many requests the delay goroutine merges before it
+// lets others take the queue's lock.
+const mergeChunk = 256
+
+// delayRequest is an AddAfter waiting in the inbox.
+type delayRequest[T comparable] struct {
+	key T
+	due int64
+	seq uint64
+}
+
+// delayState is the delay heap, the inbox and the timer.
 type delayState[T comparable] struct {
-	heap    []*entry[T] // min-heap on (due, seq)
-	seq     uint64      // orders items with the same due time by request
-	timer   clock.Timer // fires at timerAt; nil when none is set
+	heap []*entry[T] // min-heap on (due, seq); guarded by Queue.mu
+
+	seq     atomic.Uint64 // last request number handed out
+	pending atomic.Int64  // requests in the inbox or being merged
+
+	imu     sync.Mutex // guards the fields below; taken after Queue.mu
+	inbox   []delayRequest[T]
+	spare   []delayRequest[T] // an empty buffer for the next inbox
+	closed  bool              // the queue is shut down
+	timer   clock.Timer       // fires at timerAt; nil when none is set
 	timerAt int64
 	running bool          // the delay goroutine is running
 	wake    chan struct{} // tells the delay goroutine to look again
@@ -36,70 +71,126 @@ type delayState[T comparable] struct {
 // While items wait here the queue runs one goroutine that moves them to the
 // queue when due. It exits as soon as no item waits, or at ShutDown, which
 // waits for it; a queue never used with a delay runs no goroutine at all.
+// The timer for an item is set before AddAfter returns, so a test may step
+// a fake clock right away.
 func (q *Queue[T]) AddAfter(item T, d time.Duration) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.init()
-	if q.shutdown {
+	if d <= 0 {
+		q.Add(item)
 		return
 	}
-	if q.metrics != nil {
-		q.metrics.Retried()
+	q.init()
+	now := q.now()
+	due := addSat(now, d)
+	h := &q.delay
+	h.imu.Lock()
+	if h.closed {
+		h.imu.Unlock()
+		return
 	}
-	q.addAfterLocked(q.entryFor(item), d)
+	h.pending.Add(1) // before seq: see trimIdle
+	h.inbox = append(h.inbox, delayRequest[T]{key: item, due: due, seq: h.seq.Add(1)})
+	full := len(h.inbox) >= maxInbox
+	q.armTimer(now, due, len(h.inbox) == 1)
+	h.imu.Unlock()
+	if full {
+		q.mu.Lock()
+		q.mergeInbox(false)
+		q.mu.Unlock()
+	}
 }
 
-func (q *Queue[T]) addAfterLocked(e *entry[T], d time.Duration) {
-	if d <= 0 {
+func addSat(now int64, d time.Duration) int64 {
+	if int64(d) >= math.MaxInt64-now {
+		return math.MaxInt64
+	}
+	return now + int64(d)
+}
+
+// addAfterLocked applies a delay request for e that is due at due.
+func (q *Queue[T]) addAfterLocked(e *entry[T], now, due int64, seq uint64) {
+	if due <= now {
 		q.addLocked(e)
 		return
 	}
 	if e.state&(queued|dirty) != 0 {
 		return // already due now
 	}
-	now := q.now()
-	due := int64(math.MaxInt64)
-	if int64(d) < math.MaxInt64-now {
-		due = now + int64(d)
-	}
 	h := &q.delay
 	if e.state&delayed != 0 {
 		if due >= e.due {
 			return
 		}
-		e.due, e.seq = due, h.seq
-		h.seq++
+		e.due, e.seq = due, seq
 		h.up(e.index)
-	} else {
-		e.due, e.seq = due, h.seq
-		h.seq++
-		e.state |= delayed
-		h.push(e)
+		return
 	}
-	if e.index == 0 {
-		q.armTimer(now, due)
+	e.due, e.seq = due, seq
+	e.state |= delayed
+	h.push(e)
+}
+
+// mergeInbox moves the requests of the inbox into the queue. It is called
+// with mu held; with yield it lets others take mu between chunks.
+func (q *Queue[T]) mergeInbox(yield bool) {
+	h := &q.delay
+	for {
+		h.imu.Lock()
+		batch := h.inbox
+		h.inbox, h.spare = h.spare, nil
+		h.imu.Unlock()
+		if len(batch) == 0 {
+			return
+		}
+		now := q.now()
+		for i, r := range batch {
+			if yield && i > 0 && i%mergeChunk == 0 {
+				q.mu.Unlock()
+				q.mu.Lock()
+				now = q.now()
+			}
+			if q.shutdown {
+				break
+			}
+			if e := q.items[r.key]; e != nil && e.satSeq >= r.seq {
+				continue // an Add or a Get came after the request
+			}
+			if q.metrics != nil {
+				q.metrics.Retried()
+			}
+			q.addAfterLocked(q.entryFor(r.key), now, r.due, r.seq)
+		}
+		h.pending.Add(-int64(len(batch)))
+		clear(batch)
+		h.imu.Lock()
+		if h.spare == nil {
+			h.spare = batch[:0]
+		}
+		h.imu.Unlock()
+		q.trimIdle()
 	}
 }
 
-// armTimer makes sure the delay goroutine wakes by due, starting it if it
-// is not running. The timer is made here, by the caller, so that a test
-// can step a fake clock as soon as AddAfter returns.
-func (q *Queue[T]) armTimer(now, due int64) {
+// armTimer makes sure that the delay goroutine wakes by due, starting the
+// goroutine if it is not running. It is called with imu held. kick wakes
+// the goroutine even if the timer is unchanged, to merge the inbox.
+func (q *Queue[T]) armTimer(now, due int64, kick bool) {
 	h := &q.delay
-	if h.timer != nil && h.timerAt <= due {
+	if h.timer == nil || due < h.timerAt {
+		if h.timer != nil {
+			h.timer.Stop()
+		}
+		h.timer, h.timerAt = q.clock.NewTimer(time.Duration(due-now)), due
+		kick = true
+	}
+	if !h.running {
+		h.running = true
+		q.wg.Add(1)
+		go q.delayLoop()
 		return
 	}
-	if h.timer != nil {
-		h.timer.Stop()
-	}
-	h.timer, h.timerAt = q.clock.NewTimer(time.Duration(due-now)), due
-	if h.running {
+	if kick {
 		q.wakeDelayLoop()
-		return
 	}
-	h.running = true
-	q.wg.Add(1)
-	go q.delayLoop()
 }
 
 func (q *Queue[T]) wakeDelayLoop() {
@@ -109,14 +200,18 @@ func (q *Queue[T]) wakeDelayLoop() {
 	}
 }
 
-// delayLoop moves due items from the heap to the queue. It runs while the
-// heap is not empty and the queue is not shut down.
+// delayLoop merges the inbox and moves due items to the queue. It runs
+// while requests or delayed items remain and the queue is not shut down.
 func (q *Queue[T]) delayLoop() {
 	defer q.wg.Done()
 	h := &q.delay
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for !q.shutdown && len(h.heap) > 0 {
+	for !q.shutdown {
+		q.mergeInbox(true)
+		if q.shutdown {
+			break
+		}
 		now := q.now()
 		for len(h.heap) > 0 && h.heap[0].due <= now {
 			e := h.heap[0]
@@ -124,8 +219,19 @@ func (q *Queue[T]) delayLoop() {
 			e.state &^= delayed
 			q.addLocked(e)
 		}
+		h.imu.Lock()
+		if len(h.inbox) > 0 {
+			h.imu.Unlock()
+			continue
+		}
 		if len(h.heap) == 0 {
-			break
+			if h.timer != nil {
+				h.timer.Stop()
+				h.timer = nil
+			}
+			h.running = false
+			h.imu.Unlock()
+			return
 		}
 		if next := h.heap[0].due; h.timer == nil || h.timerAt > next {
 			if h.timer != nil {
@@ -134,6 +240,8 @@ func (q *Queue[T]) delayLoop() {
 			h.timer, h.timerAt = q.clock.NewTimer(time.Duration(next-now)), next
 		}
 		t := h.timer
+		h.imu.Unlock()
+
 		q.mu.Unlock()
 		fired := false
 		select {
@@ -142,19 +250,21 @@ func (q *Queue[T]) delayLoop() {
 		case <-h.wake:
 		}
 		q.mu.Lock()
-		if fired && h.timer == t {
-			h.timer = nil
+		if fired {
+			h.imu.Lock()
+			if h.timer == t {
+				h.timer = nil
+			}
+			h.imu.Unlock()
 		}
 	}
-	if h.timer != nil {
-		h.timer.Stop()
-		h.timer = nil
-	}
+	h.imu.Lock()
 	h.running = false
+	h.imu.Unlock()
 }
 
-// discardDelayed empties the heap at shutdown and wakes the delay
-// goroutine so that it exits.
+// discardDelayed empties the heap and the inbox at shutdown, stops the
+// timer and wakes the delay goroutine so that it exits. mu is held.
 func (q *Queue[T]) discardDelayed() {
 	h := &q.delay
 	for _, e := range h.heap {
@@ -163,11 +273,20 @@ func (q *Queue[T]) discardDelayed() {
 	}
 	clear(h.heap)
 	h.heap = nil
+	h.imu.Lock()
+	h.closed = true
+	h.pending.Add(-int64(len(h.inbox)))
+	h.inbox, h.spare = nil, nil
+	if h.timer != nil {
+		h.timer.Stop()
+		h.timer = nil
+	}
+	h.imu.Unlock()
 	q.wakeDelayLoop()
 }
 
 // The heap is written out rather than built on container/heap, to keep
-// interface calls out of AddAfter.
+// interface calls out of the merge.
 
 func (h *delayState[T]) less(i, j int) bool {
 	a, b := h.heap[i], h.heap[j]
@@ -186,8 +305,7 @@ func (h *delayState[T]) push(e *entry[T]) {
 	h.up(e.index)
 }
 
-// remove takes e out of the heap; e.index is left as it was, so callers
-// can tell whether e was the earliest item.
+// remove takes e out of the heap.
 func (h *delayState[T]) remove(e *entry[T]) {
 	i, last := e.index, len(h.heap)-1
 	if i != last {
@@ -198,12 +316,9 @@ func (h *delayState[T]) remove(e *entry[T]) {
 	if cap(h.heap) > 1024 && len(h.heap) < cap(h.heap)/4 {
 		h.heap = append(make([]*entry[T], 0, cap(h.heap)/2), h.heap...)
 	}
-	if i != last {
-		if !h.down(i) {
-			h.up(i)
-		}
+	if i != last && !h.down(i) {
+		h.up(i)
 	}
-	e.index = i
 }
 
 func (h *delayState[T]) up(j int) {

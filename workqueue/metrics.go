@@ -25,8 +25,9 @@ type Metrics interface {
 	// Finished is called when Done ends the processing of an item that
 	// took work.
 	Finished(depth int, work time.Duration)
-	// Retried is called for every AddAfter and AddRateLimited, the calls
-	// client-go counts as retries.
+	// Retried is called for every AddRateLimited, and for every AddAfter
+	// with a positive delay once the delay goroutine has taken it in: the
+	// calls client-go counts as retries.
 	Retried()
 }
 

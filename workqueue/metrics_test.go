@@ -89,10 +89,15 @@ func TestMetrics(t *testing.T) {
 	}
 
 	q.AddAfter("c", time.Second)
+	stepToNext(t, fc)
+	q.Get()
 	q.AddRateLimited("d")
 	stepToNext(t, fc) // d, after the default 5ms
 	q.Get()
-	want = []string{"retried", "retried", "added depth=1", "started depth=0 wait=0s"}
+	want = []string{
+		"retried", "added depth=1", "started depth=0 wait=0s",
+		"retried", "added depth=1", "started depth=0 wait=0s",
+	}
 	if diff := cmp.Diff(want, m.take()); diff != "" {
 		t.Errorf("calls for delayed adds mismatch (-want +got):\n%s", diff)
 	}

@@ -146,11 +146,12 @@ func (q *Queue[T]) Add(item T) {
 func (q *Queue[T]) addLocked(e *entry[T]) {
 	e.satSeq = q.delay.seq.Load()
 	if e.state&delayed != 0 {
+		wasFirst := e.index == 0
 		q.delay.remove(e)
-		if e.index == 0 {
-			q.wakeDelayLoop()
-		}
 		e.state &^= delayed
+		if wasFirst {
+			q.wakeDelayLoop() // to re-arm, or exit if nothing is left
+		}
 	}
 	switch {
 	case e.state&(queued|dirty) != 0:

@@ -71,7 +71,19 @@ func (q *Queue[T]) AddRateLimited(item T) {
 	if q.metrics != nil {
 		q.metrics.Retried()
 	}
-	q.addAfterLocked(e, d)
+	if d <= 0 {
+		q.addLocked(e)
+		return
+	}
+	h := &q.delay
+	now := q.now()
+	due := addSat(now, d)
+	q.addAfterLocked(e, now, due, h.seq.Add(1))
+	if e.state&delayed != 0 && e.due == due {
+		h.imu.Lock()
+		q.armTimer(now, due, false)
+		h.imu.Unlock()
+	}
 }
 
 // Forget clears the rate limiter's failure count of item, so that its next

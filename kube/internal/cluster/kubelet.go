@@ -1,0 +1,103 @@
+package cluster
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Kubelet plays the kubelet for the pods of one namespace: there is no
+// scheduler and no node, so it marks each new pod Running and Ready
+// (through the status subresource, retrying on Conflict) after ReadyDelay.
+type Kubelet struct {
+	Client    kubernetes.Interface
+	Namespace string
+	// ReadyDelay is how long a pod stays Pending before it is Ready.
+	ReadyDelay time.Duration
+	// NeverReady, if set, picks pods that stay Pending forever (a broken
+	// image, say).
+	NeverReady func(*corev1.Pod) bool
+}
+
+// Run watches pods until ctx is done. It returns once every status update
+// it started has finished.
+func (k *Kubelet) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	seen := make(map[types.UID]bool)
+	rv := ""
+	for ctx.Err() == nil {
+		w, err := k.Client.CoreV1().Pods(k.Namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error {
+				rv = "" // expired: start over; seen keeps us from repeating work
+				break
+			}
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			rv = pod.ResourceVersion
+			if ev.Type != watch.Added || seen[pod.UID] || pod.DeletionTimestamp != nil || podReady(pod) {
+				continue
+			}
+			seen[pod.UID] = true
+			if k.NeverReady != nil && k.NeverReady(pod) {
+				continue
+			}
+			wg.Go(func() { k.makeReady(ctx, pod.Name, pod.UID) })
+		}
+		w.Stop()
+	}
+	return nil
+}
+
+func (k *Kubelet) makeReady(ctx context.Context, name string, uid types.UID) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(k.ReadyDelay):
+	}
+	pods := k.Client.CoreV1().Pods(k.Namespace)
+	for attempt := 0; attempt < 20 && ctx.Err() == nil; attempt++ {
+		pod, err := pods.Get(ctx, name, metav1.GetOptions{})
+		if err != nil || pod.UID != uid || pod.DeletionTimestamp != nil {
+			return // gone, replaced or going
+		}
+		now := metav1.Now()
+		pod.Status.Phase = corev1.PodRunning
+		pod.Status.StartTime = &now
+		pod.Status.Conditions = []corev1.PodCondition{
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		}
+		_, err = pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+		if err == nil || !apierrors.IsConflict(err) {
+			return
+		}
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
