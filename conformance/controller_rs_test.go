@@ -319,8 +319,14 @@ func TestReplicaSetSync(t *testing.T) {
 		func(r *rand.Rand) rsWorld { return genRSWorld(r, time.Now().Truncate(time.Second)) },
 		describeRSWorld,
 		func(w rsWorld) verdict {
-			u := newUpstreamRSHarness(ctx, w).sync(ctx)
+			h := newUpstreamRSHarness(ctx, w)
+			u, panicked := catch(func() syncOutcome { return h.sync(ctx) })
 			o := newOursRSHarness(t, w).sync(ctx)
+			if panicked {
+				// The age-ratio metric of getPodsToDelete divides by zero
+				// when the youngest ready pod is < 1 ms old (FINDINGS.md U1).
+				return knownDeviation(devUpstreamPanics + " (age-ratio metric divides by zero)")
+			}
 			if u.created != o.created || !slices.Equal(u.patched, o.patched) || u.err != o.err || !sameStatus(u.status, o.status) {
 				return disagree("upstream: %v\nours:     %v\nstatus %s", u, o, diffOf(u.status, o.status))
 			}

@@ -53,6 +53,7 @@ func TestInformerListThenWatch(t *testing.T) {
 	if !inf.HasSynced() {
 		t.Error("informer HasSynced() = false once watching; want true")
 	}
+	waitClosed(t, "informer sync", inf.Synced())
 	rec.expect(t, "add ns/a@1", "add ns/b@2")
 	waitClosed(t, "registration sync", reg.Synced())
 

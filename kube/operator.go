@@ -84,7 +84,9 @@ func (o *Operator) Run(ctx context.Context) error {
 	rsInf := informer.New(ReplicaSets(cs, o.Namespace), informer.Config[*appsv1.ReplicaSet]{Transform: dropManagedFields[*appsv1.ReplicaSet], Logger: log.WithName("informer")})
 	podInf := informer.New(Pods(cs, o.Namespace), informer.Config[*corev1.Pod]{Transform: dropManagedFields[*corev1.Pod], Logger: log.WithName("informer")})
 
-	events := StartEvents(ctx, cs)
+	// Events of the syncs that drain after ctx is cancelled are still
+	// recorded; Shutdown flushes them.
+	events := StartEvents(context.WithoutCancel(ctx), cs)
 	defer events.Shutdown()
 
 	dRec := deployment.Interface(&deployment.Reconciler{

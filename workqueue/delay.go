@@ -14,20 +14,28 @@ import (
 // will fire by the request's due time. The delay goroutine merges the
 // inbox into the queue, where the map insert and the heap push happen.
 //
-// Requests carry a sequence number. Add and Get record in the item's entry
-// the latest number handed out (satSeq), and a request whose number is not
-// above it has been satisfied by that Add or Get and is dropped when
-// merged. This gives the same results as merging at once: merging requests
-// keeps the earliest due time, which does not depend on their order.
+// Requests carry a sequence number. Get records in the item's entry the
+// latest number handed out (satSeq): a request whose number is not above it
+// was made before that Get, which served it, and it is dropped when merged.
+// A request merged while its item is queued or due again at Done is
+// dropped too. This gives the same results as merging at once, because
+// merging requests keeps the earliest due time, whatever their order.
 // Idle entries are kept while requests wait, so that satSeq is not lost.
 
-// maxInbox bounds the inbox: a caller that finds it this full merges it
-// itself.
-const maxInbox = 1 << 16
-
-// mergeChunk is how many requests the delay goroutine merges before it
-// lets others take the queue's lock.
-const mergeChunk = 256
+const (
+	// chunkLen is the length of the inbox's chunks: the inbox grows by
+	// whole chunks, so that an append never copies earlier requests. It
+	// is also how many requests the delay goroutine merges before it lets
+	// others take the queue's lock.
+	chunkLen = 256
+	// maxInbox bounds the inbox, at about 10MB for NamespacedName keys:
+	// a caller that finds it this full merges it itself. The bound is
+	// well above bursts of 100k requests, which the delay goroutine merges
+	// while the caller goes on.
+	maxInbox = 1 << 18
+	// maxFreeChunks bounds the pool of chunks kept for reuse.
+	maxFreeChunks = 64
+)
 
 // delayRequest is an AddAfter waiting in the inbox.
 type delayRequest[T comparable] struct {
@@ -43,10 +51,11 @@ type delayState[T comparable] struct {
 	seq     atomic.Uint64 // last request number handed out
 	pending atomic.Int64  // requests in the inbox or being merged
 
-	imu     sync.Mutex // guards the fields below; taken after Queue.mu
-	inbox   []delayRequest[T]
-	spare   []delayRequest[T] // an empty buffer for the next inbox
-	closed  bool              // the queue is shut down
+	imu     sync.Mutex          // guards the fields below; taken after Queue.mu
+	inbox   [][]delayRequest[T] // chunks of requests, oldest first; the last is being filled
+	n       int                 // requests in inbox
+	free    [][]delayRequest[T] // empty chunks for reuse
+	closed  bool                // the queue is shut down
 	timer   clock.Timer       // fires at timerAt; nil when none is set
 	timerAt int64
 	running bool          // the delay goroutine is running
@@ -88,13 +97,13 @@ func (q *Queue[T]) AddAfter(item T, d time.Duration) {
 		return
 	}
 	h.pending.Add(1) // before seq: see trimIdle
-	h.inbox = append(h.inbox, delayRequest[T]{key: item, due: due, seq: h.seq.Add(1)})
-	full := len(h.inbox) >= maxInbox
-	q.armTimer(now, due, len(h.inbox) == 1)
+	h.appendLocked(delayRequest[T]{key: item, due: due, seq: h.seq.Add(1)})
+	full := h.n >= maxInbox
+	q.armTimer(now, due, h.n == 1)
 	h.imu.Unlock()
 	if full {
 		q.mu.Lock()
-		q.mergeInbox(false)
+		q.mergeInbox()
 		q.mu.Unlock()
 	}
 }
@@ -106,12 +115,10 @@ func addSat(now int64, d time.Duration) int64 {
 	return now + int64(d)
 }
 
-// addAfterLocked applies a delay request for e that is due at due.
-func (q *Queue[T]) addAfterLocked(e *entry[T], now, due int64, seq uint64) {
-	if due <= now {
-		q.addLocked(e)
-		return
-	}
+// addAfterLocked applies a delay request for e that is due at due. The
+// item goes to the heap even if it is due already, so that the delay loop
+// moves due items to the queue in order of due time.
+func (q *Queue[T]) addAfterLocked(e *entry[T], due int64, seq uint64) {
 	if e.state&(queued|dirty) != 0 {
 		return // already due now
 	}
@@ -129,45 +136,66 @@ func (q *Queue[T]) addAfterLocked(e *entry[T], now, due int64, seq uint64) {
 	h.push(e)
 }
 
-// mergeInbox moves the requests of the inbox into the queue. It is called
-// with mu held; with yield it lets others take mu between chunks.
-func (q *Queue[T]) mergeInbox(yield bool) {
-	h := &q.delay
-	for {
-		h.imu.Lock()
-		batch := h.inbox
-		h.inbox, h.spare = h.spare, nil
-		h.imu.Unlock()
-		if len(batch) == 0 {
-			return
+// appendLocked adds r to the inbox. imu is held.
+func (h *delayState[T]) appendLocked(r delayRequest[T]) {
+	last := len(h.inbox) - 1
+	if last < 0 || len(h.inbox[last]) == chunkLen {
+		var c []delayRequest[T]
+		if n := len(h.free); n > 0 {
+			c, h.free = h.free[n-1], h.free[:n-1]
+		} else {
+			c = make([]delayRequest[T], 0, chunkLen)
 		}
-		now := q.now()
-		for i, r := range batch {
-			if yield && i > 0 && i%mergeChunk == 0 {
-				q.mu.Unlock()
-				q.mu.Lock()
-				now = q.now()
-			}
-			if q.shutdown {
-				break
-			}
-			if e := q.items[r.key]; e != nil && e.satSeq >= r.seq {
-				continue // an Add or a Get came after the request
-			}
-			if q.metrics != nil {
-				q.metrics.Retried()
-			}
-			q.addAfterLocked(q.entryFor(r.key), now, r.due, r.seq)
-		}
-		h.pending.Add(-int64(len(batch)))
-		clear(batch)
-		h.imu.Lock()
-		if h.spare == nil {
-			h.spare = batch[:0]
-		}
-		h.imu.Unlock()
-		q.trimIdle()
+		h.inbox = append(h.inbox, c)
+		last++
 	}
+	h.inbox[last] = append(h.inbox[last], r)
+	h.n++
+}
+
+// mergeInbox moves all the requests of the inbox into the queue. mu is
+// held.
+func (q *Queue[T]) mergeInbox() {
+	for q.mergeChunk() {
+	}
+}
+
+// mergeChunk moves the oldest chunk of requests from the inbox into the
+// queue, and reports whether there was one. mu is held.
+func (q *Queue[T]) mergeChunk() bool {
+	h := &q.delay
+	h.imu.Lock()
+	if h.n == 0 {
+		h.imu.Unlock()
+		return false
+	}
+	chunk := h.inbox[0]
+	h.inbox[0] = nil
+	h.inbox = h.inbox[1:]
+	h.n -= len(chunk)
+	h.imu.Unlock()
+
+	for _, r := range chunk {
+		if q.shutdown {
+			break
+		}
+		if q.metrics != nil {
+			q.metrics.Retried()
+		}
+		if e := q.items[r.key]; e != nil && e.satSeq >= r.seq {
+			continue // a Get came after the request and served it
+		}
+		q.addAfterLocked(q.entryFor(r.key), r.due, r.seq)
+	}
+	h.pending.Add(-int64(len(chunk)))
+	clear(chunk)
+	h.imu.Lock()
+	if len(h.free) < maxFreeChunks {
+		h.free = append(h.free, chunk[:0])
+	}
+	h.imu.Unlock()
+	q.trimIdle()
+	return true
 }
 
 // armTimer makes sure that the delay goroutine wakes by due, starting the
@@ -208,7 +236,10 @@ func (q *Queue[T]) delayLoop() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for !q.shutdown {
-		q.mergeInbox(true)
+		// One chunk at a time, moving due items in between, so that a
+		// long burst of AddAfter delays neither due items nor other
+		// users of the lock.
+		merged := q.mergeChunk()
 		if q.shutdown {
 			break
 		}
@@ -220,8 +251,10 @@ func (q *Queue[T]) delayLoop() {
 			q.addLocked(e)
 		}
 		h.imu.Lock()
-		if len(h.inbox) > 0 {
+		if h.n > 0 || merged {
 			h.imu.Unlock()
+			q.mu.Unlock()
+			q.mu.Lock()
 			continue
 		}
 		if len(h.heap) == 0 {
@@ -275,8 +308,8 @@ func (q *Queue[T]) discardDelayed() {
 	h.heap = nil
 	h.imu.Lock()
 	h.closed = true
-	h.pending.Add(-int64(len(h.inbox)))
-	h.inbox, h.spare = nil, nil
+	h.pending.Add(-int64(h.n))
+	h.inbox, h.n, h.free = nil, 0, nil
 	if h.timer != nil {
 		h.timer.Stop()
 		h.timer = nil

@@ -78,12 +78,30 @@ func TestAddAfter(t *testing.T) {
 		steps: []step{
 			{verb: "add", item: "a"},
 			{verb: "after", item: "a", delay: 5 * time.Second},
-			{verb: "get"}, {verb: "done", item: "a"},
-			{verb: "after", item: "marker", delay: 5 * time.Second},
-			{verb: "step", delay: 5 * time.Second},
+			// m1 is moved to the queue only after a's request has been
+			// taken in, while a is still queued.
+			{verb: "after", item: "m1", delay: time.Second},
+			{verb: "step", delay: time.Second},
+			{verb: "get"}, {verb: "get"}, {verb: "done", item: "a"}, {verb: "done", item: "m1"},
+			{verb: "after", item: "m2", delay: 4 * time.Second},
+			{verb: "step", delay: 4 * time.Second},
 			{verb: "get"}, {verb: "len"},
 		},
-		want: []string{"get a", "get marker", "len 0"},
+		want: []string{"get a", "get m1", "get m2", "len 0"},
+	}, {
+		name: "after of an item due again at Done is already due",
+		steps: []step{
+			{verb: "add", item: "a"}, {verb: "get"}, {verb: "add", item: "a"},
+			{verb: "after", item: "a", delay: 5 * time.Second},
+			{verb: "after", item: "m1", delay: time.Second},
+			{verb: "step", delay: time.Second},
+			{verb: "get"}, {verb: "done", item: "a"}, {verb: "get"}, {verb: "done", item: "a"}, {verb: "done", item: "m1"},
+			{verb: "after", item: "m2", delay: 4 * time.Second},
+			{verb: "step", delay: 4 * time.Second},
+			{verb: "get"}, {verb: "len"},
+		},
+		want:   []string{"get a", "get m1", "get a", "get m2", "len 0"},
+		reason: "the AddAfter merged into the pending re-add: a runs once more, not twice",
 	}, {
 		name: "due while processing: queued at Done",
 		steps: []step{
@@ -123,8 +141,7 @@ func TestAddAfter(t *testing.T) {
 				case "after":
 					q.AddAfter(s.item, s.delay)
 				case "get":
-					item, _ := q.Get()
-					got = append(got, "get "+item)
+					got = append(got, "get "+get(t, q))
 				case "done":
 					q.Done(s.item)
 				case "step":

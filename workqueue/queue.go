@@ -70,7 +70,7 @@ type entry[T comparable] struct {
 	index    int   // position in the delay heap while delayed
 	due      int64 // when a delayed item becomes ready
 	seq      uint64 // delay request that set due; orders equal due times
-	satSeq   uint64 // delay requests up to this one were satisfied by an Add or Get
+	satSeq   uint64 // delay requests up to this one were satisfied by a Get
 	addedAt  int64  // metrics only: when it last became pending
 	started  int64 // metrics only: when Get handed it out
 	forgetAt int64 // while armed
@@ -142,9 +142,7 @@ func (q *Queue[T]) Add(item T) {
 }
 
 // addLocked makes e pending now: queued, or dirty if it is processing.
-// It satisfies the delay requests for e made so far.
 func (q *Queue[T]) addLocked(e *entry[T]) {
-	e.satSeq = q.delay.seq.Load()
 	if e.state&delayed != 0 {
 		wasFirst := e.index == 0
 		q.delay.remove(e)

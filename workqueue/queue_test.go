@@ -71,6 +71,32 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	t.Fatalf("gave up waiting for: %s", what)
 }
 
+// get calls q.Get, failing the test if it reports shutdown or does not
+// return within a generous real-time watchdog, so that a queue that never
+// moves a delayed item fails fast instead of hanging the test binary.
+func get(t *testing.T, q *workqueue.Queue[string]) string {
+	t.Helper()
+	type result struct {
+		item     string
+		shutdown bool
+	}
+	res := make(chan result, 1)
+	go func() {
+		item, shutdown := q.Get()
+		res <- result{item, shutdown}
+	}()
+	select {
+	case r := <-res:
+		if r.shutdown {
+			t.Fatal("Get() reported shutdown")
+		}
+		return r.item
+	case <-time.After(10 * time.Second):
+		t.Fatal("Get() did not return within 10s")
+		return ""
+	}
+}
+
 func adds(items ...string) []op {
 	ops := make([]op, len(items))
 	for i, it := range items {

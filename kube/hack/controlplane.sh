@@ -76,7 +76,8 @@ build() {
   } >"$tools/go.mod"
   log "$(grep -c ' => ' "$tools/go.mod") staging replaces generated"
   local pkg=k8s.io/component-base/version
-  local ldflags="-s -w -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=${KUBE_VERSION#v1.}"
+  local minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
+  local ldflags="-s -w -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
   ldflags="$ldflags -X $pkg.gitTreeState=clean"
   (cd "$tools" &&
     go get "k8s.io/kubernetes/cmd/kube-apiserver@$KUBE_VERSION" "k8s.io/kubernetes/cmd/kube-controller-manager@$KUBE_VERSION" &&

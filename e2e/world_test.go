@@ -1,0 +1,269 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/deployment"
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/memcluster"
+	"github.com/ctrlkit/ctrlkit/replicaset"
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+const ns = "default"
+
+// worldConfig configures a world; the zero value is a healthy cluster.
+type worldConfig struct {
+	Seed    uint64
+	Model   memcluster.PodModel // nil: start in 1s, Ready 2s later, stop in 1s
+	Workers int                 // per controller; 0 means 5, as kube-controller-manager
+	Faults  memcluster.Faults   // injected into the controllers' requests
+	// NoChecks skips the invariant replay (the scale benchmark).
+	NoChecks bool
+}
+
+// world is a cluster with both controllers, a kubelet and a recorder of
+// every watch event, running until the test ends. When it ends, the
+// recorded history is checked against the invariants of package e2e.
+type world struct {
+	tb     testing.TB
+	ctx    context.Context
+	fc     *clock.Fake
+	c      *memcluster.Cluster
+	rec    *recorder
+	client *recordingClient
+	faults memcluster.Faults
+}
+
+// newWorld starts a world; it stops, and its history is checked, in
+// tb.Cleanup.
+func newWorld(tb testing.TB, cfg worldConfig) *world {
+	tb.Helper()
+	fc := clock.NewFake(epoch)
+	// Watches must not lose events: the recorder sees every one of them.
+	c := memcluster.New(memcluster.Config{Clock: fc, Seed: cfg.Seed, WatchHistory: 1 << 30, WatchBuffer: 1 << 30})
+	if cfg.Model == nil {
+		cfg.Model = memcluster.FixedModel(memcluster.PodBehavior{StartDelay: time.Second, ReadyDelay: 2 * time.Second, ShutdownDelay: time.Second})
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = 5
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &world{tb: tb, ctx: ctx, fc: fc, c: c, rec: newRecorder(), client: newRecordingClient(c)}
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 16)
+	w.rec.start(ctx, &wg, c)
+	run := func(name string, f func(context.Context) error) {
+		wg.Go(func() {
+			if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				errc <- fmt.Errorf("%s: %w", name, err)
+			}
+		})
+	}
+	dInf := informer.New(c.Deployments("").ListWatcher(), informer.Config[*appsv1.Deployment]{Clock: fc})
+	rsInf := informer.New(c.ReplicaSets("").ListWatcher(), informer.Config[*appsv1.ReplicaSet]{Clock: fc})
+	podInf := informer.New(c.Pods("").ListWatcher(), informer.Config[*corev1.Pod]{Clock: fc})
+	dc, err := deployment.NewController(deployment.ControllerConfig{
+		Deployments: dInf, ReplicaSets: rsInf, Pods: podInf, Client: w.client, Clock: fc, Workers: cfg.Workers,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rc, err := replicaset.NewController(replicaset.ControllerConfig{
+		ReplicaSets: rsInf, Pods: podInf, Client: w.client, Clock: fc, Workers: cfg.Workers,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	kubelet := memcluster.NewKubelet(c, memcluster.KubeletConfig{Model: cfg.Model})
+	run("deployment informer", dInf.Run)
+	run("replicaset informer", rsInf.Run)
+	run("pod informer", podInf.Run)
+	run("deployment controller", dc.Run)
+	run("replicaset controller", rc.Run)
+	wg.Go(func() { kubelet.Run(ctx) })
+	w.setFaults(cfg.Faults)
+
+	tb.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		close(errc)
+		for err := range errc {
+			tb.Error(err)
+		}
+		if cfg.NoChecks {
+			return
+		}
+		for i, v := range check(w.rec.history(), w.client.deleted()) {
+			if i == 20 {
+				tb.Errorf("... and more invariant violations")
+				break
+			}
+			tb.Errorf("invariant violated: %s", v)
+		}
+	})
+	return w
+}
+
+// setFaults sets the faults injected into the controllers' requests.
+func (w *world) setFaults(f memcluster.Faults) {
+	w.faults = f
+	w.c.SetFaults(f)
+}
+
+// write makes a write of the test itself, with faults off, and fails the
+// test if it fails.
+func (w *world) write(what string, f func(ctx context.Context) error) {
+	w.tb.Helper()
+	w.c.SetFaults(memcluster.Faults{})
+	defer w.c.SetFaults(w.faults)
+	if err := f(w.ctx); err != nil {
+		w.tb.Fatalf("%s: %v", what, err)
+	}
+}
+
+// now is the virtual time elapsed since the start.
+func (w *world) now() time.Duration { return w.fc.Now().Sub(epoch) }
+
+// runUntil runs the simulation until cond holds, for at most limit of
+// virtual time, and fails the test otherwise.
+func (w *world) runUntil(what string, limit time.Duration, cond func() bool) {
+	w.tb.Helper()
+	if err := w.c.RunUntil(w.ctx, func() bool { return w.rec.caughtUp(w.c.ResourceVersion()) && cond() }, limit); err != nil {
+		w.tb.Fatalf("at +%v, waiting until %s: %v\n%s", w.now(), what, err, w.rec.describe())
+	}
+}
+
+// runFor lets the simulation run for d of virtual time (less if nothing
+// at all is pending).
+func (w *world) runFor(d time.Duration) {
+	w.tb.Helper()
+	until := w.fc.Now().Add(d)
+	err := w.c.RunUntil(w.ctx, func() bool { return !w.fc.Now().Before(until) }, d)
+	if err != nil && !errors.Is(err, memcluster.ErrStalled) && !errors.Is(err, memcluster.ErrTimeLimit) {
+		w.tb.Fatal(err)
+	}
+}
+
+// converge runs until every Deployment is rolled out and stable.
+func (w *world) converge(limit time.Duration) {
+	w.tb.Helper()
+	w.runUntil("every Deployment converges", limit, func() bool { return w.rec.snapshot().problem() == "" })
+	w.verifyLive()
+}
+
+// deployment is a Deployment of replicas pods of image, rolling 25%/25%.
+func newDeployment(name string, replicas int32, image string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}}},
+			},
+		},
+	}
+}
+
+// withRolling sets a RollingUpdate strategy.
+func withRolling(d *appsv1.Deployment, surge, unavailable string) *appsv1.Deployment {
+	s, u := intstr.Parse(surge), intstr.Parse(unavailable)
+	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &s, MaxUnavailable: &u}}
+	return d
+}
+
+func (w *world) create(d *appsv1.Deployment) {
+	w.tb.Helper()
+	w.write("create deployment "+d.Name, func(ctx context.Context) error {
+		_, err := w.c.Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
+		return err
+	})
+}
+
+func (w *world) get(name string) *appsv1.Deployment {
+	w.tb.Helper()
+	d, err := w.c.Deployments(ns).Get(w.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		w.tb.Fatal(err)
+	}
+	return d
+}
+
+// patch sends a strategic merge patch to a Deployment.
+func (w *world) patch(name, patch string) {
+	w.tb.Helper()
+	w.patchAs(name, types.StrategicMergePatchType, []byte(patch))
+}
+
+func (w *world) patchAs(name string, pt types.PatchType, patch []byte) {
+	w.tb.Helper()
+	w.write("patch deployment "+name, func(ctx context.Context) error {
+		_, err := w.c.Deployments(ns).Patch(ctx, name, pt, patch, metav1.PatchOptions{})
+		return err
+	})
+}
+
+func (w *world) setImage(name, image string) {
+	w.tb.Helper()
+	w.patch(name, fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":"app","image":%q}]}}}}`, image))
+}
+
+func (w *world) scale(name string, replicas int32) {
+	w.tb.Helper()
+	w.patch(name, fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas))
+}
+
+// recordingClient is the controllers' client; it remembers the pods the
+// ReplicaSet controller deleted, so that the checks can tell a deletion it
+// decided from a lost pod.
+type recordingClient struct {
+	memcluster.ControllerClient
+	mu   sync.Mutex
+	dels map[types.UID]bool
+}
+
+var (
+	_ replicaset.Client = (*recordingClient)(nil)
+	_ deployment.Client = (*recordingClient)(nil)
+)
+
+func newRecordingClient(c *memcluster.Cluster) *recordingClient {
+	return &recordingClient{ControllerClient: memcluster.ControllerClient{Cluster: c}, dels: map[types.UID]bool{}}
+}
+
+// DeletePod records uid, then deletes.
+func (r *recordingClient) DeletePod(ctx context.Context, namespace, name string, uid types.UID) error {
+	r.mu.Lock()
+	r.dels[uid] = true
+	r.mu.Unlock()
+	return r.ControllerClient.DeletePod(ctx, namespace, name, uid)
+}
+
+// deleted returns the UIDs of the pods the controller asked to delete.
+func (r *recordingClient) deleted() map[types.UID]bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[types.UID]bool, len(r.dels))
+	for k, v := range r.dels {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,187 @@
+//go:build e2e
+
+package compare
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ctrlkit/ctrlkit/kube"
+	"github.com/ctrlkit/ctrlkit/kube/internal/cluster"
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var cp *cluster.ControlPlane
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+		defer cancel()
+		var err error
+		if cp, err = cluster.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer func() {
+			if err := cp.Stop(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+			}
+		}()
+		return m.Run()
+	}())
+}
+
+// finalState is what must be identical after a scenario, ours or upstream.
+type finalState struct {
+	ReplicaSets map[string]rsState
+	Deployment  dState
+}
+
+type rsState struct {
+	Replicas    int32
+	Image       string
+	Annotations map[string]string
+	Controller  string
+}
+
+type dState struct {
+	Status      string
+	Annotations map[string]string
+	Conditions  []string // type=status/reason: message
+}
+
+func (s *run) finalState() finalState {
+	d := s.get()
+	out := finalState{ReplicaSets: map[string]rsState{}}
+	for _, rs := range s.owned(d) {
+		ctl := ""
+		if ref := metav1.GetControllerOf(rs); ref != nil {
+			ctl = ref.Kind + "/" + ref.Name
+		}
+		out.ReplicaSets[rs.Name] = rsState{Replicas: *rs.Spec.Replicas, Image: rs.Spec.Template.Spec.Containers[0].Image,
+			Annotations: rs.Annotations, Controller: ctl}
+	}
+	st := d.Status
+	out.Deployment.Status = fmt.Sprintf("observed=%d replicas=%d updated=%d ready=%d available=%d unavailable=%d collisions=%v",
+		st.ObservedGeneration, st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas, st.UnavailableReplicas, st.CollisionCount)
+	out.Deployment.Annotations = d.Annotations
+	for _, c := range st.Conditions {
+		out.Deployment.Conditions = append(out.Deployment.Conditions, fmt.Sprintf("%s=%s/%s: %s", c.Type, c.Status, c.Reason, c.Message))
+	}
+	return out
+}
+
+// TestSideBySide runs every scenario first with the upstream
+// kube-controller-manager, then with ctrlkit's controllers, each in a fresh
+// namespace of the same control plane, and compares.
+func TestSideBySide(t *testing.T) {
+	ctx := context.Background()
+	upstream := map[string]result{}
+
+	// Upstream: kube-controller-manager's own controllers, cluster-wide.
+	if err := cp.StartKCM(ctx, "deployment-controller,replicaset-controller,garbage-collector-controller"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // informers synced
+	apiserverWrites := func() map[kube.Request]int {
+		m, err := cp.RequestTotals(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[kube.Request]int{}
+		for r, v := range m {
+			if controllerResource(r) {
+				out[r] = int(v)
+			}
+		}
+		return out
+	}
+	for i, sc := range scenarios {
+		s := newRun(t, ctx, fmt.Sprintf("upstream-%d", i))
+		upstream[sc.name] = s.execute(sc, apiserverWrites, true)
+	}
+	if err := cp.StopKCM(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Ours: kube.Operator in-process, scoped to the scenario's namespace.
+	var rows []string
+	for i, sc := range scenarios {
+		ns := fmt.Sprintf("ctrlkit-%d", i)
+		s := newRun(t, ctx, ns)
+		m := new(kube.Metrics)
+		op := &kube.Operator{Config: cp.Config(20, 30), Namespace: ns, Metrics: m}
+		opCtx, stop := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if err := op.Run(opCtx); err != nil {
+				t.Errorf("operator: %v", err)
+			}
+		})
+		ours := s.execute(sc, m.Requests.Counts, false)
+		stop()
+		wg.Wait()
+		up := upstream[sc.name]
+		rows = append(rows, row(sc.name, ours, up))
+		t.Run(sc.name, func(t *testing.T) { compareRuns(t, ours, up) })
+	}
+	report(t, rows)
+}
+
+func compareRuns(t *testing.T, ours, up result) {
+	if diff := cmp.Diff(up.final, ours.final); diff != "" {
+		t.Errorf("final state differs (-upstream +ours):\n%s", diff)
+	}
+	if diff := cmp.Diff(cluster.SpecSequences(up.entries), cluster.SpecSequences(ours.entries)); diff != "" {
+		t.Logf("ReplicaSet size sequences differ (-upstream +ours):\n%s", diff)
+	}
+	t.Logf("ours:     %v, %d writes: %s", ours.converge.Round(time.Millisecond), total(ours.writes, kube.Request.IsWrite), summarize(ours.writes))
+	t.Logf("upstream: %v, %d writes: %s", up.converge.Round(time.Millisecond), total(up.writes, kube.Request.IsWrite), summarize(up.writes))
+}
+
+func isEvent(r kube.Request) bool  { return r.Resource == "events" }
+func notEvent(r kube.Request) bool { return r.Resource != "events" }
+func isDStatus(r kube.Request) bool {
+	return r.Resource == "deployments/status"
+}
+
+func row(name string, ours, up result) string {
+	same := "yes"
+	if !cmp.Equal(up.final, ours.final) {
+		same = "**no**"
+	}
+	seq := "yes"
+	if !cmp.Equal(cluster.SpecSequences(up.entries), cluster.SpecSequences(ours.entries)) {
+		seq = "no"
+	}
+	ratio := "–"
+	if n := total(up.writes, notEvent); n > 0 {
+		ratio = fmt.Sprintf("%.2f", float64(total(ours.writes, notEvent))/float64(n))
+	}
+	return fmt.Sprintf("| %s | %.2f s | %.2f s | %d (%d) | %d (%d) | %s | %d | %d | %s | %s |", name,
+		ours.converge.Seconds(), up.converge.Seconds(),
+		total(ours.writes, notEvent), total(ours.writes, isDStatus),
+		total(up.writes, notEvent), total(up.writes, isDStatus), ratio,
+		total(ours.writes, isEvent), total(up.writes, isEvent), same, seq)
+}
+
+func report(t *testing.T, rows []string) {
+	var b strings.Builder
+	b.WriteString("| scenario | converge ours | converge upstream | writes ours (deploy status) | writes upstream (deploy status) | ratio | events ours | events upstream | same final state | same RS size sequence |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		b.WriteString(r + "\n")
+	}
+	t.Log("\n" + b.String())
+	if path := os.Getenv("CTRLKIT_E2E_REPORT"); path != "" {
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}

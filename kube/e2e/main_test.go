@@ -1,0 +1,45 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/ctrlkit/ctrlkit/kube/internal/cluster"
+)
+
+// cp is the package's control plane.
+var cp *cluster.ControlPlane
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	var err error
+	start := time.Now()
+	cp, err = cluster.Start(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := cp.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}()
+	// Cascading deletion needs the garbage collector; it is the only
+	// upstream controller running next to ours.
+	if err := cp.StartKCM(ctx, "garbage-collector-controller"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "control plane up in %v at %s\n", time.Since(start).Round(time.Millisecond), cp.Server)
+	return m.Run()
+}

@@ -1,0 +1,177 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ctrlkit/ctrlkit/deployment"
+	"github.com/ctrlkit/ctrlkit/memcluster"
+	"github.com/ctrlkit/ctrlkit/replicaset"
+)
+
+// api adapts a memcluster.Cluster to the read and write interfaces of the
+// deployment and replicaset reconcilers. Every read is live (there is no
+// informer cache), so the reconcilers always see the latest writes: this
+// is what makes the planner's loop deterministic and lets it treat
+// ReplicaSet expectations as always satisfied.
+type api struct {
+	c  *memcluster.Cluster
+	ns string
+
+	mu     sync.Mutex
+	events   []string // recorded against the Deployment since the last step
+	warnings []string // ReplicaSet warnings since the last step
+}
+
+var (
+	_ deployment.Client           = (*api)(nil)
+	_ deployment.DeploymentGetter = (*api)(nil)
+	_ deployment.PodIndexer       = (*api)(nil)
+	_ deployment.EventRecorder    = (*api)(nil)
+	_ replicaset.Client           = (*api)(nil)
+	_ replicaset.ReplicaSetReader = (*api)(nil)
+	_ replicaset.PodLister        = (*api)(nil)
+)
+
+// rsLister lists ReplicaSets for the deployment Reconciler (its List has
+// the same signature as replicaset.ReplicaSetLister's, which api
+// implements; a named type keeps the two roles apart).
+type rsLister struct{ a *api }
+
+func (l rsLister) List(namespace string, sel labels.Selector) ([]*appsv1.ReplicaSet, error) {
+	return l.a.List(namespace, sel)
+}
+
+// Get reads a Deployment (deployment.DeploymentGetter).
+func (a *api) Get(key types.NamespacedName) (*appsv1.Deployment, error) {
+	return a.c.Deployments(key.Namespace).Get(context.Background(), key.Name, metav1.GetOptions{})
+}
+
+// rsGetter reads ReplicaSets by key for the replicaset Reconciler.
+type rsReader struct{ a *api }
+
+func (r rsReader) Get(key types.NamespacedName) (*appsv1.ReplicaSet, error) {
+	return r.a.c.ReplicaSets(key.Namespace).Get(context.Background(), key.Name, metav1.GetOptions{})
+}
+
+func (r rsReader) List(namespace string, sel labels.Selector) ([]*appsv1.ReplicaSet, error) {
+	return r.a.List(namespace, sel)
+}
+
+// List lists ReplicaSets.
+func (a *api) List(namespace string, sel labels.Selector) ([]*appsv1.ReplicaSet, error) {
+	items, _, err := a.c.ReplicaSets(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: sel.String()})
+	return items, err
+}
+
+// podLister lists pods for the replicaset Reconciler.
+type podLister struct{ a *api }
+
+func (p podLister) List(namespace string, sel labels.Selector) ([]*corev1.Pod, error) {
+	items, _, err := p.a.c.Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: sel.String()})
+	return items, err
+}
+
+// ByIndex returns the pods whose controller has the UID value
+// (deployment.PodIndexer for deployment.PodControllerIndex).
+func (a *api) ByIndex(index, value string) ([]*corev1.Pod, error) {
+	if index != deployment.PodControllerIndex {
+		return nil, fmt.Errorf("planner: unknown pod index %q", index)
+	}
+	pods, _, err := a.c.Pods(a.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return controlledBy(types.UID(value), pods), nil
+}
+
+func (a *api) CreateReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
+	return a.c.ReplicaSets(rs.Namespace).Create(ctx, rs, metav1.CreateOptions{})
+}
+
+func (a *api) UpdateReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
+	return a.c.ReplicaSets(rs.Namespace).Update(ctx, rs, metav1.UpdateOptions{})
+}
+
+func (a *api) DeleteReplicaSet(ctx context.Context, key types.NamespacedName, uid types.UID) error {
+	return a.c.ReplicaSets(key.Namespace).Delete(ctx, key.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+}
+
+func (a *api) PatchReplicaSet(ctx context.Context, key types.NamespacedName, pt types.PatchType, data []byte) (*appsv1.ReplicaSet, error) {
+	return a.c.ReplicaSets(key.Namespace).Patch(ctx, key.Name, pt, data, metav1.PatchOptions{})
+}
+
+func (a *api) GetReplicaSet(ctx context.Context, key types.NamespacedName) (*appsv1.ReplicaSet, error) {
+	return a.c.ReplicaSets(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+}
+
+func (a *api) UpdateReplicaSetStatus(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
+	return a.c.ReplicaSets(rs.Namespace).UpdateStatus(ctx, rs, metav1.UpdateOptions{})
+}
+
+func (a *api) UpdateDeployment(ctx context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error) {
+	return a.c.Deployments(d.Namespace).Update(ctx, d, metav1.UpdateOptions{})
+}
+
+func (a *api) UpdateDeploymentStatus(ctx context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error) {
+	return a.c.Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
+}
+
+func (a *api) CreatePod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	return a.c.Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+}
+
+func (a *api) DeletePod(ctx context.Context, namespace, name string, uid types.UID) error {
+	opts := metav1.DeleteOptions{}
+	if uid != "" {
+		opts.Preconditions = &metav1.Preconditions{UID: &uid}
+	}
+	return a.c.Pods(namespace).Delete(ctx, name, opts)
+}
+
+func (a *api) PatchPod(ctx context.Context, namespace, name string, patch []byte) error {
+	_, err := a.c.Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+// Event records a Deployment event (deployment.EventRecorder). The
+// ReplicaSet controller's pod events are not kept: they are one per pod.
+func (a *api) Event(obj runtime.Object, eventType, reason, message string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.events = append(a.events, fmt.Sprintf("%s %s: %s", eventType, reason, message))
+}
+
+// rsEvents keeps the ReplicaSet controller's warnings (FailedCreate and
+// the like), which may arrive from several goroutines of one Apply.
+type rsEvents struct{ a *api }
+
+func (r rsEvents) Event(obj runtime.Object, eventType, reason, message string) {
+	if eventType != corev1.EventTypeWarning {
+		return
+	}
+	r.a.mu.Lock()
+	defer r.a.mu.Unlock()
+	r.a.warnings = append(r.a.warnings, fmt.Sprintf("%s %s: %s", eventType, reason, message))
+}
+
+// takeEvents returns and clears the recorded events: the Deployment's in
+// order, then the ReplicaSet warnings sorted, so that the timeline does
+// not depend on goroutine scheduling.
+func (a *api) takeEvents() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	sort.Strings(a.warnings)
+	ev := append(a.events, a.warnings...)
+	a.events, a.warnings = nil, nil
+	return ev
+}

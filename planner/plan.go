@@ -1,0 +1,164 @@
+package planner
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ctrlkit/ctrlkit/memcluster"
+	"github.com/ctrlkit/ctrlkit/rollout"
+)
+
+// PodModel says how the simulated pods of the rollout behave. The zero
+// value gives pods that are Ready the instant they are created and that
+// take their whole termination grace period to stop.
+type PodModel struct {
+	// StartDelay runs from creation to running containers.
+	StartDelay time.Duration
+	// ReadyAfter runs from running containers to Ready; each pod adds a
+	// uniform draw from [0, ReadyJitter].
+	ReadyAfter, ReadyJitter time.Duration
+	// NeverReady, CrashLoop and BadImage are the fractions (0–1) of new
+	// pods that run but never pass readiness, crash in a loop, or fail to
+	// pull their image. Each pod draws once.
+	NeverReady, CrashLoop, BadImage float64
+	// Shutdown is how long a deleted pod takes to stop, capped by its
+	// terminationGracePeriodSeconds; 0 means it uses the whole period.
+	Shutdown time.Duration
+}
+
+// validate rejects fractions outside [0, 1] and negative delays.
+func (m PodModel) validate() error {
+	for _, f := range []float64{m.NeverReady, m.CrashLoop, m.BadImage} {
+		if f < 0 || f > 1 {
+			return fmt.Errorf("planner: pod model fraction %v outside [0, 1]", f)
+		}
+	}
+	if m.NeverReady+m.CrashLoop+m.BadImage > 1 {
+		return errors.New("planner: pod model failure fractions add up to more than 1")
+	}
+	if m.StartDelay < 0 || m.ReadyAfter < 0 || m.ReadyJitter < 0 || m.Shutdown < 0 {
+		return errors.New("planner: pod model delays must not be negative")
+	}
+	return nil
+}
+
+// behavior draws one pod's behaviour. It always makes the same two draws,
+// so the sequence of pods, not their outcomes, decides what comes next.
+func (m PodModel) behavior(rnd *rand.Rand) memcluster.PodBehavior {
+	b := memcluster.PodBehavior{StartDelay: m.StartDelay, ReadyDelay: m.ReadyAfter, ShutdownDelay: m.Shutdown}
+	jitter := rnd.Int64N(int64(m.ReadyJitter) + 1)
+	b.ReadyDelay += time.Duration(jitter)
+	switch u := rnd.Float64(); {
+	case u < m.NeverReady:
+		b.Failure = memcluster.PodNeverReady
+	case u < m.NeverReady+m.CrashLoop:
+		b.Failure = memcluster.PodCrashLoop
+	case u < m.NeverReady+m.CrashLoop+m.BadImage:
+		b.Failure = memcluster.PodBadImage
+	}
+	return b
+}
+
+// Change is a what-if applied to the Deployment At a time after the start
+// of the rollout: set any of Replicas (a scale event, like an HPA's),
+// Template (a new version pushed mid-rollout: a rollover) or Paused.
+type Change struct {
+	At       time.Duration
+	Replicas *int32
+	Template *corev1.PodTemplateSpec
+	Paused   *bool
+}
+
+func (c Change) String() string {
+	s := fmt.Sprintf("what-if at +%s:", c.At)
+	if c.Replicas != nil {
+		s += fmt.Sprintf(" replicas=%d", *c.Replicas)
+	}
+	if c.Template != nil {
+		s += " new template"
+		if len(c.Template.Spec.Containers) > 0 {
+			s += " (image " + c.Template.Spec.Containers[0].Image + ")"
+		}
+	}
+	if c.Paused != nil {
+		s += fmt.Sprintf(" paused=%t", *c.Paused)
+	}
+	return s
+}
+
+// Options configures [Plan]. The zero value is usable.
+type Options struct {
+	// Seed makes the pod model's draws (and generated names) reproducible:
+	// the same inputs and seed give the same timeline.
+	Seed uint64
+	// Horizon bounds the simulated time after the start; a rollout not
+	// complete by then is reported as stalled. Zero means one hour.
+	Horizon time.Duration
+	// Changes are applied in order of At.
+	Changes []Change
+	// Nodes is the number of simulated nodes; zero means 3. Pods are
+	// spread round-robin; nodes have no capacity limit.
+	Nodes int
+}
+
+// Timeline is the outcome of [Plan].
+type Timeline struct {
+	// Start is the virtual time at which the rollout began; step times
+	// are absolute, use Sub(Start) for offsets.
+	Start time.Time
+	// Steps are the observed states, one per change of any ReplicaSet's
+	// counts, the Deployment's revision or conditions.
+	Steps []Step
+	// Complete reports whether the rollout finished (every replica
+	// updated and available, after the last Change); Duration is then
+	// the time it took from Start.
+	Complete bool
+	Duration time.Duration
+	// PeakPods is the most pods that existed at once, terminating ones
+	// included (what the cluster must hold); PeakSpec is the largest
+	// Σ spec.replicas (what maxSurge bounds).
+	PeakPods, PeakSpec int32
+	// MinAvailable is the fewest available pods seen at any step.
+	MinAvailable int32
+	// Stall is set when the rollout did not complete.
+	Stall *Stall
+}
+
+// Stall says where and why an unfinished rollout stopped moving.
+type Stall struct {
+	// Step indexes the last step at which any ReplicaSet's size or
+	// availability changed: the rollout made no progress after it.
+	Step int
+	// At is when the simulation ended (the horizon, or the moment
+	// nothing more could happen).
+	At time.Time
+	// Blockers are Explain's reasons at At.
+	Blockers []Blocker
+}
+
+// Trace returns the timeline's steps as a Trace for [Check].
+func (t Timeline) Trace() Trace { return Trace(t.Steps) }
+
+// Previous builds the ReplicaSet a finished rollout of d with template
+// would have left: revision 1, sized to spec.replicas, named, labelled
+// and annotated by rollout.NewReplicaSet as the controller names them.
+// Pass it to [Plan] as the current state to plan an update from template
+// to d's template.
+func Previous(d *appsv1.Deployment, template corev1.PodTemplateSpec) (*appsv1.ReplicaSet, error) {
+	if d == nil {
+		return nil, errors.New("planner: nil Deployment")
+	}
+	prev := d.DeepCopy()
+	prev.Spec.Template = *template.DeepCopy()
+	prev.Status = appsv1.DeploymentStatus{}
+	rs, err := rollout.NewReplicaSet(prev, nil)
+	if err != nil && !errors.Is(err, rollout.ErrIgnoredByUpstream) {
+		return nil, fmt.Errorf("planner: previous replica set: %w", err)
+	}
+	return rs, nil
+}
