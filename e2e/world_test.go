@@ -143,7 +143,7 @@ func (w *world) now() time.Duration { return w.fc.Now().Sub(epoch) }
 // virtual time, and fails the test otherwise.
 func (w *world) runUntil(what string, limit time.Duration, cond func() bool) {
 	w.tb.Helper()
-	if err := w.c.RunUntil(w.ctx, func() bool { return w.rec.caughtUp(w.c.ResourceVersion()) && cond() }, limit); err != nil {
+	if err := w.c.RunUntil(w.ctx, cond, limit); err != nil {
 		w.tb.Fatalf("at +%v, waiting until %s: %v\n%s", w.now(), what, err, w.rec.describe())
 	}
 }
@@ -162,8 +162,14 @@ func (w *world) runFor(d time.Duration) {
 // converge runs until every Deployment is rolled out and stable.
 func (w *world) converge(limit time.Duration) {
 	w.tb.Helper()
-	w.runUntil("every Deployment converges", limit, func() bool { return w.rec.snapshot().problem() == "" })
-	w.verifyLive()
+	w.runUntil("every Deployment converges", limit, func() bool {
+		if w.rec.problem() != "" {
+			return false
+		}
+		// The recorder may be an event behind the cluster: confirm.
+		live, err := liveState(w.ctx, w.c)
+		return err == nil && live.problem() == ""
+	})
 }
 
 // deployment is a Deployment of replicas pods of image, rolling 25%/25%.

@@ -38,8 +38,9 @@ var (
 	_ deployment.PodIndexer       = (*api)(nil)
 	_ deployment.EventRecorder    = (*api)(nil)
 	_ replicaset.Client           = (*api)(nil)
-	_ replicaset.ReplicaSetReader = (*api)(nil)
-	_ replicaset.PodLister        = (*api)(nil)
+	_ replicaset.ReplicaSetReader = rsReader{}
+	_ replicaset.PodLister        = podLister{}
+	_ deployment.ReplicaSetLister = rsLister{}
 )
 
 // rsLister lists ReplicaSets for the deployment Reconciler (its List has
@@ -56,7 +57,7 @@ func (a *api) Get(key types.NamespacedName) (*appsv1.Deployment, error) {
 	return a.c.Deployments(key.Namespace).Get(context.Background(), key.Name, metav1.GetOptions{})
 }
 
-// rsGetter reads ReplicaSets by key for the replicaset Reconciler.
+// rsReader reads ReplicaSets by key for the replicaset Reconciler.
 type rsReader struct{ a *api }
 
 func (r rsReader) Get(key types.NamespacedName) (*appsv1.ReplicaSet, error) {

@@ -28,11 +28,10 @@ const (
 	// is also how many requests the delay goroutine merges before it lets
 	// others take the queue's lock.
 	chunkLen = 256
-	// maxInbox bounds the inbox, at about 10MB for NamespacedName keys:
-	// a caller that finds it this full merges it itself. The bound is
-	// well above bursts of 100k requests, which the delay goroutine merges
-	// while the caller goes on.
-	maxInbox = 1 << 18
+	// maxInbox bounds the inbox: a caller that finds it this full merges
+	// it itself. The bound keeps memory and the delay of merging small
+	// (a request due soon waits behind the requests before it).
+	maxInbox = 1 << 13
 	// maxFreeChunks bounds the pool of chunks kept for reuse.
 	maxFreeChunks = 64
 )
@@ -182,10 +181,14 @@ func (q *Queue[T]) mergeChunk() bool {
 		if q.metrics != nil {
 			q.metrics.Retried()
 		}
-		if e := q.items[r.key]; e != nil && e.satSeq >= r.seq {
+		e := q.items[r.key]
+		switch {
+		case e == nil:
+			e = q.newEntry(r.key)
+		case e.satSeq >= r.seq:
 			continue // a Get came after the request and served it
 		}
-		q.addAfterLocked(q.entryFor(r.key), r.due, r.seq)
+		q.addAfterLocked(e, r.due, r.seq)
 	}
 	h.pending.Add(-int64(len(chunk)))
 	clear(chunk)

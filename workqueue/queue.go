@@ -321,6 +321,11 @@ func (q *Queue[T]) entryFor(item T) *entry[T] {
 	if e := q.items[item]; e != nil {
 		return e
 	}
+	return q.newEntry(item)
+}
+
+// newEntry adds an entry for item, which has none.
+func (q *Queue[T]) newEntry(item T) *entry[T] {
 	var e *entry[T]
 	if n := len(q.free); n > 0 {
 		e = q.free[n-1]

@@ -1,0 +1,301 @@
+package e2e
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/ctrlkit/ctrlkit/rollout"
+)
+
+// checker replays a history and checks the invariants of package e2e at
+// every state.
+type checker struct {
+	s          *state
+	deleted    map[types.UID]bool // pods the ReplicaSet controller deleted
+	rssOf      map[types.UID]map[types.UID]bool
+	podsOf     map[types.UID]map[types.UID]bool
+	armed      map[types.UID]bool          // Deployment complete since its last resize
+	specs      map[types.UID]map[int64]int32 // ReplicaSet spec.replicas by generation
+	revisions  map[types.UID]int64
+	rv         uint64
+	violations []string
+}
+
+// check replays history (in resourceVersion order) and returns the
+// violations found; deleted holds the UIDs of the pods the ReplicaSet
+// controller asked to delete.
+func check(history []record, deleted map[types.UID]bool) []string {
+	c := &checker{
+		s: newState(), deleted: deleted,
+		rssOf: map[types.UID]map[types.UID]bool{}, podsOf: map[types.UID]map[types.UID]bool{},
+		armed: map[types.UID]bool{}, specs: map[types.UID]map[int64]int32{}, revisions: map[types.UID]int64{},
+	}
+	for _, rec := range history {
+		c.rv = rec.rv
+		switch o := rec.obj.(type) {
+		case *appsv1.Deployment:
+			c.deployment(rec.typ, o)
+		case *appsv1.ReplicaSet:
+			c.replicaSet(rec.typ, o)
+		case *corev1.Pod:
+			c.pod(rec.typ, o)
+		}
+	}
+	return c.violations
+}
+
+func (c *checker) violate(format string, args ...any) {
+	c.violations = append(c.violations, fmt.Sprintf("rv %d: ", c.rv)+fmt.Sprintf(format, args...))
+}
+
+func (c *checker) deployment(typ watch.EventType, d *appsv1.Deployment) {
+	prev := c.s.deps[d.UID]
+	c.s.apply(record{typ: typ, obj: d})
+	if typ == watch.Deleted {
+		delete(c.armed, d.UID)
+		return
+	}
+	if prev != nil && (*prev.Spec.Replicas != *d.Spec.Replicas || !equality.Semantic.DeepEqual(prev.Spec.Strategy, d.Spec.Strategy)) {
+		c.armed[d.UID] = false // a resize: the bounds hold again once it is complete
+	}
+	if d.Status.ObservedGeneration >= d.Generation && rollout.DeploymentComplete(d, d.Status) {
+		c.armed[d.UID] = true
+	}
+	c.revision("deployment "+d.Name, d)
+	c.bounds(d.UID)
+}
+
+func (c *checker) replicaSet(typ watch.EventType, rs *appsv1.ReplicaSet) {
+	prev := c.s.rss[rs.UID]
+	prevOwner := types.UID("")
+	if prev != nil {
+		prevOwner = controllerUID(prev)
+	}
+	c.s.apply(record{typ: typ, obj: rs})
+	c.reindex(c.rssOf, rs.UID, prevOwner, controllerUID(rs), typ)
+	if typ == watch.Deleted {
+		c.bounds(controllerUID(rs))
+		return
+	}
+	if c.specs[rs.UID] == nil {
+		c.specs[rs.UID] = map[int64]int32{}
+	}
+	c.specs[rs.UID][rs.Generation] = *rs.Spec.Replicas
+	c.revision("rs "+rs.Name, rs)
+	if prevOwner != controllerUID(rs) {
+		c.bounds(prevOwner)
+	}
+	c.bounds(controllerUID(rs))
+}
+
+func (c *checker) pod(typ watch.EventType, p *corev1.Pod) {
+	prev := c.s.pods[p.UID]
+	owner, prevOwner := controllerUID(p), types.UID("")
+	if prev != nil {
+		prevOwner = controllerUID(prev)
+	}
+	if n := controllers(p); n > 1 {
+		c.violate("pod %s has %d controllers", p.Name, n)
+	}
+	switch {
+	case prev == nil && typ != watch.Deleted:
+		c.created(p, owner)
+	case prev != nil && prev.DeletionTimestamp == nil && (typ == watch.Deleted || p.DeletionTimestamp != nil):
+		c.deleting(prev)
+	}
+	c.s.apply(record{typ: typ, obj: p})
+	c.reindex(c.podsOf, p.UID, prevOwner, owner, typ)
+	if rs := c.s.rss[owner]; rs != nil {
+		c.bounds(controllerUID(rs))
+	}
+	if prevOwner != owner {
+		if rs := c.s.rss[prevOwner]; rs != nil {
+			c.bounds(controllerUID(rs))
+		}
+	}
+}
+
+// created checks a new pod of ReplicaSet owner: the ReplicaSet asked for
+// it, and, for Recreate, no pod of another revision exists.
+func (c *checker) created(p *corev1.Pod, owner types.UID) {
+	rs := c.s.rss[owner]
+	if rs == nil {
+		return // an orphan, or its ReplicaSet was just deleted (collected next)
+	}
+	if active := c.active(owner) + 1; active > c.maxSpec(rs) {
+		c.violate("pod %s created for rs %s beyond its spec: %d active pods, spec %d (at most %d since generation %d)",
+			p.Name, rs.Name, active, *rs.Spec.Replicas, c.maxSpec(rs), rs.Status.ObservedGeneration)
+	}
+	d := c.s.deps[controllerUID(rs)]
+	if d == nil || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		return
+	}
+	for other := range c.rssOf[d.UID] {
+		if other == rs.UID {
+			continue
+		}
+		for uid := range c.podsOf[other] {
+			if op := c.s.pods[uid]; op.Status.Phase != corev1.PodSucceeded && op.Status.Phase != corev1.PodFailed {
+				c.violate("recreate deployment %s: pod %s of rs %s created while pod %s of rs %s exists",
+					d.Name, p.Name, rs.Name, op.Name, c.s.rss[other].Name)
+				return
+			}
+		}
+	}
+}
+
+// deleting checks a pod whose deletion starts: the ReplicaSet controller
+// deleted a surplus pod, or the pod's owner is gone.
+func (c *checker) deleting(p *corev1.Pod) {
+	owner := controllerUID(p)
+	rs := c.s.rss[owner]
+	if !c.deleted[p.UID] {
+		if rs == nil || rs.DeletionTimestamp != nil {
+			return // collected with its owner
+		}
+		c.violate("pod %s of rs %s lost: deleted, but not by the controller", p.Name, rs.Name)
+		return
+	}
+	if rs == nil || rs.DeletionTimestamp != nil {
+		return
+	}
+	if active := c.active(owner); active <= c.minSpec(rs) {
+		c.violate("pod %s of rs %s deleted below its spec: %d active pods, spec %d (at least %d since generation %d)",
+			p.Name, rs.Name, active, *rs.Spec.Replicas, c.minSpec(rs), rs.Status.ObservedGeneration)
+	}
+}
+
+// bounds checks the surge and availability bounds of Deployment uid, and
+// that it has at most one ReplicaSet with its template.
+func (c *checker) bounds(uid types.UID) {
+	d := c.s.deps[uid]
+	if d == nil || d.DeletionTimestamp != nil {
+		return
+	}
+	var total int32
+	current := 0
+	available := int32(0)
+	for rsUID := range c.rssOf[uid] {
+		rs := c.s.rss[rsUID]
+		total += *rs.Spec.Replicas
+		if rollout.EqualIgnoreHash(&rs.Spec.Template, &d.Spec.Template) {
+			current++
+		}
+		for podUID := range c.podsOf[rsUID] {
+			if p := c.s.pods[podUID]; p.DeletionTimestamp == nil && podReady(p) {
+				available++
+			}
+		}
+	}
+	if current > 1 {
+		c.violate("deployment %s has %d ReplicaSets with its current template", d.Name, current)
+	}
+	if !c.armed[uid] {
+		return
+	}
+	want := *d.Spec.Replicas
+	surge, unavailable := int32(0), want
+	if ru := d.Spec.Strategy.RollingUpdate; ru != nil && d.Spec.Strategy.Type == appsv1.RollingUpdateDeploymentStrategyType {
+		s, u, err := rollout.ResolveFenceposts(ru.MaxSurge, ru.MaxUnavailable, want)
+		if err != nil {
+			c.violate("deployment %s: %v", d.Name, err)
+			return
+		}
+		surge, unavailable = s, u
+	}
+	if total > want+surge {
+		c.violate("deployment %s: ReplicaSets sum to %d replicas, more than %d+%d", d.Name, total, want, surge)
+	}
+	if available < want-unavailable {
+		c.violate("deployment %s: %d pods available, fewer than %d-%d", d.Name, available, want, unavailable)
+	}
+}
+
+// revision checks that obj's revision annotation never decreases.
+func (c *checker) revision(what string, obj metav1.Object) {
+	r, err := rollout.Revision(obj)
+	if err != nil {
+		c.violate("%s: %v", what, err)
+		return
+	}
+	if last := c.revisions[obj.GetUID()]; r < last {
+		c.violate("%s: revision went from %d to %d", what, last, r)
+	}
+	c.revisions[obj.GetUID()] = max(r, c.revisions[obj.GetUID()])
+}
+
+// active counts the pods of ReplicaSet uid that are not terminating or
+// finished.
+func (c *checker) active(uid types.UID) int32 {
+	var n int32
+	for podUID := range c.podsOf[uid] {
+		p := c.s.pods[podUID]
+		if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			n++
+		}
+	}
+	return n
+}
+
+// maxSpec and minSpec bound the spec.replicas the ReplicaSet controller
+// may have acted on: any generation at least as new as the last one its
+// status says it has observed.
+func (c *checker) maxSpec(rs *appsv1.ReplicaSet) int32 {
+	n := *rs.Spec.Replicas
+	for gen, spec := range c.specs[rs.UID] {
+		if gen >= rs.Status.ObservedGeneration {
+			n = max(n, spec)
+		}
+	}
+	return n
+}
+
+func (c *checker) minSpec(rs *appsv1.ReplicaSet) int32 {
+	n := *rs.Spec.Replicas
+	for gen, spec := range c.specs[rs.UID] {
+		if gen >= rs.Status.ObservedGeneration {
+			n = min(n, spec)
+		}
+	}
+	return n
+}
+
+// reindex moves child from the set of its old owner to its new one.
+func (c *checker) reindex(idx map[types.UID]map[types.UID]bool, child, from, to types.UID, typ watch.EventType) {
+	if from != "" {
+		delete(idx[from], child)
+	}
+	if typ == watch.Deleted || to == "" {
+		return
+	}
+	if idx[to] == nil {
+		idx[to] = map[types.UID]bool{}
+	}
+	idx[to][child] = true
+}
+
+// controllerUID is the UID of obj's controller, or "". obj must not be
+// a nil pointer.
+func controllerUID(obj metav1.Object) types.UID {
+	if ref := metav1.GetControllerOf(obj); ref != nil {
+		return ref.UID
+	}
+	return ""
+}
+
+// controllers counts obj's owner references that claim control.
+func controllers(obj metav1.Object) int {
+	n := 0
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller {
+			n++
+		}
+	}
+	return n
+}

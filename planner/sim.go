@@ -1,0 +1,281 @@
+package planner
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/deployment"
+	"github.com/ctrlkit/ctrlkit/memcluster"
+	"github.com/ctrlkit/ctrlkit/replicaset"
+	"github.com/ctrlkit/ctrlkit/rollout"
+)
+
+// maxRounds bounds the controller rounds of one plan, against a
+// controller that never settles.
+const maxRounds = 100000
+
+// epoch is the virtual time every simulation starts at.
+func epoch() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
+
+// Plan simulates the rollout of d in virtual time and returns its
+// timeline. current are the ReplicaSets that exist before the rollout
+// (see [Previous]); their pods are started, healthy, before the rollout
+// begins. With no current ReplicaSets the Deployment is new. d is created
+// at the start with its template, so the controller adopts current and
+// rolls from it to d's template. Neither d nor current is modified.
+//
+// The real controllers run: package deployment's Reconciler (Sync +
+// Apply) and package replicaset's Reconciler, against an in-memory API
+// server (package memcluster) with a simulated kubelet whose pods follow
+// model. The loop is single-threaded and deterministic — no informers, no
+// queues, no goroutines of its own:
+//
+//  1. apply the Changes that are due;
+//  2. a round: the kubelet brings every pod up to date, the Deployment is
+//     reconciled, then every ReplicaSet, in name order; the rounds repeat
+//     until one writes nothing (the instant is settled), and every round
+//     that changed the observed state is a [Step];
+//  3. move the clock to the earliest of: the kubelet's next transition,
+//     a reconciler's RequeueAfter (progress deadline, minReadySeconds),
+//     the next Change.
+//
+// Reads go straight to the API server, so every sync sees every earlier
+// write: ReplicaSet expectations are always satisfied (they are cleared
+// before each sync) and there is no informer lag. Real clusters add
+// latency between steps; the order and sizes of the steps are the same.
+//
+// The run ends when the rollout is complete, the last Change is applied
+// and no pod is terminating; when nothing more can happen; or at the
+// horizon. An unfinished rollout gets a [Stall] with Explain's reasons.
+func Plan(d *appsv1.Deployment, current []*appsv1.ReplicaSet, model PodModel, opts Options) (Timeline, error) {
+	if d == nil {
+		return Timeline{}, errors.New("planner: nil Deployment")
+	}
+	if err := model.validate(); err != nil {
+		return Timeline{}, err
+	}
+	if opts.Horizon <= 0 {
+		opts.Horizon = time.Hour
+	}
+	s := newSim(d, model, opts)
+	ctx := context.Background()
+	if err := s.start(ctx, current); err != nil {
+		return Timeline{}, err
+	}
+	return s.run(ctx, d)
+}
+
+// sim is the state of one Plan run.
+type sim struct {
+	clk     *clock.Fake
+	c       *memcluster.Cluster
+	kubelet *memcluster.Kubelet
+	api     *api
+	dr      *deployment.Reconciler
+	rr      *replicaset.Reconciler
+	exp     *replicaset.Expectations
+	key     types.NamespacedName
+	opts    Options
+	// setup is true while the current ReplicaSets come up: their pods are
+	// healthy whatever the model says. Only read from Kubelet.Sync, which
+	// runs on the planner's goroutine.
+	setup bool
+	due   map[string]time.Time // requeues asked for by the reconcilers
+	tl    Timeline
+	// prevRSs and prevReplicas are the previous round's, to detect scaling
+	// events; scaling and events accumulate until the next Step.
+	prevRSs      []*appsv1.ReplicaSet
+	prevReplicas int32
+	scaling      bool
+	events       []string
+	rounds       int
+}
+
+func newSim(d *appsv1.Deployment, model PodModel, opts Options) *sim {
+	ns := cmp.Or(d.Namespace, metav1.NamespaceDefault)
+	s := &sim{
+		clk:  clock.NewFake(epoch()),
+		key:  types.NamespacedName{Namespace: ns, Name: d.Name},
+		opts: opts,
+		due:  map[string]time.Time{},
+		exp:  &replicaset.Expectations{},
+	}
+	s.c = memcluster.New(memcluster.Config{Clock: s.clk, Seed: opts.Seed})
+	old := memcluster.PodBehavior{ShutdownDelay: model.Shutdown}
+	s.kubelet = memcluster.NewKubelet(s.c, memcluster.KubeletConfig{
+		Nodes: opts.Nodes,
+		Model: func(_ *corev1.Pod, rnd *rand.Rand) memcluster.PodBehavior {
+			if s.setup {
+				return old
+			}
+			return model.behavior(rnd)
+		},
+	})
+	s.api = &api{c: s.c, ns: ns}
+	s.dr = &deployment.Reconciler{Deployments: s.api, ReplicaSets: rsLister{s.api}, Pods: s.api,
+		Client: s.api, Events: s.api, Clock: s.clk}
+	return s
+}
+
+// start creates the current ReplicaSets, lets their pods become
+// available, then creates the Deployment: that instant is the start.
+func (s *sim) start(ctx context.Context, current []*appsv1.ReplicaSet) error {
+	rr, err := replicaset.NewReconciler(replicaset.Config{ReplicaSets: rsReader{s.api}, Pods: podLister{s.api},
+		Client: s.api, Events: rsEvents{s.api}, Clock: s.clk, Expectations: s.exp})
+	if err != nil {
+		return fmt.Errorf("planner: %w", err)
+	}
+	s.rr = rr
+	s.setup = true
+	for _, rs := range current {
+		if rs == nil {
+			continue
+		}
+		c := &appsv1.ReplicaSet{Spec: *rs.Spec.DeepCopy()}
+		c.Name, c.GenerateName, c.Namespace = rs.Name, rs.GenerateName, s.key.Namespace
+		c.Labels, c.Annotations = maps.Clone(rs.Labels), maps.Clone(rs.Annotations)
+		if _, err := s.api.CreateReplicaSet(ctx, c); err != nil {
+			return fmt.Errorf("planner: current replica set %s: %w", rs.Name, err)
+		}
+	}
+	for {
+		next, err := s.settle(ctx, false)
+		if err != nil {
+			return err
+		}
+		rss, err := s.api.List(s.key.Namespace, everything())
+		if err != nil {
+			return err
+		}
+		if rollout.TotalAvailableReplicas(rss) == rollout.TotalReplicas(rss) {
+			break
+		}
+		if next.IsZero() {
+			return errors.New("planner: the current replica sets never became available")
+		}
+		s.clk.SetTime(next)
+	}
+	s.setup = false
+	s.tl.Start = s.clk.Now()
+	return nil
+}
+
+// settle runs rounds at the current instant until one writes nothing, and
+// returns the earliest future time something is due (zero: nothing).
+// With record set, rounds that change the observed state become steps.
+func (s *sim) settle(ctx context.Context, record bool) (time.Time, error) {
+	for {
+		rv := s.c.ResourceVersion()
+		next := s.kubelet.Sync()
+		if err := s.round(ctx); err != nil {
+			return time.Time{}, err
+		}
+		s.rounds++
+		if s.rounds > maxRounds {
+			return time.Time{}, fmt.Errorf("planner: no progress after %d controller rounds", maxRounds)
+		}
+		if record {
+			if err := s.record(); err != nil {
+				return time.Time{}, err
+			}
+		}
+		if s.c.ResourceVersion() == rv {
+			now := s.clk.Now()
+			for _, t := range s.due {
+				if t.After(now) && (next.IsZero() || t.Before(next)) {
+					next = t
+				}
+			}
+			return next, nil
+		}
+	}
+}
+
+// round syncs the Deployment once and every ReplicaSet once.
+func (s *sim) round(ctx context.Context) error {
+	now := s.clk.Now()
+	res, err := s.dr.Reconcile(ctx, s.key)
+	if err != nil {
+		return fmt.Errorf("planner: deployment sync at +%s: %w", now.Sub(s.tl.Start), err)
+	}
+	s.requeue("deployment", now, res.RequeueAfter)
+	rss, err := s.api.List(s.key.Namespace, everything())
+	if err != nil {
+		return err
+	}
+	for _, rs := range rss { // List returns them in name order
+		key := types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}
+		s.exp.Delete(key) // reads are live: nothing is left to observe
+		res, err := s.rr.Reconcile(ctx, key)
+		if err != nil {
+			return fmt.Errorf("planner: replica set sync at +%s: %w", now.Sub(s.tl.Start), err)
+		}
+		s.requeue("rs/"+rs.Name, now, res.RequeueAfter)
+	}
+	return nil
+}
+
+func (s *sim) requeue(key string, now time.Time, after time.Duration) {
+	if after > 0 {
+		s.due[key] = now.Add(after)
+	} else if t, ok := s.due[key]; ok && !t.After(now) {
+		delete(s.due, key)
+	}
+}
+
+// record appends a Step if the observed state changed since the last one.
+func (s *sim) record() error {
+	d, err := s.api.Get(s.key)
+	if err != nil {
+		return fmt.Errorf("planner: %w", err)
+	}
+	rss, err := s.api.List(s.key.Namespace, everything())
+	if err != nil {
+		return err
+	}
+	D := replicas(d.Spec.Replicas)
+	scaling, err := rollout.IsScalingEvent(d, rollout.FindNewReplicaSet(d, s.prevRSs), oldOf(d, s.prevRSs))
+	if err != nil {
+		scaling = false // invalid annotations only; upstream skips them too
+	}
+	s.scaling = s.scaling || scaling || D != s.prevReplicas
+	s.prevRSs, s.prevReplicas = rss, D
+	s.events = append(s.events, s.api.takeEvents()...)
+	st := stepFrom(s.clk.Now(), d, rss)
+	if n := len(s.tl.Steps); n > 0 && len(s.events) == 0 && sameState(s.tl.Steps[n-1], st) {
+		return nil
+	}
+	st.ScalingEvent, st.Events = s.scaling, s.events
+	s.scaling, s.events = false, nil
+	s.tl.Steps = append(s.tl.Steps, st)
+	return nil
+}
+
+// sameState compares two steps without their time, events and flags;
+// conditions are compared by type, status and reason only.
+func sameState(a, b Step) bool {
+	cond := func(st appsv1.DeploymentStatus) []string {
+		var out []string
+		for _, c := range st.Conditions {
+			out = append(out, fmt.Sprintf("%s=%s/%s", c.Type, c.Status, c.Reason))
+		}
+		slices.Sort(out)
+		return out
+	}
+	return a.Replicas == b.Replicas && a.Generation == b.Generation && a.Paused == b.Paused &&
+		a.Revision == b.Revision && reflect.DeepEqual(a.ReplicaSets, b.ReplicaSets) &&
+		reflect.DeepEqual(cond(a.Status), cond(b.Status))
+}
