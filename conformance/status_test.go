@@ -157,8 +157,10 @@ func TestGetPodsToDelete(t *testing.T) {
 			}
 		}
 		n := min(in.n, len(active))
-		// Upstream's Now is metav1.Now(): shift the pods so genNow is now.
-		shift := time.Now().Sub(genNow)
+		// Upstream's Now is metav1.Now(): shift the pods so genNow is one
+		// second ago, and rank ours at the wall clock too. (Shifting genNow
+		// to the very instant would make most cases hit U1.)
+		shift := time.Now().Add(-time.Second).Sub(genNow)
 		shifted := make([]*corev1.Pod, len(active))
 		byName := map[string]*corev1.Pod{}
 		for i, p := range active {
@@ -178,7 +180,7 @@ func TestGetPodsToDelete(t *testing.T) {
 			related = append(related, c)
 		}
 		input := append([]*corev1.Pod(nil), shifted...)
-		o := podNames(replicaset.PodsToDelete(shifted, related, n, genNow.Add(shift)))
+		o := podNames(replicaset.PodsToDelete(shifted, related, n, time.Now()))
 		uPods, panicked := catch(func() []*corev1.Pod { return upstreamGetPodsToDelete(input, related, n) })
 		if panicked {
 			// reportSortingDeletionAgeRatioMetric divides by the youngest

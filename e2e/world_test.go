@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -54,7 +55,8 @@ func newWorld(tb testing.TB, cfg worldConfig) *world {
 	tb.Helper()
 	fc := clock.NewFake(epoch)
 	// Watches must not lose events: the recorder sees every one of them.
-	c := memcluster.New(memcluster.Config{Clock: fc, Seed: cfg.Seed, WatchHistory: 1 << 30, WatchBuffer: 1 << 30})
+	c := memcluster.New(memcluster.Config{Clock: fc, Seed: cfg.Seed, WatchHistory: 1 << 30, WatchBuffer: 1 << 30,
+		SettleWindow: 10 * time.Millisecond})
 	if cfg.Model == nil {
 		cfg.Model = memcluster.FixedModel(memcluster.PodBehavior{StartDelay: time.Second, ReadyDelay: 2 * time.Second, ShutdownDelay: time.Second})
 	}
@@ -132,7 +134,7 @@ func (w *world) write(what string, f func(ctx context.Context) error) {
 	w.c.SetFaults(memcluster.Faults{})
 	defer w.c.SetFaults(w.faults)
 	if err := f(w.ctx); err != nil {
-		w.tb.Fatalf("%s: %v", what, err)
+		w.tb.Fatalf("%s: %v %+v", what, err, apierrors.ReasonForError(err))
 	}
 }
 
@@ -143,8 +145,22 @@ func (w *world) now() time.Duration { return w.fc.Now().Sub(epoch) }
 // virtual time, and fails the test otherwise.
 func (w *world) runUntil(what string, limit time.Duration, cond func() bool) {
 	w.tb.Helper()
-	if err := w.c.RunUntil(w.ctx, cond, limit); err != nil {
+	if err := w.run(cond, limit); err != nil {
 		w.tb.Fatalf("at +%v, waiting until %s: %v\n%s", w.now(), what, err, w.rec.describe())
+	}
+}
+
+// run is [memcluster.Cluster.RunUntil], made robust to its settling
+// heuristic on a loaded machine: a worker may still be busy when the
+// cluster looks idle, so "stalled" is only believed after it has been
+// seen many times in a row, settling each time.
+func (w *world) run(cond func() bool, limit time.Duration) error {
+	end := w.fc.Now().Add(limit)
+	for stalls := 0; ; stalls++ {
+		err := w.c.RunUntil(w.ctx, cond, end.Sub(w.fc.Now()))
+		if !errors.Is(err, memcluster.ErrStalled) || stalls == 50 {
+			return err
+		}
 	}
 }
 
@@ -153,7 +169,7 @@ func (w *world) runUntil(what string, limit time.Duration, cond func() bool) {
 func (w *world) runFor(d time.Duration) {
 	w.tb.Helper()
 	until := w.fc.Now().Add(d)
-	err := w.c.RunUntil(w.ctx, func() bool { return !w.fc.Now().Before(until) }, d)
+	err := w.run(func() bool { return !w.fc.Now().Before(until) }, d)
 	if err != nil && !errors.Is(err, memcluster.ErrStalled) && !errors.Is(err, memcluster.ErrTimeLimit) {
 		w.tb.Fatal(err)
 	}

@@ -286,7 +286,7 @@ func deadline(d *appsv1.Deployment, now time.Time) []Blocker {
 		return nil
 	}
 	c := rollout.GetCondition(d.Status, appsv1.DeploymentProgressing)
-	if c == nil || c.Reason == rollout.ReasonNewReplicaSetAvailable {
+	if c == nil || c.Reason == rollout.ReasonNewReplicaSetAvailable || c.LastUpdateTime.IsZero() {
 		return nil
 	}
 	if c.Reason == rollout.ReasonProgressDeadlineExceeded {

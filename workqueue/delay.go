@@ -55,7 +55,7 @@ type delayState[T comparable] struct {
 	n       int                 // requests in inbox
 	free    [][]delayRequest[T] // empty chunks for reuse
 	closed  bool                // the queue is shut down
-	timer   clock.Timer       // fires at timerAt; nil when none is set
+	timer   clock.Timer         // fires at timerAt; nil when none is set
 	timerAt int64
 	running bool          // the delay goroutine is running
 	wake    chan struct{} // tells the delay goroutine to look again

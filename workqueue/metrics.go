@@ -26,8 +26,8 @@ type Metrics interface {
 	// took work.
 	Finished(depth int, work time.Duration)
 	// Retried is called for every AddRateLimited, and for every AddAfter
-	// with a positive delay once the delay goroutine has taken it in: the
-	// calls client-go counts as retries.
+	// with a positive delay when the queue takes it in (shortly after the
+	// call): the calls client-go counts as retries.
 	Retried()
 }
 

@@ -3,7 +3,9 @@ package workqueue
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ctrlkit/ctrlkit/clock"
@@ -49,6 +51,7 @@ type Queue[T comparable] struct {
 	ready ring[*entry[T]] // FIFO of items waiting for Get
 	idle  ring[*entry[T]] // recently idle entries, still in items, oldest first
 	free  []*entry[T]     // recycled entries, so that steady state allocates nothing
+	quick filter[T]       // lock-free lookup of queued items for contended Adds
 
 	processing    int // items handed out by Get and not yet Done
 	dirtyInFlight int // processing items re-added meanwhile, queued again at Done
@@ -67,13 +70,14 @@ type Queue[T comparable] struct {
 type entry[T comparable] struct {
 	key      T
 	state    uint16
-	index    int   // position in the delay heap while delayed
-	due      int64 // when a delayed item becomes ready
-	seq      uint64 // delay request that set due; orders equal due times
-	satSeq   uint64 // delay requests up to this one were satisfied by a Get
-	addedAt  int64  // metrics only: when it last became pending
-	started  int64 // metrics only: when Get handed it out
-	forgetAt int64 // while armed
+	index    int         // position in the delay heap while delayed
+	due      int64       // when a delayed item becomes ready
+	seq      uint64      // delay request that set due; orders equal due times
+	satSeq   uint64      // delay requests up to this one were satisfied by a Get
+	addedAt  int64       // metrics only: when it last became pending
+	started  int64       // metrics only: when Get handed it out
+	forgetAt int64       // while armed
+	pend     atomic.Bool // mirrors queued while published; see coalesce.go
 }
 
 const (
@@ -86,6 +90,7 @@ const (
 	armed                         // its failures will be forgotten at forgetAt
 	inForgets                     // referenced by Queue.forgets
 	cached                        // referenced by Queue.idle
+	published                     // in Queue.quick; never recycled
 
 	keep = queued | processing | delayed | limited | inForgets
 )
@@ -116,6 +121,7 @@ func (q *Queue[T]) setup() {
 	}
 	q.cond.L = &q.mu
 	q.items = make(map[T]*entry[T])
+	q.quick.seed = maphash.MakeSeed()
 	q.delay.wake = make(chan struct{}, 1)
 }
 
@@ -132,13 +138,25 @@ func (q *Queue[T]) now() int64 { return int64(q.clock.Now().Sub(q.epoch)) }
 //
 // After [Queue.ShutDown], Add does nothing.
 func (q *Queue[T]) Add(item T) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
 	q.init()
-	if q.shutdown {
+	if q.mu.TryLock() {
+		defer q.mu.Unlock()
+		if !q.shutdown {
+			q.addLocked(q.entryFor(item))
+		}
 		return
 	}
-	q.addLocked(q.entryFor(item))
+	// Contended: most such Adds are of queued items; see coalesce.go.
+	if q.quick.coalesced(item) {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.shutdown {
+		e := q.entryFor(item)
+		q.addLocked(e)
+		q.quick.publish(e)
+	}
 }
 
 // addLocked makes e pending now: queued, or dirty if it is processing.
@@ -158,7 +176,7 @@ func (q *Queue[T]) addLocked(e *entry[T]) {
 		e.state |= dirty
 		q.dirtyInFlight++
 	default:
-		e.state |= queued
+		setQueued(e, true)
 		q.ready.push(e)
 		q.cond.Signal()
 	}
@@ -173,9 +191,9 @@ func (q *Queue[T]) addLocked(e *entry[T]) {
 // it. shutdown is true once the queue is shut down and drained: the caller
 // should then stop, and item is the zero value.
 func (q *Queue[T]) Get() (item T, shutdown bool) {
+	q.init()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.init()
 	for q.ready.len() == 0 {
 		// Items re-added while in flight are still to come, even after
 		// shutdown.
@@ -185,7 +203,8 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 		q.cond.Wait()
 	}
 	e := q.ready.pop()
-	e.state = e.state&^(queued|failed) | processing
+	setQueued(e, false)
+	e.state = e.state&^failed | processing
 	e.satSeq = q.delay.seq.Load() // this run serves the delay requests made so far
 	q.processing++
 	if q.metrics != nil {
@@ -212,7 +231,8 @@ func (q *Queue[T]) Done(item T) {
 	e.state &^= processing
 	q.processing--
 	if e.state&dirty != 0 {
-		e.state = e.state&^dirty | queued
+		e.state &^= dirty
+		setQueued(e, true)
 		q.dirtyInFlight--
 		q.ready.push(e)
 		q.cond.Signal()
@@ -251,8 +271,8 @@ func (q *Queue[T]) Len() int {
 // not wait for workers; see [Queue.ShutDownWithDrain]. Calling it more than
 // once is harmless.
 func (q *Queue[T]) ShutDown() {
-	q.mu.Lock()
 	q.init()
+	q.mu.Lock()
 	q.shutdownLocked()
 	q.mu.Unlock()
 	q.wg.Wait()
@@ -264,8 +284,8 @@ func (q *Queue[T]) ShutDown() {
 // error wrapping ctx.Err(); the queue stays shut down either way. A nil ctx
 // waits without limit.
 func (q *Queue[T]) ShutDownWithDrain(ctx context.Context) error {
-	q.mu.Lock()
 	q.init()
+	q.mu.Lock()
 	q.shutdownLocked()
 	drained := q.drained
 	q.mu.Unlock()
@@ -367,6 +387,10 @@ func (q *Queue[T]) evict(old *entry[T]) {
 		return // in use again; cached anew when idle
 	}
 	delete(q.items, old.key)
+	if old.state&published != 0 {
+		q.quick.unpublish(old)
+		return // readers may still hold it: never recycle it
+	}
 	if len(q.free) < maxFree {
 		*old = entry[T]{}
 		q.free = append(q.free, old)

@@ -56,9 +56,9 @@ type forgetRecord[T comparable] struct {
 // and it is the only way to clear failures recorded by AddRateLimited
 // calls made outside a worker for an item that is never processed.
 func (q *Queue[T]) AddRateLimited(item T) {
+	q.init()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.init()
 	if q.shutdown {
 		return
 	}
@@ -90,9 +90,9 @@ func (q *Queue[T]) AddRateLimited(item T) {
 // AddRateLimited waits the base delay. It does not cancel a pending
 // AddAfter or AddRateLimited: the item still comes back when due.
 func (q *Queue[T]) Forget(item T) {
+	q.init()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.init()
 	q.limiter.Forget(item)
 	if e := q.items[item]; e != nil {
 		e.state &^= limited | failed | armed
@@ -103,9 +103,9 @@ func (q *Queue[T]) Forget(item T) {
 // NumRequeues returns the number of failures the rate limiter remembers
 // for item.
 func (q *Queue[T]) NumRequeues(item T) int {
+	q.init()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.init()
 	return q.limiter.NumRequeues(item)
 }
 

@@ -1,0 +1,132 @@
+package planner_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ctrlkit/ctrlkit/planner"
+)
+
+// step builds a trace step of a 10-replica Deployment at second sec from
+// (name, revision, spec, available) tuples; the last ReplicaSet is new.
+func step(sec int, rss ...planner.ReplicaSetState) planner.Step {
+	st := planner.Step{Time: t0.Add(time.Duration(sec) * time.Second), Replicas: 10, Generation: 1,
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 1}}
+	for i, rs := range rss {
+		rs.New = i == len(rss)-1
+		rs.Replicas, rs.Ready = rs.Spec, rs.Available
+		st.ReplicaSets = append(st.ReplicaSets, rs)
+		st.Revision = max(st.Revision, rs.Revision)
+	}
+	return st
+}
+
+func rs(name string, rev int64, spec, avail int32) planner.ReplicaSetState {
+	return planner.ReplicaSetState{Name: name, Revision: rev, Spec: spec, Available: avail}
+}
+
+func TestCheck(t *testing.T) {
+	d := web(10, "web:2", pct("25%"), pct("25%")) // surge 3, min available 8
+	complete := step(30, rs("a", 1, 0, 0), rs("b", 2, 10, 10))
+	complete.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 10, UpdatedReplicas: 10, AvailableReplicas: 10}
+	progressing := func(reason string) planner.Step {
+		s := complete
+		s.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: reason}}
+		return s
+	}
+	scaled := step(5, rs("a", 1, 12, 8), rs("b", 2, 6, 0))
+	scaled.Replicas, scaled.ScalingEvent = 15, true
+	tests := []struct {
+		name  string
+		trace planner.Trace
+		want  []planner.Violation
+	}{
+		{name: "upstream first steps", trace: planner.Trace{
+			step(0, rs("a", 1, 10, 10)),
+			step(0, rs("a", 1, 8, 10), rs("b", 2, 3, 0)),
+			step(0, rs("a", 1, 8, 8), rs("b", 2, 5, 0)),
+		}},
+		{name: "surge", trace: planner.Trace{
+			step(0, rs("a", 1, 10, 10)),
+			step(1, rs("a", 1, 10, 10), rs("b", 2, 5, 0)),
+		}, want: []planner.Violation{{Step: 1, Time: t0.Add(time.Second), Code: planner.SurgeExceeded,
+			Message: "15 pods specified > 10 replicas + 3 maxSurge"}}},
+		{name: "surge tolerated in a scaling event", trace: planner.Trace{
+			step(0, rs("a", 1, 8, 8), rs("b", 2, 5, 0)), scaled,
+		}},
+		{name: "unavailable", trace: planner.Trace{
+			step(0, rs("a", 1, 10, 10), rs("b", 2, 3, 0)),
+			step(2, rs("a", 1, 7, 7), rs("b", 2, 3, 0)),
+		}, want: []planner.Violation{{Step: 1, Time: t0.Add(2 * time.Second), Code: planner.UnavailableExceeded,
+			Message: "scale-down leaves at most 7 available < 8 minimum (10 replicas − 2 maxUnavailable)"}}},
+		{name: "removing unavailable pods is fine", trace: planner.Trace{
+			step(0, rs("a", 1, 10, 6), rs("b", 2, 3, 0)),
+			step(2, rs("a", 1, 6, 6), rs("b", 2, 3, 0)),
+		}},
+		{name: "revision down", trace: planner.Trace{
+			step(0, rs("a", 3, 10, 10)),
+			step(1, rs("a", 2, 10, 10)),
+		}, want: []planner.Violation{
+			{Step: 1, Time: t0.Add(time.Second), Code: planner.RevisionDecreased, Message: "deployment revision went from 3 to 2"},
+			{Step: 1, Time: t0.Add(time.Second), Code: planner.RevisionDecreased, Message: "replica set a went from revision 3 to 2"},
+		}},
+		{name: "new replica set with an old revision", trace: planner.Trace{
+			step(0, rs("a", 3, 10, 10)),
+			step(1, rs("b", 2, 0, 0), rs("a", 3, 10, 10)),
+		}, want: []planner.Violation{{Step: 1, Time: t0.Add(time.Second), Code: planner.RevisionDecreased,
+			Message: "new replica set b has revision 2, not above 3"}}},
+		{name: "old scaled up", trace: planner.Trace{
+			step(0, rs("a", 1, 5, 5), rs("b", 2, 5, 5)),
+			step(1, rs("a", 1, 6, 5), rs("b", 2, 4, 4)),
+		}, want: []planner.Violation{{Step: 1, Time: t0.Add(time.Second), Code: planner.OldScaledUp,
+			Message: "old replica set a (revision 1) scaled up from 5 to 6"}}},
+		{name: "complete without condition", trace: planner.Trace{progressing("ReplicaSetUpdated")},
+			want: []planner.Violation{{Step: 0, Time: t0.Add(30 * time.Second), Code: planner.CompleteNotReported,
+				Message: "all 10 replicas updated and available but Progressing is True/ReplicaSetUpdated"}}},
+		{name: "complete and reported", trace: planner.Trace{progressing("NewReplicaSetAvailable")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := planner.Check(tt.trace, d)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Check mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTraceFrom(t *testing.T) {
+	d := web(10, "web:2", pct("25%"), pct("25%"))
+	d.UID, d.Generation = "d-uid", 2
+	old := previous(t, d, "web:1")[0]
+	old.UID = "old-uid"
+	old.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}
+	old.Status = appsv1.ReplicaSetStatus{Replicas: 10, ReadyReplicas: 10, AvailableReplicas: 10}
+	scaledUp := d.DeepCopy()
+	scaledUp.Spec.Replicas = ptr[int32](12)
+	other := old.DeepCopy()
+	other.Name, other.UID, other.OwnerReferences = "someone-else", "x", nil
+
+	tr, err := planner.TraceFrom([]planner.Snapshot{
+		{Time: t0, Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{old, other}},
+		{Time: t0.Add(time.Second), Deployment: scaledUp, ReplicaSets: []*appsv1.ReplicaSet{old}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := planner.ReplicaSetState{Name: old.Name, Revision: 1, Spec: 10, Replicas: 10, Ready: 10, Available: 10}
+	if diff := cmp.Diff([]planner.ReplicaSetState{want}, tr[0].ReplicaSets); diff != "" {
+		t.Errorf("TraceFrom step 0 mismatch (-want +got):\n%s", diff)
+	}
+	if tr[0].ScalingEvent || !tr[1].ScalingEvent {
+		t.Errorf("ScalingEvent = %t, %t; want false, true", tr[0].ScalingEvent, tr[1].ScalingEvent)
+	}
+	if _, err := planner.TraceFrom([]planner.Snapshot{{Time: t0}}); err == nil {
+		t.Error("TraceFrom without a Deployment: no error")
+	}
+}
