@@ -3,32 +3,54 @@ package rollout
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // scaled resolves an int-or-percent against total exactly like upstream
-// (intstr.GetScaledValueFromIntOrPercent), with a nil value read as 0. The
-// result is an int, as upstream's, so callers can replicate its
+// (intstr.GetScaledValueFromIntOrPercent), with a nil value read as 0. It
+// also returns raw, the value before scaling (the integer, or the number in
+// front of "%"), so the validation in [checkResolved] needs no second
+// parse. The result is an int, as upstream's, so callers can replicate its
 // truncation to int32.
-func scaled(v *intstr.IntOrString, total int32, roundUp bool) (int, error) {
+//
+// The common shapes (an integer, or digits followed by "%") are parsed here
+// without allocating; anything else goes through upstream's function so
+// that errors carry the same text.
+func scaled(v *intstr.IntOrString, total int32, roundUp bool) (n, raw int, err error) {
 	if v == nil {
-		return 0, nil
+		return 0, 0, nil
 	}
-	return intstr.GetScaledValueFromIntOrPercent(v, int(total), roundUp)
+	switch {
+	case v.Type == intstr.Int:
+		return int(v.IntVal), int(v.IntVal), nil
+	case v.Type == intstr.String && strings.HasSuffix(v.StrVal, "%"):
+		p, perr := strconv.Atoi(v.StrVal[:len(v.StrVal)-1])
+		if perr != nil {
+			break
+		}
+		if roundUp {
+			return int(math.Ceil(float64(p) * float64(total) / 100)), p, nil
+		}
+		return int(math.Floor(float64(p) * float64(total) / 100)), p, nil
+	}
+	n, err = intstr.GetScaledValueFromIntOrPercent(v, int(total), roundUp)
+	return n, n, err
 }
 
 // checkResolved reports values that API validation would have rejected but
 // that upstream computes with anyway: a negative value (int or percent,
 // even when it rounds to 0), a negative result (from a negative replica
 // count) and a result that does not fit in an int32 (upstream truncates
-// it). v has already parsed as n.
-func checkResolved(field string, v *intstr.IntOrString, n int) error {
+// it). v has already parsed as raw and resolved to n.
+func checkResolved(field string, v *intstr.IntOrString, raw, n int) error {
 	if v == nil {
 		return nil
 	}
-	if raw, err := intstr.GetScaledValueFromIntOrPercent(v, 100, false); err == nil && raw < 0 {
+	if raw < 0 {
 		return fmt.Errorf("rollout: %s %q is negative", field, v.String())
 	}
 	if n < 0 {
@@ -57,18 +79,22 @@ func checkResolved(field string, v *intstr.IntOrString, n int) error {
 // (truncated to int32 the same way) together with an error that wraps
 // [ErrIgnoredByUpstream]. It never allocates on valid input.
 func ResolveFenceposts(maxSurge, maxUnavailable *intstr.IntOrString, desired int32) (surge, unavailable int32, err error) {
-	s, err := scaled(maxSurge, desired, true)
+	s, rawS, err := scaled(maxSurge, desired, true)
 	if err != nil {
 		return 0, 0, fmt.Errorf("rollout: maxSurge: %w", err)
 	}
-	u, err := scaled(maxUnavailable, desired, false)
+	u, rawU, err := scaled(maxUnavailable, desired, false)
 	if err != nil {
 		return 0, 0, fmt.Errorf("rollout: maxUnavailable: %w", err)
 	}
 	if s == 0 && u == 0 {
 		u = 1
 	}
-	err = joinIgnored(checkResolved("maxSurge", maxSurge, s), checkResolved("maxUnavailable", maxUnavailable, u))
+	errS := checkResolved("maxSurge", maxSurge, rawS, s)
+	errU := checkResolved("maxUnavailable", maxUnavailable, rawU, u)
+	if errS != nil || errU != nil {
+		err = joinIgnored(errS, errU)
+	}
 	return int32(s), int32(u), err
 }
 

@@ -120,11 +120,15 @@ func NewRSNewReplicas(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *
 		if ms == nil {
 			return 0, errors.New("rollout: maxSurge: nil value for IntOrString")
 		}
-		surge, err := scaled(ms, desired(d), true)
+		surge, raw, err := scaled(ms, desired(d), true)
 		if err != nil {
 			return 0, fmt.Errorf("rollout: maxSurge: %w", err)
 		}
-		return growNew(desired(d), int32(surge), TotalReplicas(allRSs), specReplicas(newRS)), ignored(checkResolved("maxSurge", ms, surge))
+		n := growNew(desired(d), int32(surge), TotalReplicas(allRSs), specReplicas(newRS))
+		if err := checkResolved("maxSurge", ms, raw, surge); err != nil {
+			return n, ignored(err)
+		}
+		return n, nil
 	case appsv1.RecreateDeploymentStrategyType:
 		return desired(d), nil
 	default:
