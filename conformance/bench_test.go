@@ -119,11 +119,13 @@ func BenchmarkNewRSNewReplicas(b *testing.B) {
 }
 
 // BenchmarkProportionalScale10RS scales a paused Deployment from 30 to 50
-// replicas over 10 active ReplicaSets. Ours is the whole pure deployment.Sync
-// (claim, find, proportional scaling, status) because rollout exports no
-// proportional-scaling function; upstream is the decision loop of its
-// unexported scale(): sort by size, GetReplicaSetProportion per RS,
-// leftover to the first.
+// replicas over 10 active ReplicaSets. Ours is rollout.Proportional, the
+// whole decision: the sizes and the annotated objects to write. Upstream is
+// the decision part of its unexported scale() with the API writes left out:
+// FindActiveOrLatest and IsSaturated, the sort by size,
+// GetReplicaSetProportion per ReplicaSet, leftover to the first, and for
+// every active ReplicaSet the DeepCopy + SetReplicasAnnotations that
+// scaleReplicaSet does before its Update.
 func BenchmarkProportionalScale10RS(b *testing.B) {
 	d := benchDeployment(50)
 	d.Spec.Paused = true
@@ -131,29 +133,44 @@ func BenchmarkProportionalScale10RS(b *testing.B) {
 	for _, rs := range rss {
 		rs.Annotations["deployment.kubernetes.io/max-replicas"] = "33"
 	}
+	newRS, olds := rss[9], rss[:9]
 	b.Run("impl=ctrlkit", func(b *testing.B) {
-		st := deployment.State{Deployment: d, ReplicaSets: rss}
-		now := genNow
 		for b.Loop() {
-			if _, err := deployment.Sync(st, now); err != nil {
-				b.Fatal(err)
+			scales, err := rollout.Proportional(d, newRS, olds)
+			if err != nil || len(scales) == 0 {
+				b.Fatalf("Proportional = %d scales, %v", len(scales), err)
 			}
 		}
 	})
 	b.Run("impl=upstream", func(b *testing.B) {
 		for b.Loop() {
+			if deploymentutil.FindActiveOrLatest(newRS, append([]*appsv1.ReplicaSet(nil), olds...)) != nil {
+				b.Fatal("unexpected single active ReplicaSet")
+			}
+			if deploymentutil.IsSaturated(d, newRS) {
+				b.Fatal("unexpected saturation")
+			}
 			active := controller.FilterActiveReplicaSets(append([]*appsv1.ReplicaSet(nil), rss...))
-			allowed := *d.Spec.Replicas + deploymentutil.MaxSurge(*d)
+			surge := deploymentutil.MaxSurge(*d)
+			allowed := *d.Spec.Replicas + surge
 			toAdd := allowed - deploymentutil.GetReplicaCountForReplicaSets(active)
 			sort.Sort(controller.ReplicaSetsBySizeNewer(active))
 			var added int32
-			sizes := make([]int32, len(active))
-			for i, rs := range active {
+			nameToSize := make(map[string]int32, len(active))
+			for _, rs := range active {
 				p := deploymentutil.GetReplicaSetProportion(discard, rs, *d, toAdd, added)
-				sizes[i] = *rs.Spec.Replicas + p
+				nameToSize[rs.Name] = *rs.Spec.Replicas + p
 				added += p
 			}
-			sizes[0] = max(sizes[0]+toAdd-added, 0)
+			if leftover := toAdd - added; leftover != 0 {
+				nameToSize[active[0].Name] = max(nameToSize[active[0].Name]+leftover, 0)
+			}
+			for _, rs := range active {
+				rsCopy := rs.DeepCopy()
+				size := nameToSize[rs.Name]
+				rsCopy.Spec.Replicas = &size
+				deploymentutil.SetReplicasAnnotations(rsCopy, *d.Spec.Replicas, *d.Spec.Replicas+surge)
+			}
 		}
 	})
 }
