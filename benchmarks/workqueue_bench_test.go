@@ -90,42 +90,50 @@ func serial[T comparable](b *testing.B, q queueUnderTest[T], ks []T) {
 // has drained. One op is one Add; gets/add reports the fraction of adds
 // that led to a Get (the rest coalesced).
 func BenchmarkQueueContention(b *testing.B) {
-	const producers, consumers = 8, 8
 	ks := keys(1000)
 	for _, impl := range impls {
 		b.Run("impl="+impl, func(b *testing.B) {
 			q := newQueue[types.NamespacedName](impl)
-			var gets atomic.Int64
 			b.ReportAllocs()
 			b.ResetTimer()
-			var workers sync.WaitGroup
-			for range consumers {
-				workers.Go(func() {
-					for {
-						k, shutdown := q.Get()
-						if shutdown {
-							return
-						}
-						gets.Add(1)
-						q.Done(k)
-					}
-				})
-			}
-			var adders sync.WaitGroup
-			for p := range producers {
-				adders.Go(func() {
-					for i := p; i < b.N; i += producers {
-						q.Add(ks[i%len(ks)])
-					}
-				})
-			}
-			adders.Wait()
-			q.ShutDown() // workers drain what is queued, then stop
-			workers.Wait()
+			gets := contend(q, ks, b.N)
 			b.StopTimer()
-			b.ReportMetric(float64(gets.Load())/float64(b.N), "gets/add")
+			b.ReportMetric(float64(gets)/float64(b.N), "gets/add")
 		})
 	}
+}
+
+// contend runs 8 producers making n Adds of ks round-robin and 8 workers
+// getting them, until every Add has been made and the queue has drained
+// and shut down. It returns the number of Gets.
+func contend(q queueUnderTest[types.NamespacedName], ks []types.NamespacedName, n int) int64 {
+	const producers, consumers = 8, 8
+	var gets atomic.Int64
+	var workers sync.WaitGroup
+	for range consumers {
+		workers.Go(func() {
+			for {
+				k, shutdown := q.Get()
+				if shutdown {
+					return
+				}
+				gets.Add(1)
+				q.Done(k)
+			}
+		})
+	}
+	var adders sync.WaitGroup
+	for p := range producers {
+		adders.Go(func() {
+			for i := p; i < n; i += producers {
+				q.Add(ks[i%len(ks)])
+			}
+		})
+	}
+	adders.Wait()
+	q.ShutDown() // workers drain what is queued, then stop
+	workers.Wait()
+	return gets.Load()
 }
 
 // delayFor spreads delays over [min, min+span) in a fixed pseudo-random
@@ -219,6 +227,79 @@ func latenessRound(q queueUnderTest[int], n, workers int) []time.Duration {
 	}
 	wg.Wait()
 	return late
+}
+
+// BenchmarkQueuePaired times blocks of work on ctrlkit and on client-go
+// alternately, in the same goroutine, and reports the median and the 10th
+// and 90th percentiles of the ctrlkit/clientgo time ratio over the pairs.
+// Other work on the machine then slows both sides of a pair alike, which
+// the separate benchmarks above cannot ensure. One op is one pair of
+// blocks; which side goes first alternates.
+func BenchmarkQueuePaired(b *testing.B) {
+	nn := keys(100_000)
+	strs := make([]string, 1000)
+	for i := range strs {
+		strs[i] = nn[i].String()
+	}
+	b.Run("op=serial/key=nsname", func(b *testing.B) { pairedSerial(b, nn[:1000]) })
+	b.Run("op=serial/key=string", func(b *testing.B) { pairedSerial(b, strs) })
+	b.Run("op=contention", func(b *testing.B) {
+		paired(b, func(impl string) time.Duration {
+			q := newQueue[types.NamespacedName](impl)
+			start := time.Now()
+			contend(q, nn[:1000], 200_000)
+			return time.Since(start)
+		})
+	})
+	b.Run("op=addafter-100k", func(b *testing.B) {
+		paired(b, func(impl string) time.Duration {
+			q := newQueue[types.NamespacedName](impl)
+			defer q.ShutDown()
+			start := time.Now()
+			for i, k := range nn {
+				q.AddAfter(k, delayFor(i, time.Hour, time.Hour))
+			}
+			return time.Since(start)
+		})
+	})
+}
+
+// pairedSerial pairs blocks of 20k serial Add, Get and Done.
+func pairedSerial[T comparable](b *testing.B, ks []T) {
+	qs := map[string]queueUnderTest[T]{}
+	for _, impl := range impls {
+		qs[impl] = newQueue[T](impl)
+		defer qs[impl].ShutDown()
+	}
+	paired(b, func(impl string) time.Duration {
+		q := qs[impl]
+		start := time.Now()
+		for i := range 20_000 {
+			q.Add(ks[i%len(ks)])
+			k, _ := q.Get()
+			q.Done(k)
+		}
+		return time.Since(start)
+	})
+}
+
+func paired(b *testing.B, block func(impl string) time.Duration) {
+	block("ctrlkit") // warm up both
+	block("clientgo")
+	ratios := make([]float64, 0, b.N)
+	for i := range b.N {
+		var c, g time.Duration
+		if i%2 == 0 {
+			c, g = block("ctrlkit"), block("clientgo")
+		} else {
+			g, c = block("clientgo"), block("ctrlkit")
+		}
+		ratios = append(ratios, float64(c)/float64(g))
+	}
+	slices.Sort(ratios)
+	b.ReportMetric(ratios[len(ratios)/2], "ratio-p50")
+	b.ReportMetric(ratios[len(ratios)/10], "ratio-p10")
+	b.ReportMetric(ratios[len(ratios)*9/10], "ratio-p90")
 }
 
 // TestQueueBenchmarksAgree checks, quickly, that both implementations

@@ -71,18 +71,31 @@ func (o *Operator) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("kube: %w", err)
 	}
-	workers := o.Workers
-	if workers <= 0 {
-		workers = 5
+	r := operatorRun{cs: cs, namespace: o.Namespace, workers: o.Workers, grace: o.Grace, metrics: o.Metrics}
+	if r.workers <= 0 {
+		r.workers = 5
 	}
-	grace := o.Grace
-	if grace <= 0 {
-		grace = 10 * time.Second
+	if r.grace <= 0 {
+		r.grace = 10 * time.Second
 	}
+	return r.run(ctx)
+}
 
-	dInf := informer.New(Deployments(cs, o.Namespace), informer.Config[*appsv1.Deployment]{Transform: dropManagedFields[*appsv1.Deployment], Logger: log.WithName("informer")})
-	rsInf := informer.New(ReplicaSets(cs, o.Namespace), informer.Config[*appsv1.ReplicaSet]{Transform: dropManagedFields[*appsv1.ReplicaSet], Logger: log.WithName("informer")})
-	podInf := informer.New(Pods(cs, o.Namespace), informer.Config[*corev1.Pod]{Transform: dropManagedFields[*corev1.Pod], Logger: log.WithName("informer")})
+// operatorRun is one run of an Operator, on a clientset.
+type operatorRun struct {
+	cs        kubernetes.Interface
+	namespace string
+	workers   int
+	grace     time.Duration
+	metrics   *Metrics
+}
+
+func (o *operatorRun) run(ctx context.Context) error {
+	log := logr.FromContextOrDiscard(ctx)
+	cs, workers, grace := o.cs, o.workers, o.grace
+	dInf := informer.New(Deployments(cs, o.namespace), informer.Config[*appsv1.Deployment]{Transform: dropManagedFields[*appsv1.Deployment], Logger: log.WithName("informer")})
+	rsInf := informer.New(ReplicaSets(cs, o.namespace), informer.Config[*appsv1.ReplicaSet]{Transform: dropManagedFields[*appsv1.ReplicaSet], Logger: log.WithName("informer")})
+	podInf := informer.New(Pods(cs, o.namespace), informer.Config[*corev1.Pod]{Transform: dropManagedFields[*corev1.Pod], Logger: log.WithName("informer")})
 
 	// Events of the syncs that drain after ctx is cancelled are still
 	// recorded; Shutdown flushes them.
@@ -96,7 +109,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	})
 	dLimiter := workqueue.DefaultControllerRateLimiter[types.NamespacedName]()
 	rsLimiter := workqueue.DefaultControllerRateLimiter[types.NamespacedName]()
-	if m := o.Metrics; m != nil {
+	if m := o.metrics; m != nil {
 		dRec = timed(dRec, m)
 		dLimiter = m.RateLimiter("deployment", dLimiter)
 		rsLimiter = m.RateLimiter("replicaset", rsLimiter)
@@ -143,7 +156,7 @@ func (o *Operator) Run(ctx context.Context) error {
 			errs <- err
 		}
 	})
-	log.Info("Started controllers", "namespace", o.Namespace, "workers", workers)
+	log.Info("Started controllers", "namespace", o.namespace, "workers", workers)
 	ctlWG.Wait()
 	stopInformers()
 	infWG.Wait()

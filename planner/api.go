@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,7 +28,11 @@ type api struct {
 	c  *memcluster.Cluster
 	ns string
 
-	mu     sync.Mutex
+	// podWrites counts pod writes (and ReplicaSet deletions, which
+	// collect pods), so the planner knows when the kubelet must look again.
+	podWrites atomic.Int64
+
+	mu       sync.Mutex
 	events   []string // recorded against the Deployment since the last step
 	warnings []string // ReplicaSet warnings since the last step
 }
@@ -104,6 +109,7 @@ func (a *api) UpdateReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet) (*app
 }
 
 func (a *api) DeleteReplicaSet(ctx context.Context, key types.NamespacedName, uid types.UID) error {
+	a.podWrites.Add(1)
 	return a.c.ReplicaSets(key.Namespace).Delete(ctx, key.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 }
 
@@ -128,10 +134,12 @@ func (a *api) UpdateDeploymentStatus(ctx context.Context, d *appsv1.Deployment) 
 }
 
 func (a *api) CreatePod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	a.podWrites.Add(1)
 	return a.c.Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 }
 
 func (a *api) DeletePod(ctx context.Context, namespace, name string, uid types.UID) error {
+	a.podWrites.Add(1)
 	opts := metav1.DeleteOptions{}
 	if uid != "" {
 		opts.Preconditions = &metav1.Preconditions{UID: &uid}
@@ -140,6 +148,7 @@ func (a *api) DeletePod(ctx context.Context, namespace, name string, uid types.U
 }
 
 func (a *api) PatchPod(ctx context.Context, namespace, name string, patch []byte) error {
+	a.podWrites.Add(1)
 	_, err := a.c.Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	return err
 }

@@ -46,6 +46,9 @@ func ExamplePlan() {
 		fmt.Println(err)
 		return
 	}
+	// Old pods take their default 30s grace period to stop: at +10s, 3 old
+	// and 10 new pods exist while 7 old ones terminate (2 deleted at +0s,
+	// 5 at +10s), 20 in all.
 	fmt.Printf("complete=%t after %s, %d steps\n", tl.Complete, tl.Duration, len(tl.Steps))
 	fmt.Printf("peak %d pods, at least %d available\n", tl.PeakPods, tl.MinAvailable)
 	fmt.Printf("violations: %d\n", len(planner.Check(tl.Trace(), d)))

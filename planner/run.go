@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -36,7 +37,7 @@ func (s *sim) run(ctx context.Context, in *appsv1.Deployment) (Timeline, error) 
 	}
 
 	changes := slices.Clone(s.opts.Changes)
-	slices.SortStableFunc(changes, func(a, b Change) int { return int(a.At - b.At) })
+	slices.SortStableFunc(changes, func(a, b Change) int { return cmp.Compare(a.At, b.At) })
 	end := s.tl.Start.Add(s.opts.Horizon)
 	var completeSince time.Time
 	complete := false

@@ -102,6 +102,12 @@ type sim struct {
 	scaling      bool
 	events       []string
 	rounds       int
+	// kubelet is the time and pod-write count of the last Kubelet.Sync and
+	// the next transition it returned: the kubelet only needs to look
+	// again when either moved (syncing every pod is the costliest part).
+	kubeletAt     time.Time
+	kubeletWrites int64
+	kubeletNext   time.Time
 }
 
 func newSim(d *appsv1.Deployment, model PodModel, opts Options) *sim {
@@ -179,7 +185,7 @@ func (s *sim) start(ctx context.Context, current []*appsv1.ReplicaSet) error {
 func (s *sim) settle(ctx context.Context, record bool) (time.Time, error) {
 	for {
 		rv := s.c.ResourceVersion()
-		next := s.kubelet.Sync()
+		next := s.syncKubelet()
 		if err := s.round(ctx); err != nil {
 			return time.Time{}, err
 		}
@@ -226,6 +232,17 @@ func (s *sim) round(ctx context.Context) error {
 		s.requeue("rs/"+rs.Name, now, res.RequeueAfter)
 	}
 	return nil
+}
+
+// syncKubelet brings the pods up to date if time moved or pods were
+// written since the last time, and returns the next pod transition.
+func (s *sim) syncKubelet() time.Time {
+	now, writes := s.clk.Now(), s.api.podWrites.Load()
+	if s.kubeletAt.IsZero() || !now.Equal(s.kubeletAt) || writes != s.kubeletWrites {
+		s.kubeletNext = s.kubelet.Sync()
+		s.kubeletAt, s.kubeletWrites = now, writes
+	}
+	return s.kubeletNext
 }
 
 func (s *sim) requeue(key string, now time.Time, after time.Duration) {

@@ -28,10 +28,14 @@ const (
 	// is also how many requests the delay goroutine merges before it lets
 	// others take the queue's lock.
 	chunkLen = 256
-	// maxInbox bounds the inbox: a caller that finds it this full merges
-	// it itself. The bound keeps memory and the delay of merging small
-	// (a request due soon waits behind the requests before it).
-	maxInbox = 1 << 13
+	// maxInbox bounds the inbox, to about 12MB with NamespacedName keys:
+	// a caller that finds it this full merges it itself.
+	maxInbox = 1 << 18
+	// mergeCost is a generous estimate of the time to merge one request.
+	// A caller whose request is due sooner than the requests before it
+	// can be merged, at this cost each, merges the inbox itself, so that
+	// a backlog never makes a request late.
+	mergeCost = time.Microsecond
 	// maxFreeChunks bounds the pool of chunks kept for reuse.
 	maxFreeChunks = 64
 )
@@ -97,10 +101,10 @@ func (q *Queue[T]) AddAfter(item T, d time.Duration) {
 	}
 	h.pending.Add(1) // before seq: see trimIdle
 	h.appendLocked(delayRequest[T]{key: item, due: due, seq: h.seq.Add(1)})
-	full := h.n >= maxInbox
+	mergeNow := h.n >= maxInbox || time.Duration(h.n-1)*mergeCost >= d
 	q.armTimer(now, due, h.n == 1)
 	h.imu.Unlock()
-	if full {
+	if mergeNow {
 		q.mu.Lock()
 		q.mergeInbox()
 		q.mu.Unlock()

@@ -28,9 +28,10 @@
 //   - No global state: no default metrics provider, no package variables.
 //     [Metrics] are a per-queue hook.
 //
-// The queue does no I/O. Its only goroutine moves delayed items to the
-// queue when they are due; it runs only while items wait out a delay and
-// exits at ShutDown, which waits for it.
+// The queue does no I/O. Its only goroutine takes in AddAfter requests
+// and moves delayed items to the queue when they are due; it runs only
+// while items wait out a delay, and exits when none is left or at
+// ShutDown, which waits for it.
 //
 // # Usage
 //

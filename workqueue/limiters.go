@@ -207,7 +207,8 @@ func (r *MaxOf[T]) NumRequeues(item T) int {
 }
 
 // FastSlow retries an item quickly a few times, then slowly: the first
-// maxFast failures in a row wait fast, later ones wait slow.
+// maxFast failures in a row wait fast, later ones wait slow. Its zero value
+// retries at once.
 type FastSlow[T comparable] struct {
 	fast, slow time.Duration
 	maxFast    int
