@@ -192,3 +192,32 @@ func TestNewControllerValidates(t *testing.T) {
 		}
 	}
 }
+
+// A ReplicaSet deleted and recreated under the same name reaches the
+// informer as one update with a new UID. The old object's expectations must
+// go with it, or the new one would wait for pods nobody will create.
+func TestControllerRecreatedReplicaSetDropsExpectations(t *testing.T) {
+	w := newWorld(t0)
+	w.addRS(newRS("web", 0, func(rs *appsv1.ReplicaSet) { rs.Generation = 2 }))
+	r := startController(t, w)
+	// The status write of generation 2 shows the controller has seen the
+	// original ReplicaSet.
+	r.eventually(t, "generation 2 observed", func() bool { return w.rs(key("web")).Status.ObservedGeneration == 2 })
+
+	exp := r.c.Reconciler().Expectations()
+	exp.ExpectCreations(key("web"), 5, t0)
+	w.addRS(newRS("web", 0, func(rs *appsv1.ReplicaSet) { rs.UID = "rs-web-recreated" }))
+
+	// No clock steps here: expiry must not be what clears them.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		e, ok := exp.Get(key("web"))
+		if !ok || e.Add == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("expectations of the replaced ReplicaSet still pending: %+v", e)
+		}
+		time.Sleep(time.Millisecond) // poll interval, not synchronisation
+	}
+}
