@@ -53,8 +53,9 @@ type Queue[T comparable] struct {
 	free  []*entry[T]     // recycled entries, so that steady state allocates nothing
 	quick filter[T]       // lock-free lookup of queued items for contended Adds
 
-	processing    int // items handed out by Get and not yet Done
-	dirtyInFlight int // processing items re-added meanwhile, queued again at Done
+	lastGot       *entry[T] // the entry Get handed out last: Done's likely argument
+	processing    int       // items handed out by Get and not yet Done
+	dirtyInFlight int       // processing items re-added meanwhile, queued again at Done
 
 	shutdown bool
 	drained  chan struct{} // made at shutdown, closed once nothing is queued or in flight
@@ -206,6 +207,7 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 	setQueued(e, false)
 	e.state = e.state&^failed | processing
 	e.satSeq = q.delay.seq.Load() // this run serves the delay requests made so far
+	q.lastGot = e
 	q.processing++
 	if q.metrics != nil {
 		e.started = q.now()
@@ -224,7 +226,12 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 func (q *Queue[T]) Done(item T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	e := q.items[item] // a nil map (zero Queue) reads as empty
+	// With one worker, the default of controller-runtime, Done is for the
+	// item Get handed out last, and a comparison saves a map lookup.
+	e := q.lastGot
+	if e == nil || e.state&processing == 0 || e.key != item {
+		e = q.items[item] // a nil map (zero Queue) reads as empty
+	}
 	if e == nil || e.state&processing == 0 {
 		return
 	}

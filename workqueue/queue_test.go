@@ -136,6 +136,14 @@ func TestQueueSemantics(t *testing.T) {
 		ops:    []op{{"done", "x"}, {"add", "a"}, {"done", "a"}, {verb: "get"}, {"done", "a"}, {"done", "a"}, {verb: "len"}, {"add", "a"}, {verb: "get"}},
 		want:   []string{"get a", "len 0", "get a"},
 		reason: "Done of an item that is waiting must not hand it to a second worker",
+	}, {
+		name: "done out of order, zero key",
+		ops: []op{
+			{"add", ""}, {"add", "b"}, {verb: "get"}, {verb: "get"}, {"add", ""}, {"add", "b"},
+			{"done", ""}, {verb: "len"}, {"done", "b"}, {verb: "len"}, {verb: "get"}, {verb: "get"},
+		},
+		want:   []string{"get ", "get b", "len 1", "len 2", "get ", "get b"},
+		reason: "Done finds any in-flight item, not only the one handed out last",
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
