@@ -268,7 +268,7 @@ func BenchmarkReplicaSetSyncNoop(b *testing.B) {
 	for _, n := range []int{10, 1000} {
 		w := rsNoopWorld(n)
 		b.Run(fmt.Sprintf("pods=%d/impl=ctrlkit", n), func(b *testing.B) {
-			h := newOursRSHarness(b, w)
+			h := newOursRSCachedHarness(b, w)
 			if out := h.sync(ctx); out.created+len(out.deleted) > 0 || out.status != nil || out.err {
 				b.Fatalf("ours is not a no-op: %v", out)
 			}

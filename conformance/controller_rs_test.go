@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 	upstreamrs "k8s.io/kubernetes/pkg/controller/replicaset"
 
+	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/replicaset"
 )
 
@@ -264,6 +265,27 @@ func (w clientWriter) GetReplicaSet(ctx context.Context, key types.NamespacedNam
 }
 
 func newOursRSHarness(t testing.TB, w rsWorld) *oursRSHarness {
+	return newOursRSHarnessWith(t, w, func(pods []*corev1.Pod) replicaset.PodLister { return podReader{pods} })
+}
+
+// newOursRSCachedHarness reads pods through the library's own informer
+// cache with the controller's indexes, the way a user runs the
+// Reconciler; the benchmarks use it so that both sides read indexed stores.
+func newOursRSCachedHarness(t testing.TB, w rsWorld) *oursRSHarness {
+	return newOursRSHarnessWith(t, w, func(pods []*corev1.Pod) replicaset.PodLister {
+		c := informer.NewCache[*corev1.Pod](informer.CacheConfig[*corev1.Pod]{})
+		if err := c.Replace(pods); err != nil {
+			t.Fatalf("filling the pod cache: %v", err)
+		}
+		pc, err := replicaset.NewPodCache(c)
+		if err != nil {
+			t.Fatalf("NewPodCache: %v", err)
+		}
+		return pc
+	})
+}
+
+func newOursRSHarnessWith(t testing.TB, w rsWorld, podLister func([]*corev1.Pod) replicaset.PodLister) *oursRSHarness {
 	objs := w.objects()
 	client := fake.NewSimpleClientset(objs...)
 	rss := map[types.NamespacedName]*appsv1.ReplicaSet{}
@@ -278,7 +300,7 @@ func newOursRSHarness(t testing.TB, w rsWorld) *oursRSHarness {
 	}
 	rec, err := replicaset.NewReconciler(replicaset.Config{
 		ReplicaSets: rsReader{rss},
-		Pods:        podReader{pods},
+		Pods:        podLister(pods),
 		Client:      clientWriter{client},
 	})
 	if err != nil {
