@@ -17,10 +17,11 @@ import (
 // every state.
 type checker struct {
 	s          *state
-	deleted    map[types.UID]bool // pods the ReplicaSet controller deleted
+	deleted    map[types.UID]bool  // pods the ReplicaSet controller deleted
+	failed     map[types.UID]int32 // its failed pod creations, by ReplicaSet
 	rssOf      map[types.UID]map[types.UID]bool
 	podsOf     map[types.UID]map[types.UID]bool
-	armed      map[types.UID]bool          // Deployment complete since its last resize
+	armed      map[types.UID]bool            // Deployment complete since its last resize
 	specs      map[types.UID]map[int64]int32 // ReplicaSet spec.replicas by generation
 	revisions  map[types.UID]int64
 	rv         uint64
@@ -29,10 +30,11 @@ type checker struct {
 
 // check replays history (in resourceVersion order) and returns the
 // violations found; deleted holds the UIDs of the pods the ReplicaSet
-// controller asked to delete.
-func check(history []record, deleted map[types.UID]bool) []string {
+// controller asked to delete, and failed its failed pod creations by
+// ReplicaSet UID.
+func check(history []record, deleted map[types.UID]bool, failed map[types.UID]int32) []string {
 	c := &checker{
-		s: newState(), deleted: deleted,
+		s: newState(), deleted: deleted, failed: failed,
 		rssOf: map[types.UID]map[types.UID]bool{}, podsOf: map[types.UID]map[types.UID]bool{},
 		armed: map[types.UID]bool{}, specs: map[types.UID]map[int64]int32{}, revisions: map[types.UID]int64{},
 	}
@@ -128,9 +130,9 @@ func (c *checker) created(p *corev1.Pod, owner types.UID) {
 	if rs == nil {
 		return // an orphan, or its ReplicaSet was just deleted (collected next)
 	}
-	if active := c.active(owner) + 1; active > c.maxSpec(rs) {
-		c.violate("pod %s created for rs %s beyond its spec: %d active pods, spec %d (at most %d since generation %d)",
-			p.Name, rs.Name, active, *rs.Spec.Replicas, c.maxSpec(rs), rs.Status.ObservedGeneration)
+	if active := c.active(owner) + 1; active > c.maxSpec(rs)+c.failed[owner] {
+		c.violate("pod %s created for rs %s beyond its spec: %d active pods, spec %d (at most %d since generation %d; %d failed creations)",
+			p.Name, rs.Name, active, *rs.Spec.Replicas, c.maxSpec(rs), rs.Status.ObservedGeneration, c.failed[owner])
 	}
 	d := c.s.deps[controllerUID(rs)]
 	if d == nil || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 	"github.com/ctrlkit/ctrlkit/rollout"
 )
@@ -41,18 +43,26 @@ func newRecorder() *recorder { return &recorder{cur: newState()} }
 // until ctx ends.
 func (r *recorder) start(ctx context.Context, wg *sync.WaitGroup, c *memcluster.Cluster) {
 	rv := c.ResourceVersion()
-	wg.Go(func() { follow(ctx, r, c.Deployments(""), rv) })
-	wg.Go(func() { follow(ctx, r, c.ReplicaSets(""), rv) })
-	wg.Go(func() { follow(ctx, r, c.Pods(""), rv) })
+	wg.Go(func() { follow(ctx, r, c.Clock(), c.Deployments(""), rv) })
+	wg.Go(func() { follow(ctx, r, c.Clock(), c.ReplicaSets(""), rv) })
+	wg.Go(func() { follow(ctx, r, c.Clock(), c.Pods(""), rv) })
 }
 
 // follow records the events of one kind after rv, watching again whenever
-// a watch ends (dropped by fault injection, say) until ctx ends.
-func follow[T memcluster.Object](ctx context.Context, r *recorder, cl memcluster.Client[T], rv string) {
+// a watch ends (dropped by fault injection, say) until ctx ends. A failed
+// Watch (an injected fault) is retried after a second of cluster time, so
+// that the recorder never spins.
+func follow[T memcluster.Object](ctx context.Context, r *recorder, clk clock.Clock, cl memcluster.Client[T], rv string) {
 	for ctx.Err() == nil {
 		w, err := cl.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 		if err != nil {
-			continue // only a cancelled context, or an injected fault
+			t := clk.NewTimer(time.Second)
+			select {
+			case <-ctx.Done():
+			case <-t.C():
+			}
+			t.Stop()
+			continue
 		}
 		for ev := range w.ResultChan() {
 			obj, ok := ev.Object.(T)

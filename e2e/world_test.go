@@ -56,7 +56,7 @@ func newWorld(tb testing.TB, cfg worldConfig) *world {
 	fc := clock.NewFake(epoch)
 	// Watches must not lose events: the recorder sees every one of them.
 	c := memcluster.New(memcluster.Config{Clock: fc, Seed: cfg.Seed, WatchHistory: 1 << 30, WatchBuffer: 1 << 30,
-		SettleWindow: 10 * time.Millisecond})
+		SettleWindow: 2 * time.Millisecond})
 	if cfg.Model == nil {
 		cfg.Model = memcluster.FixedModel(memcluster.PodBehavior{StartDelay: time.Second, ReadyDelay: 2 * time.Second, ShutdownDelay: time.Second})
 	}
@@ -110,7 +110,7 @@ func newWorld(tb testing.TB, cfg worldConfig) *world {
 		if cfg.NoChecks {
 			return
 		}
-		for i, v := range check(w.rec.history(), w.client.deleted()) {
+		for i, v := range check(w.rec.history(), w.client.deleted(), w.client.failedCreates()) {
 			if i == 20 {
 				tb.Errorf("... and more invariant violations")
 				break
@@ -127,8 +127,9 @@ func (w *world) setFaults(f memcluster.Faults) {
 	w.c.SetFaults(f)
 }
 
-// write makes a write of the test itself, with faults off, and fails the
-// test if it fails.
+// write makes a request of the test itself, with faults off (a read in a
+// RunUntil condition must not wait for injected latency: the clock does
+// not move while the condition runs), and fails the test if it fails.
 func (w *world) write(what string, f func(ctx context.Context) error) {
 	w.tb.Helper()
 	w.c.SetFaults(memcluster.Faults{})
@@ -152,13 +153,20 @@ func (w *world) runUntil(what string, limit time.Duration, cond func() bool) {
 
 // run is [memcluster.Cluster.RunUntil], made robust to its settling
 // heuristic on a loaded machine: a worker may still be busy when the
-// cluster looks idle, so "stalled" is only believed after it has been
-// seen many times in a row, settling each time.
+// cluster looks idle (and a kubelet pass over thousands of pods looks
+// quiet while it runs), so "stalled" is only believed once it has been
+// seen over five seconds of wall-clock time, settling each time.
 func (w *world) run(cond func() bool, limit time.Duration) error {
 	end := w.fc.Now().Add(limit)
-	for stalls := 0; ; stalls++ {
+	var firstStall time.Time
+	for {
 		err := w.c.RunUntil(w.ctx, cond, end.Sub(w.fc.Now()))
-		if !errors.Is(err, memcluster.ErrStalled) || stalls == 50 {
+		if !errors.Is(err, memcluster.ErrStalled) {
+			return err
+		}
+		if firstStall.IsZero() {
+			firstStall = time.Now()
+		} else if time.Since(firstStall) > 5*time.Second {
 			return err
 		}
 	}
@@ -183,8 +191,12 @@ func (w *world) converge(limit time.Duration) {
 			return false
 		}
 		// The recorder may be an event behind the cluster: confirm.
-		live, err := liveState(w.ctx, w.c)
-		return err == nil && live.problem() == ""
+		var live *state
+		w.write("list the cluster", func(ctx context.Context) (err error) {
+			live, err = liveState(ctx, w.c)
+			return err
+		})
+		return live.problem() == ""
 	})
 }
 
@@ -222,10 +234,11 @@ func (w *world) create(d *appsv1.Deployment) {
 
 func (w *world) get(name string) *appsv1.Deployment {
 	w.tb.Helper()
-	d, err := w.c.Deployments(ns).Get(w.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		w.tb.Fatal(err)
-	}
+	var d *appsv1.Deployment
+	w.write("get deployment "+name, func(ctx context.Context) (err error) {
+		d, err = w.c.Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
 	return d
 }
 
@@ -258,8 +271,9 @@ func (w *world) scale(name string, replicas int32) {
 // decided from a lost pod.
 type recordingClient struct {
 	memcluster.ControllerClient
-	mu   sync.Mutex
-	dels map[types.UID]bool
+	mu     sync.Mutex
+	dels   map[types.UID]bool
+	failed map[types.UID]int32 // failed pod creations, by ReplicaSet UID
 }
 
 var (
@@ -268,7 +282,32 @@ var (
 )
 
 func newRecordingClient(c *memcluster.Cluster) *recordingClient {
-	return &recordingClient{ControllerClient: memcluster.ControllerClient{Cluster: c}, dels: map[types.UID]bool{}}
+	return &recordingClient{ControllerClient: memcluster.ControllerClient{Cluster: c}, dels: map[types.UID]bool{}, failed: map[types.UID]int32{}}
+}
+
+// CreatePod creates, and counts failures by owner: a failure may be a
+// lost response, the pod created all the same, and the controller then
+// rightly creates another (upstream does the same), so each failure allows
+// the ReplicaSet one pod beyond its spec.
+func (r *recordingClient) CreatePod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	out, err := r.ControllerClient.CreatePod(ctx, pod)
+	if err != nil {
+		r.mu.Lock()
+		r.failed[controllerUID(pod)]++
+		r.mu.Unlock()
+	}
+	return out, err
+}
+
+// failedCreates returns the number of failed pod creations by ReplicaSet.
+func (r *recordingClient) failedCreates() map[types.UID]int32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[types.UID]int32, len(r.failed))
+	for k, v := range r.failed {
+		out[k] = v
+	}
+	return out
 }
 
 // DeletePod records uid, then deletes.

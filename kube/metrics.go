@@ -25,6 +25,7 @@ import (
 //	ctrlkit_sync_duration_seconds{controller}        histogram of sync durations (Deployment controller)
 //	ctrlkit_workqueue_retries_total{name}            rate-limited requeues
 //	ctrlkit_api_requests_total{verb,resource}        requests sent to the API server
+//	ctrlkit_api_conflicts_total{verb,resource}       requests answered 409 Conflict
 //	ctrlkit_informer_objects{resource}               objects in each informer cache
 //	ctrlkit_leader                                   1 while this process leads
 type Metrics struct {
@@ -170,6 +171,11 @@ func (m *Metrics) Write(w io.Writer) error {
 	counts := m.Requests.Counts()
 	for _, r := range SortedRequests(counts) {
 		fmt.Fprintf(b, "ctrlkit_api_requests_total{verb=%s,resource=%s} %d\n", q(r.Verb), q(r.Resource), counts[r])
+	}
+	header(b, "ctrlkit_api_conflicts_total", "counter", "Requests answered 409 Conflict by verb and resource.")
+	conflicts := m.Requests.Conflicts()
+	for _, r := range SortedRequests(conflicts) {
+		fmt.Fprintf(b, "ctrlkit_api_conflicts_total{verb=%s,resource=%s} %d\n", q(r.Verb), q(r.Resource), conflicts[r])
 	}
 	header(b, "ctrlkit_leader", "gauge", "1 while this process holds the leader lease (or runs without leader election).")
 	v := 0

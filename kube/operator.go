@@ -25,8 +25,9 @@ import (
 // usable: set Config.
 type Operator struct {
 	// Config reaches the API server. Required. It is copied, never
-	// modified; its QPS and Burst apply (kube-controller-manager uses 20
-	// and 30).
+	// modified. Its QPS and Burst (kube-controller-manager uses 20 and 30)
+	// apply to each of four clients, as in kube-controller-manager: one
+	// for the informers, one per controller and one for events.
 	Config *rest.Config
 	// Namespace limits the controllers to one namespace; "" means all.
 	Namespace string
@@ -58,6 +59,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	}
 	ctx = logr.NewContext(ctx, log)
 	cfg := rest.CopyConfig(o.Config)
+	var err error
 	if m := o.Metrics; m != nil {
 		prev := cfg.WrapTransport
 		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
@@ -67,11 +69,19 @@ func (o *Operator) Run(ctx context.Context) error {
 			return m.Requests.Wrap(rt)
 		}
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("kube: %w", err)
+	// One client per role, each with its own QPS and burst, as
+	// kube-controller-manager builds them: the informers, each
+	// controller, and the event sink do not throttle one another.
+	var clients [4]kubernetes.Interface
+	for i, role := range []string{"shared-informers", "deployment-controller", "replicaset-controller", "events"} {
+		c := rest.CopyConfig(cfg)
+		c.UserAgent = rest.DefaultKubernetesUserAgent() + "/ctrlkit/" + role
+		if clients[i], err = kubernetes.NewForConfig(c); err != nil {
+			return fmt.Errorf("kube: %w", err)
+		}
 	}
-	r := operatorRun{cs: cs, namespace: o.Namespace, workers: o.Workers, grace: o.Grace, metrics: o.Metrics}
+	r := operatorRun{informers: clients[0], deployments: clients[1], replicaSets: clients[2], events: clients[3],
+		namespace: o.Namespace, workers: o.Workers, grace: o.Grace, metrics: o.Metrics}
 	if r.workers <= 0 {
 		r.workers = 5
 	}
@@ -81,9 +91,10 @@ func (o *Operator) Run(ctx context.Context) error {
 	return r.run(ctx)
 }
 
-// operatorRun is one run of an Operator, on a clientset.
+// operatorRun is one run of an Operator, on its clients.
 type operatorRun struct {
-	cs        kubernetes.Interface
+	informers, deployments, replicaSets, events kubernetes.Interface
+
 	namespace string
 	workers   int
 	grace     time.Duration
@@ -92,20 +103,20 @@ type operatorRun struct {
 
 func (o *operatorRun) run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
-	cs, workers, grace := o.cs, o.workers, o.grace
+	cs, workers, grace := o.informers, o.workers, o.grace
 	dInf := informer.New(Deployments(cs, o.namespace), informer.Config[*appsv1.Deployment]{Transform: dropManagedFields[*appsv1.Deployment], Logger: log.WithName("informer")})
 	rsInf := informer.New(ReplicaSets(cs, o.namespace), informer.Config[*appsv1.ReplicaSet]{Transform: dropManagedFields[*appsv1.ReplicaSet], Logger: log.WithName("informer")})
 	podInf := informer.New(Pods(cs, o.namespace), informer.Config[*corev1.Pod]{Transform: dropManagedFields[*corev1.Pod], Logger: log.WithName("informer")})
 
 	// Events of the syncs that drain after ctx is cancelled are still
 	// recorded; Shutdown flushes them.
-	events := StartEvents(context.WithoutCancel(ctx), cs)
+	events := StartEvents(context.WithoutCancel(ctx), o.events)
 	defer events.Shutdown()
 
 	dRec := deployment.Interface(&deployment.Reconciler{
 		Deployments: dInf.Cache(), ReplicaSets: rsInf.Cache(), Pods: podInf.Cache(),
-		Live:   LiveDeployments(context.WithoutCancel(ctx), cs),
-		Client: DeploymentClient{Clientset: cs, Grace: grace}, Events: events.Deployment(),
+		Live:   LiveDeployments(context.WithoutCancel(ctx), o.deployments),
+		Client: DeploymentClient{Clientset: o.deployments, Grace: grace}, Events: events.Deployment(),
 	})
 	dLimiter := workqueue.DefaultControllerRateLimiter[types.NamespacedName]()
 	rsLimiter := workqueue.DefaultControllerRateLimiter[types.NamespacedName]()
@@ -125,7 +136,7 @@ func (o *operatorRun) run(ctx context.Context) error {
 		return err
 	}
 	rsc, err := replicaset.NewController(replicaset.ControllerConfig{
-		ReplicaSets: rsInf, Pods: podInf, Client: ReplicaSetClient{Clientset: cs, Grace: grace},
+		ReplicaSets: rsInf, Pods: podInf, Client: ReplicaSetClient{Clientset: o.replicaSets, Grace: grace},
 		Events: events.ReplicaSet(), Workers: workers, RateLimiter: rsLimiter,
 	})
 	if err != nil {

@@ -33,17 +33,40 @@ func (r Request) String() string { return r.Verb + " " + r.Resource }
 // its Wrap method as a rest.Config's WrapTransport. Its zero value is ready
 // to use; it is safe for concurrent use.
 type WriteCounter struct {
-	mu     sync.Mutex
-	counts map[Request]int
+	mu        sync.Mutex
+	counts    map[Request]int
+	conflicts map[Request]int
 }
 
 // Wrap returns a RoundTripper that counts each request and passes it to
 // next.
 func (w *WriteCounter) Wrap(next http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		w.Add(Classify(req))
-		return next.RoundTrip(req)
+		r := Classify(req)
+		w.Add(r)
+		resp, err := next.RoundTrip(req)
+		if err == nil && resp.StatusCode == http.StatusConflict {
+			w.mu.Lock()
+			if w.conflicts == nil {
+				w.conflicts = make(map[Request]int)
+			}
+			w.conflicts[r]++
+			w.mu.Unlock()
+		}
+		return resp, err
 	})
+}
+
+// Conflicts returns how many requests of each kind were answered 409
+// Conflict (a stale resourceVersion, or an object that already exists).
+func (w *WriteCounter) Conflicts() map[Request]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[Request]int, len(w.conflicts))
+	for k, v := range w.conflicts {
+		out[k] = v
+	}
+	return out
 }
 
 // Add counts one request r.

@@ -36,7 +36,11 @@ func TestClassify(t *testing.T) {
 }
 
 func TestWriteCounterWrap(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut {
+			w.WriteHeader(http.StatusConflict)
+		}
+	}))
 	defer srv.Close()
 	var wc WriteCounter
 	client := &http.Client{Transport: wc.Wrap(http.DefaultTransport)}
@@ -62,6 +66,9 @@ func TestWriteCounterWrap(t *testing.T) {
 	}
 	if got := wc.Writes(); got != 3 {
 		t.Errorf("Writes() = %d; want 3", got)
+	}
+	if diff := cmp.Diff(map[Request]int{{"update", "replicasets/status"}: 1}, wc.Conflicts()); diff != "" {
+		t.Errorf("conflicts mismatch (-want +got):\n%s", diff)
 	}
 }
 

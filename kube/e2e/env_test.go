@@ -31,6 +31,9 @@ type env struct {
 	rec     *cluster.Recorder
 	metrics *kube.Metrics // our controllers' counters
 	kubelet *cluster.Kubelet
+	// gens holds the generation of each Deployment's last write by the
+	// test: waits ignore older states still in the watch pipeline.
+	gens map[string]int64
 }
 
 type envOptions struct {
@@ -48,7 +51,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ctx: ctx, ns: ns, cs: cs, metrics: new(kube.Metrics)}
+	e := &env{t: t, ctx: ctx, ns: ns, cs: cs, metrics: new(kube.Metrics), gens: map[string]int64{}}
 	var wg sync.WaitGroup
 	e.rec = &cluster.Recorder{Client: cs, Namespace: ns}
 	ready := make(chan struct{})
@@ -60,7 +63,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	e.kubelet = &cluster.Kubelet{Client: cs, Namespace: ns, ReadyDelay: o.readyDelay, NeverReady: o.neverReady}
 	wg.Go(func() { _ = e.kubelet.Run(ctx) })
 	if !o.noOperator {
-		e.startOperator(&wg)
+		e.startOperator(ctx, &wg)
 	}
 	t.Cleanup(func() {
 		cancel()
@@ -75,10 +78,10 @@ func newEnv(t *testing.T, o envOptions) *env {
 	return e
 }
 
-func (e *env) startOperator(wg *sync.WaitGroup) {
+func (e *env) startOperator(ctx context.Context, wg *sync.WaitGroup) {
 	op := &kube.Operator{Config: cp.Config(20, 30), Namespace: e.ns, Metrics: e.metrics}
 	wg.Go(func() {
-		if err := op.Run(e.ctx); err != nil {
+		if err := op.Run(ctx); err != nil {
 			e.t.Errorf("operator: %v", err)
 		}
 	})
@@ -112,6 +115,7 @@ func (e *env) create(d *appsv1.Deployment) *appsv1.Deployment {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.gens[got.Name] = got.Generation
 	return got
 }
 
@@ -124,7 +128,10 @@ func (e *env) update(name string, f func(*appsv1.Deployment)) {
 			return err
 		}
 		f(d)
-		_, err = e.cs.AppsV1().Deployments(e.ns).Update(e.ctx, d, metav1.UpdateOptions{})
+		d, err = e.cs.AppsV1().Deployments(e.ns).Update(e.ctx, d, metav1.UpdateOptions{})
+		if err == nil {
+			e.gens[name] = d.Generation
+		}
 		return err
 	})
 	if err != nil {
@@ -136,7 +143,10 @@ func (e *env) update(name string, f func(*appsv1.Deployment)) {
 // and returns when it was first seen so.
 func (e *env) waitComplete(name string, timeout time.Duration) time.Time {
 	e.t.Helper()
-	at, err := e.rec.WaitFor(e.ctx, timeout, func(s cluster.Snapshot) bool { return cluster.Complete(s.Deployments[name]) })
+	at, err := e.rec.WaitFor(e.ctx, timeout, func(s cluster.Snapshot) bool {
+		d := s.Deployments[name]
+		return d != nil && d.Generation >= e.gens[name] && cluster.Complete(d)
+	})
 	if err != nil {
 		e.t.Fatalf("deploy/%s did not complete: %v", name, err)
 	}

@@ -33,9 +33,11 @@ func (e *env) patch(name string, f patchFunc) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.cs.AppsV1().Deployments(e.ns).Patch(e.ctx, name, pt, data, metav1.PatchOptions{}); err != nil {
+	d, err := e.cs.AppsV1().Deployments(e.ns).Patch(e.ctx, name, pt, data, metav1.PatchOptions{})
+	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.gens[name] = d.Generation
 }
 
 // undo is `kubectl rollout undo --to-revision=rev`.
@@ -53,9 +55,11 @@ func (e *env) undo(name string, rev int64) rollout.UndoResult {
 		e.t.Fatal(err)
 	}
 	if !res.Skipped {
-		if _, err := e.cs.AppsV1().Deployments(e.ns).Patch(e.ctx, name, res.PatchType, res.Patch, metav1.PatchOptions{}); err != nil {
+		d, err := e.cs.AppsV1().Deployments(e.ns).Patch(e.ctx, name, res.PatchType, res.Patch, metav1.PatchOptions{})
+		if err != nil {
 			e.t.Fatal(err)
 		}
+		e.gens[name] = d.Generation
 	}
 	return res
 }

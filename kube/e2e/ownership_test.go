@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -59,7 +60,15 @@ func TestOrphanAdoptionAndRelease(t *testing.T) {
 		rs := s.ReplicaSets["orphan"]
 		return rs != nil && metav1.GetControllerOf(rs) == nil
 	})
-	e.waitComplete("web", 30*time.Second)
+	// The Deployment then creates a ReplicaSet of its own and rolls it out.
+	e.waitFor("a new ReplicaSet rolled out", 30*time.Second, func(s cluster.Snapshot) bool {
+		for name, rs := range s.ReplicaSets {
+			if name != "orphan" && metav1.IsControlledBy(rs, created) && rs.Status.AvailableReplicas == 2 {
+				return cluster.Complete(s.Deployments["web"])
+			}
+		}
+		return false
+	})
 
 	// Pods: an orphan pod matching a ReplicaSet is adopted (and, being
 	// surplus, removed); a pod relabeled away is released and replaced.
@@ -120,9 +129,10 @@ func TestPodsDeletedUnderReplicaSet(t *testing.T) {
 // the right pods.
 func TestConcurrentWriters(t *testing.T) {
 	e := newEnv(t, envOptions{readyDelay: 100 * time.Millisecond})
+	ctx, stop := context.WithCancel(e.ctx)
 	var wg sync.WaitGroup
-	e.startOperator(&wg) // a second, independent operator
-	defer wg.Wait()
+	e.startOperator(ctx, &wg) // a second, independent operator
+	defer func() { stop(); wg.Wait() }()
 	e.create(deployment("web", 4, "nginx:1"))
 	for i, n := range []int32{6, 3, 8, 5} {
 		img := []string{"nginx:2", "nginx:3", "nginx:2", "nginx:4"}[i]

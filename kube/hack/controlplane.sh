@@ -88,22 +88,26 @@ build() {
   echo "$BIN"
 }
 
-# free_port prints a TCP port on 127.0.0.1 that nothing listens on now.
+# free_port prints a TCP port on 127.0.0.1 that nothing listens on now. It
+# picks below Linux's ephemeral range (32768+), where outgoing connections
+# would make a port look free yet fail to bind.
 free_port() {
   local p i
   for i in $(seq 1 200); do
-    p=$((20000 + RANDOM % 40000))
+    p=$((20000 + RANDOM % 12000))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
   done
   die "no free port found"
 }
 
-# wait_http waits until curl succeeds on URL (extra curl args follow), up to $2 seconds.
+# wait_url PIDFILE URL TIMEOUT [CURL ARGS...] waits until curl succeeds on
+# URL, up to TIMEOUT seconds, and fails early if the process in PIDFILE dies.
 wait_url() {
-  local url=$1 timeout=$2; shift 2
+  local pidfile=$1 url=$2 timeout=$3; shift 3
   local deadline=$((SECONDS + timeout))
   until curl -fsS -o /dev/null --max-time 2 "$@" "$url" 2>/dev/null; do
     [ $SECONDS -lt $deadline ] || return 1
+    kill -0 "$(cat "$pidfile")" 2>/dev/null || return 1
     sleep 0.2
   done
 }
@@ -133,7 +137,7 @@ start() {
     --listen-client-urls="http://127.0.0.1:$etcd_port" --advertise-client-urls="http://127.0.0.1:$etcd_port" \
     --listen-peer-urls="http://127.0.0.1:$peer_port" --initial-advertise-peer-urls="http://127.0.0.1:$peer_port" \
     --initial-cluster="ctrlkit=http://127.0.0.1:$peer_port" --log-level=warn
-  wait_url "http://127.0.0.1:$etcd_port/health" 30 || { tail -20 "$dir/etcd.log" >&2; stop "$dir"; die "etcd not healthy"; }
+  wait_url "$dir/etcd.pid" "http://127.0.0.1:$etcd_port/health" 30 || { tail -20 "$dir/etcd.log" >&2; stop "$dir"; die "etcd not healthy"; }
 
   spawn kube-apiserver "$dir" "$BIN/kube-apiserver" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$api_port" --cert-dir="$dir/certs" \
@@ -142,7 +146,7 @@ start() {
     --service-account-issuer=https://kubernetes.default.svc --service-account-key-file="$dir/sa.pub" \
     --service-account-signing-key-file="$dir/sa.key" --service-cluster-ip-range=10.0.0.0/24 \
     --allow-privileged=true --profiling=false
-  wait_url "https://127.0.0.1:$api_port/readyz" 90 -k -H "Authorization: Bearer $token" ||
+  wait_url "$dir/kube-apiserver.pid" "https://127.0.0.1:$api_port/readyz" 90 -k -H "Authorization: Bearer $token" ||
     { tail -30 "$dir/kube-apiserver.log" >&2; stop "$dir"; die "kube-apiserver not ready"; }
 
   echo "https://127.0.0.1:$api_port" >"$dir/server"
@@ -170,14 +174,21 @@ start_kcm() {
   local dir=${1:?state dir}
   local controllers=${2:-deployment-controller,replicaset-controller,garbage-collector-controller}
   [ -f "$dir/kubeconfig" ] || die "$dir is not a control plane state dir"
-  local port; port=$(free_port)
   mkdir -p "$dir/kcm-certs"
-  spawn kube-controller-manager "$dir" "$BIN/kube-controller-manager" \
-    --kubeconfig="$dir/kubeconfig" --bind-address=127.0.0.1 --secure-port="$port" --cert-dir="$dir/kcm-certs" \
-    --leader-elect=false --use-service-account-credentials=false \
-    --service-account-private-key-file="$dir/sa.key" --controllers="$controllers"
-  wait_url "https://127.0.0.1:$port/healthz" 60 -k ||
-    { tail -30 "$dir/kube-controller-manager.log" >&2; stop_pid "$dir" kube-controller-manager; die "kube-controller-manager not healthy"; }
+  local port attempt
+  for attempt in 1 2 3; do # a port can be taken between the check and the bind
+    port=$(free_port)
+    spawn kube-controller-manager "$dir" "$BIN/kube-controller-manager" \
+      --kubeconfig="$dir/kubeconfig" --bind-address=127.0.0.1 --secure-port="$port" --cert-dir="$dir/kcm-certs" \
+      --leader-elect=false --use-service-account-credentials=false \
+      --service-account-private-key-file="$dir/sa.key" --controllers="$controllers"
+    if wait_url "$dir/kube-controller-manager.pid" "https://127.0.0.1:$port/healthz" 60 -k; then
+      break
+    fi
+    tail -5 "$dir/kube-controller-manager.log" >&2
+    stop_pid "$dir" kube-controller-manager
+    [ "$attempt" -lt 3 ] || die "kube-controller-manager not healthy"
+  done
   echo "$port" >"$dir/kcm-port"
 }
 

@@ -102,7 +102,14 @@ func TestSideBySide(t *testing.T) {
 		}
 		return out
 	}
+	selected := func(sc scenario) bool {
+		f := os.Getenv("CTRLKIT_E2E_SCENARIO")
+		return f == "" || strings.Contains(sc.name, f)
+	}
 	for i, sc := range scenarios {
+		if !selected(sc) {
+			continue
+		}
 		s := newRun(t, ctx, fmt.Sprintf("upstream-%d", i))
 		upstream[sc.name] = s.execute(sc, apiserverWrites, true)
 	}
@@ -113,6 +120,9 @@ func TestSideBySide(t *testing.T) {
 	// Ours: kube.Operator in-process, scoped to the scenario's namespace.
 	var rows []string
 	for i, sc := range scenarios {
+		if !selected(sc) {
+			continue
+		}
 		ns := fmt.Sprintf("ctrlkit-%d", i)
 		s := newRun(t, ctx, ns)
 		m := new(kube.Metrics)
@@ -128,6 +138,18 @@ func TestSideBySide(t *testing.T) {
 		stop()
 		wg.Wait()
 		up := upstream[sc.name]
+		var mb strings.Builder
+		if err := m.Write(&mb); err != nil {
+			t.Error(err)
+		}
+		for _, l := range strings.Split(mb.String(), "\n") {
+			if strings.HasPrefix(l, "ctrlkit_syncs_total") || strings.HasPrefix(l, "ctrlkit_workqueue_retries_total") {
+				t.Logf("%s: %s", sc.name, l)
+			}
+		}
+		if c := m.Requests.Conflicts(); len(c) > 0 {
+			t.Logf("%s: our 409 Conflicts: %s", sc.name, summarize(c))
+		}
 		rows = append(rows, row(sc.name, ours, up))
 		t.Run(sc.name, func(t *testing.T) { compareRuns(t, ours, up) })
 	}
@@ -135,6 +157,14 @@ func TestSideBySide(t *testing.T) {
 }
 
 func compareRuns(t *testing.T, ours, up result) {
+	if os.Getenv("CTRLKIT_E2E_TRACE") != "" {
+		for name, r := range map[string]result{"upstream": up, "ours": ours} {
+			start := r.entries[0].At
+			for _, e := range r.entries {
+				t.Logf("%s %6.3fs %v", name, e.At.Sub(start).Seconds(), e)
+			}
+		}
+	}
 	if diff := cmp.Diff(up.final, ours.final); diff != "" {
 		t.Errorf("final state differs (-upstream +ours):\n%s", diff)
 	}

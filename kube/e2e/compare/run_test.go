@@ -31,6 +31,7 @@ type run struct {
 	cs      kubernetes.Interface
 	harness *kube.WriteCounter // the test's own requests (user + kubelet)
 	rec     *cluster.Recorder
+	gen     int64 // generation of the test's last write to "web"
 }
 
 // result is what a run measured.
@@ -55,9 +56,11 @@ func newRun(t *testing.T, ctx context.Context, ns string) *run {
 
 func (s *run) create(d *appsv1.Deployment) {
 	s.t.Helper()
-	if _, err := s.cs.AppsV1().Deployments(s.ns).Create(s.ctx, d, metav1.CreateOptions{}); err != nil {
+	got, err := s.cs.AppsV1().Deployments(s.ns).Create(s.ctx, d, metav1.CreateOptions{})
+	if err != nil {
 		s.t.Fatal(err)
 	}
+	s.gen = got.Generation
 }
 
 func (s *run) get() *appsv1.Deployment {
@@ -77,7 +80,10 @@ func (s *run) update(f func(*appsv1.Deployment)) {
 			return err
 		}
 		f(d)
-		_, err = s.cs.AppsV1().Deployments(s.ns).Update(s.ctx, d, metav1.UpdateOptions{})
+		d, err = s.cs.AppsV1().Deployments(s.ns).Update(s.ctx, d, metav1.UpdateOptions{})
+		if err == nil {
+			s.gen = d.Generation
+		}
 		return err
 	})
 	if err != nil {
@@ -87,9 +93,11 @@ func (s *run) update(f func(*appsv1.Deployment)) {
 
 func (s *run) patch(data []byte, pt types.PatchType) {
 	s.t.Helper()
-	if _, err := s.cs.AppsV1().Deployments(s.ns).Patch(s.ctx, "web", pt, data, metav1.PatchOptions{}); err != nil {
+	d, err := s.cs.AppsV1().Deployments(s.ns).Patch(s.ctx, "web", pt, data, metav1.PatchOptions{})
+	if err != nil {
 		s.t.Fatal(err)
 	}
+	s.gen = d.Generation
 }
 
 func (s *run) owned(d *appsv1.Deployment) []*appsv1.ReplicaSet {
@@ -112,7 +120,8 @@ func (s *run) owned(d *appsv1.Deployment) []*appsv1.ReplicaSet {
 func (s *run) waitComplete() time.Time {
 	s.t.Helper()
 	at, err := s.rec.WaitFor(s.ctx, 2*time.Minute, func(snap cluster.Snapshot) bool {
-		if !cluster.Complete(snap.Deployments["web"]) {
+		d := snap.Deployments["web"]
+		if d == nil || d.Generation < s.gen || !cluster.Complete(d) {
 			return false
 		}
 		for _, rs := range snap.ReplicaSets {

@@ -1,0 +1,206 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ctrlkit/ctrlkit/memcluster"
+	"github.com/ctrlkit/ctrlkit/rollout"
+)
+
+// seeds returns the seeds of the randomised runs: CTRLKIT_E2E_SEED replays
+// one, CTRLKIT_SOAK=1 runs many.
+func seeds(t *testing.T) []uint64 {
+	if s := os.Getenv("CTRLKIT_E2E_SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("CTRLKIT_E2E_SEED=%q: %v", s, err)
+		}
+		return []uint64{n}
+	}
+	n := 4
+	if os.Getenv("CTRLKIT_SOAK") == "1" {
+		n = 200
+	}
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = uint64(i + 1)
+	}
+	return out
+}
+
+// Random Deployments go through random changes (resizes, new images, bad
+// images, pauses, rollbacks, strategy changes) while the API fails
+// requests, lags and drops watches. Once the changes stop and the bad
+// images are replaced, everything converges, and the invariants hold at
+// every step.
+func TestRandomised(t *testing.T) {
+	for _, seed := range seeds(t) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Cleanup(func() { // runs after the world's checks
+				if t.Failed() {
+					t.Logf("replay with: CTRLKIT_E2E_SEED=%d go test -run TestRandomised ./e2e", seed)
+				}
+			})
+			randomRun(t, seed)
+		})
+	}
+}
+
+var (
+	goodImages = []string{"app:1", "app:2", "app:3", "app:4"}
+	allImages  = append([]string{"app:bad", "app:crash"}, goodImages...)
+	fenceposts = []string{"0", "1", "2", "25%", "50%", "100%"}
+)
+
+func randomRun(t *testing.T, seed uint64) {
+	rnd := rand.New(rand.NewPCG(seed, 0xe2e))
+	w := newWorld(t, worldConfig{Seed: seed, Model: randomModel(rnd), Faults: randomFaults(rnd)})
+	t.Logf("faults: %+v", w.faults)
+
+	names := make([]string, 1+rnd.IntN(4))
+	for i := range names {
+		names[i] = fmt.Sprintf("r%d", i)
+		d := newDeployment(names[i], int32(rnd.IntN(9)), goodImages[rnd.IntN(len(goodImages))])
+		randomStrategy(rnd, d)
+		d.Spec.ProgressDeadlineSeconds = ptr(int32(30 + rnd.IntN(600)))
+		if rnd.IntN(2) == 0 {
+			d.Spec.RevisionHistoryLimit = ptr(int32(rnd.IntN(4)))
+		}
+		w.create(d)
+	}
+	if rnd.IntN(2) == 0 {
+		w.converge(3 * time.Hour)
+	}
+	for range 4 + rnd.IntN(8) {
+		name := names[rnd.IntN(len(names))]
+		w.randomChange(rnd, name)
+		w.runFor(time.Duration(rnd.IntN(90)) * time.Second)
+	}
+	for _, name := range names { // make every rollout possible
+		d := w.get(name)
+		if d.Spec.Paused {
+			w.patch(name, `{"spec":{"paused":false}}`)
+		}
+		if img := d.Spec.Template.Spec.Containers[0].Image; img == "app:bad" || img == "app:crash" {
+			w.setImage(name, "app:5")
+		}
+	}
+	w.converge(6 * time.Hour)
+	t.Logf("converged at +%v", w.now())
+}
+
+// randomChange makes one random change to Deployment name.
+func (w *world) randomChange(rnd *rand.Rand, name string) {
+	w.tb.Helper()
+	d := w.get(name)
+	switch op := rnd.IntN(6); op {
+	case 0:
+		n := int32(rnd.IntN(11))
+		w.tb.Logf("+%v %s: scale to %d", w.now(), name, n)
+		w.scale(name, n)
+	case 1, 2:
+		img := allImages[rnd.IntN(len(allImages))]
+		w.tb.Logf("+%v %s: image %s", w.now(), name, img)
+		w.setImage(name, img)
+	case 3:
+		w.tb.Logf("+%v %s: paused=%v", w.now(), name, !d.Spec.Paused)
+		w.patch(name, fmt.Sprintf(`{"spec":{"paused":%v}}`, !d.Spec.Paused))
+	case 4:
+		res, err := rollout.Undo(d, w.owned(name), 0)
+		if err != nil || res.Skipped {
+			w.tb.Logf("+%v %s: no rollback (%v)", w.now(), name, err)
+			return
+		}
+		w.tb.Logf("+%v %s: rollback to %s", w.now(), name, res.Target.Name)
+		w.rollback(name, res)
+	case 5:
+		next := d.DeepCopy()
+		randomStrategy(rnd, next)
+		w.tb.Logf("+%v %s: strategy %+v", w.now(), name, next.Spec.Strategy)
+		w.write("change strategy", func(ctx context.Context) error {
+			_, err := w.c.Deployments(ns).Update(ctx, next, metav1.UpdateOptions{})
+			return err
+		})
+	}
+}
+
+// rollback sends kubectl's rollback patch. It replaces
+// /metadata/annotations, which fails while the Deployment has none —
+// which, on memcluster, is always (see TestDeploymentRevisionAnnotation);
+// the template alone is then restored with a merge patch, so that the
+// randomised runs exercise rollbacks anyway.
+func (w *world) rollback(name string, res rollout.UndoResult) {
+	w.tb.Helper()
+	w.c.SetFaults(memcluster.Faults{})
+	defer w.c.SetFaults(w.faults)
+	_, err := w.c.Deployments(ns).Patch(w.ctx, name, res.PatchType, res.Patch, metav1.PatchOptions{})
+	if apierrors.IsInvalid(err) {
+		tmpl := res.Target.Spec.Template.DeepCopy()
+		delete(tmpl.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+		patch := fmt.Appendf(nil, `{"spec":{"template":{"spec":{"containers":[{"name":"app","image":%q}]}}}}`, tmpl.Spec.Containers[0].Image)
+		_, err = w.c.Deployments(ns).Patch(w.ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	}
+	if err != nil {
+		w.tb.Fatalf("rollback %s: %v", name, err)
+	}
+}
+
+// randomStrategy gives d a random strategy that the API accepts.
+func randomStrategy(rnd *rand.Rand, d *appsv1.Deployment) {
+	if rnd.IntN(5) == 0 {
+		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+		return
+	}
+	surge, unavailable := "0", "0"
+	for surge == "0" && unavailable == "0" {
+		surge, unavailable = fenceposts[rnd.IntN(len(fenceposts))], fenceposts[rnd.IntN(len(fenceposts))]
+	}
+	withRolling(d, surge, unavailable)
+}
+
+// randomModel runs healthy pods with random delays; app:bad never pulls
+// and app:crash crash-loops.
+func randomModel(rnd *rand.Rand) memcluster.PodModel {
+	healthy := memcluster.PodBehavior{StartDelay: time.Duration(rnd.IntN(4)) * time.Second, ShutdownDelay: time.Duration(rnd.IntN(40)) * time.Second}
+	bad, crash := healthy, healthy
+	bad.Failure, crash.Failure = memcluster.PodBadImage, memcluster.PodCrashLoop
+	return memcluster.ImageModel(map[string]memcluster.PodBehavior{"app:bad": bad, "app:crash": crash},
+		memcluster.RandomModel(healthy, time.Second, time.Duration(1+rnd.IntN(30))*time.Second))
+}
+
+// randomFaults fails a random share of requests with random errors, some
+// after the write took effect, delays requests and watch events, and drops
+// watches.
+func randomFaults(rnd *rand.Rand) memcluster.Faults {
+	errs := []memcluster.FaultError{memcluster.FaultInternal, memcluster.FaultUnavailable, memcluster.FaultConflict,
+		memcluster.FaultTimeout, memcluster.FaultTooManyRequests}
+	var f memcluster.Faults
+	for _, v := range []memcluster.Verb{memcluster.VerbCreate, memcluster.VerbUpdate, memcluster.VerbUpdateStatus,
+		memcluster.VerbPatch, memcluster.VerbDelete, memcluster.VerbGet, memcluster.VerbList, memcluster.VerbWatch} {
+		if rnd.IntN(4) == 0 {
+			continue
+		}
+		f.Rules = append(f.Rules, memcluster.FaultRule{
+			Verb: v, Rate: rnd.Float64() * 0.1, Error: errs[rnd.IntN(len(errs))],
+			AfterWrite: rnd.IntN(3) == 0, Latency: time.Duration(rnd.IntN(300)) * time.Millisecond,
+		})
+	}
+	if rnd.IntN(2) == 0 {
+		f.WatchLag = time.Duration(rnd.IntN(3000)) * time.Millisecond
+	}
+	if rnd.IntN(2) == 0 {
+		f.WatchDropRate = rnd.Float64() * 0.01
+	}
+	return f
+}
