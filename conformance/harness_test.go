@@ -108,8 +108,13 @@ var report = struct {
 // the replay command and the input; documented deviations are counted.
 func differential[In any](t *testing.T, weight int, gen func(r *rand.Rand) In, describe func(In) string, check func(In) verdict) {
 	t.Helper()
+	differentialN(t, caseCount(t, weight), gen, describe, check)
+}
+
+// differentialN is differential with an explicit case count.
+func differentialN[In any](t *testing.T, n int, gen func(r *rand.Rand) In, describe func(In) string, check func(In) verdict) {
+	t.Helper()
 	seed := baseSeed(t)
-	n := caseCount(t, weight)
 	only := onlyCase(t)
 	var agreed, failed int
 	known := map[string]int{}

@@ -279,7 +279,7 @@ func TestThousandDeployments(t *testing.T) {
 	case testing.Short():
 		n = 100
 	case raceEnabled && os.Getenv("CTRLKIT_SOAK") != "1":
-		n = 200 // 1,000 take about four minutes with -race
+		n = 100 // 1,000 take about four minutes with -race
 	}
 	w := newWorld(t, worldConfig{Seed: 10})
 	wall := time.Now()

@@ -177,7 +177,8 @@ func (w *world) run(cond func() bool, limit time.Duration) error {
 func (w *world) runFor(d time.Duration) {
 	w.tb.Helper()
 	until := w.fc.Now().Add(d)
-	err := w.run(func() bool { return !w.fc.Now().Before(until) }, d)
+	// Stalling is expected here (nothing left to do): no second chances.
+	err := w.c.RunUntil(w.ctx, func() bool { return !w.fc.Now().Before(until) }, d)
 	if err != nil && !errors.Is(err, memcluster.ErrStalled) && !errors.Is(err, memcluster.ErrTimeLimit) {
 		w.tb.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"maps"
 )
 
 // Kind describes how the cluster stores one API type: the server-side
@@ -27,6 +28,12 @@ type Kind[T Object] struct {
 	// subresource sets it: Update then keeps the stored status and
 	// UpdateStatus changes nothing else. Nil: no status subresource.
 	CopyStatus func(dst, src T)
+	// StatusMeta copies the metadata a status write may change from src
+	// into dst, after CopyStatus (kube-apiserver's status strategies keep
+	// annotations, for example: the Deployment controller writes its
+	// revision annotation through the status subresource). Nil: a status
+	// write changes only the status.
+	StatusMeta func(dst, src T)
 	// PrepareCreate resets fields the server owns on create (the status).
 	PrepareCreate func(obj T)
 	// Default applies API defaults. It runs on every create and update.
@@ -52,6 +59,11 @@ func podKind() Kind[*corev1.Pod] {
 		New:        func() *corev1.Pod { return &corev1.Pod{} },
 		Generation: func(p *corev1.Pod) any { return p.Spec },
 		CopyStatus: func(dst, src *corev1.Pod) { dst.Status = *src.Status.DeepCopy() },
+		// pods/status keeps labels and annotations (not owner references).
+		StatusMeta: func(dst, src *corev1.Pod) {
+			dst.Labels = maps.Clone(src.Labels)
+			dst.Annotations = maps.Clone(src.Annotations)
+		},
 		PrepareCreate: func(p *corev1.Pod) {
 			p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qosClass(p)}
 		},
@@ -63,11 +75,16 @@ func podKind() Kind[*corev1.Pod] {
 
 func replicaSetKind() Kind[*appsv1.ReplicaSet] {
 	return Kind[*appsv1.ReplicaSet]{
-		GVK:           appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
-		Resource:      "replicasets",
-		New:           func() *appsv1.ReplicaSet { return &appsv1.ReplicaSet{} },
-		Generation:    func(rs *appsv1.ReplicaSet) any { return rs.Spec },
-		CopyStatus:    func(dst, src *appsv1.ReplicaSet) { dst.Status = *src.Status.DeepCopy() },
+		GVK:        appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
+		Resource:   "replicasets",
+		New:        func() *appsv1.ReplicaSet { return &appsv1.ReplicaSet{} },
+		Generation: func(rs *appsv1.ReplicaSet) any { return rs.Spec },
+		CopyStatus: func(dst, src *appsv1.ReplicaSet) { dst.Status = *src.Status.DeepCopy() },
+		// replicasets/status resets only the spec.
+		StatusMeta: func(dst, src *appsv1.ReplicaSet) {
+			dst.Labels = maps.Clone(src.Labels)
+			dst.Annotations = maps.Clone(src.Annotations)
+		},
 		PrepareCreate: func(rs *appsv1.ReplicaSet) { rs.Status = appsv1.ReplicaSetStatus{} },
 		Default:       defaultReplicaSet,
 		Validate:      validateReplicaSet,
@@ -89,7 +106,10 @@ func deploymentKind() Kind[*appsv1.Deployment] {
 		Generation: func(d *appsv1.Deployment) any {
 			return deploymentGeneration{Spec: d.Spec, Annotations: d.Annotations}
 		},
-		CopyStatus:    func(dst, src *appsv1.Deployment) { dst.Status = *src.Status.DeepCopy() },
+		CopyStatus: func(dst, src *appsv1.Deployment) { dst.Status = *src.Status.DeepCopy() },
+		// deployments/status resets the spec and the labels; annotations
+		// (the revision) go through, without a generation bump.
+		StatusMeta:    func(dst, src *appsv1.Deployment) { dst.Annotations = maps.Clone(src.Annotations) },
 		PrepareCreate: func(d *appsv1.Deployment) { d.Status = appsv1.DeploymentStatus{} },
 		Default:       defaultDeployment,
 		Validate:      validateDeployment,

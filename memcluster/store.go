@@ -169,6 +169,9 @@ func (r *Resource[T]) updateStatusLocked(in T) (T, error) {
 	}
 	next := deepCopy(old)
 	r.kind.CopyStatus(next, in)
+	if r.kind.StatusMeta != nil {
+		r.kind.StatusMeta(next, in)
+	}
 	if semanticallyEqual(old, next) {
 		return deepCopy(old), nil
 	}

@@ -150,7 +150,13 @@ func TestUpdateStatusIsolation(t *testing.T) {
 	d.Status.Replicas = 1
 	d.Spec.Replicas = ptrTo(int32(5))
 	d.Labels = map[string]string{"sneaky": "yes"}
+	// Like deployments/status on kube-apiserver, annotations go through
+	// (the controller writes the revision this way) without a generation bump.
+	d.Annotations = map[string]string{"deployment.kubernetes.io/revision": "1"}
 	got := must(ds.UpdateStatus(ctxT(t), d, metav1.UpdateOptions{}))(t)
+	if diff := cmp.Diff(d.Annotations, got.Annotations); diff != "" {
+		t.Errorf("UpdateStatus() annotations mismatch (-want +got):\n%s", diff)
+	}
 	if diff := cmp.Diff(appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1}, got.Status); diff != "" {
 		t.Errorf("UpdateStatus() status mismatch (-want +got):\n%s", diff)
 	}

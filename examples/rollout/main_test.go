@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// summaryOf extracts the numbers of the summary: peak pods and its limit,
+// summaryOf extracts the numbers of the summary: peak replicas and its limit,
 // minimum available and its limit.
 func summaryOf(t *testing.T, out string) (peak, peakLimit, minAvail, minLimit int) {
 	t.Helper()
@@ -20,7 +20,7 @@ func summaryOf(t *testing.T, out string) (peak, peakLimit, minAvail, minLimit in
 		}
 		return n
 	}
-	p := regexp.MustCompile(`peak pods +(\d+) \(limit (\d+)\+(\d+)\)`).FindStringSubmatch(out)
+	p := regexp.MustCompile(`peak replicas +(\d+) \(limit (\d+)\+(\d+)\)`).FindStringSubmatch(out)
 	m := regexp.MustCompile(`min available +(\d+) \(limit (\d+)-(\d+)\)`).FindStringSubmatch(out)
 	if p == nil || m == nil {
 		t.Fatalf("no summary in output:\n%s", out)
@@ -65,7 +65,7 @@ func TestRun(t *testing.T) {
 			}
 			peak, peakLimit, minAvail, minLimit := summaryOf(t, out.String())
 			if peak > peakLimit {
-				t.Errorf("run(%q): peak pods %d; want at most %d", tt.args, peak, peakLimit)
+				t.Errorf("run(%q): peak replicas %d; want at most %d", tt.args, peak, peakLimit)
 			}
 			if minAvail < minLimit {
 				t.Errorf("run(%q): min available %d; want at least %d", tt.args, minAvail, minLimit)
@@ -85,7 +85,7 @@ func TestRunTimeline(t *testing.T) {
 		"── update: nginx:1.28",
 		"event: ScalingReplicaSet: Scaled up replica set web-",
 		"Progressing=True(NewReplicaSetAvailable)",
-		"peak pods      5 (limit 4+1)",
+		"peak replicas  5 (limit 4+1)",
 		"min available  4 (limit 4-0)",
 	} {
 		if !strings.Contains(out.String(), want) {

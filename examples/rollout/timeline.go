@@ -39,9 +39,11 @@ type timeline struct {
 	updating bool // the update phase has started
 	upStart  time.Time
 	upEnd    time.Time
-	peak     int // most non-terminating pods during the update
-	peakAll  int // most pods, terminating ones included
-	minAvail int // fewest available pods during the update
+	specs    map[types.UID]int32 // spec.replicas of every ReplicaSet
+	peakSpec int32               // largest sum of specs during the update
+	peak     int                 // most non-terminating pods during the update
+	peakAll  int                 // most pods, terminating ones included
+	minAvail int                 // fewest available pods during the update
 	result   string
 }
 
@@ -49,7 +51,7 @@ type timeline struct {
 type podInfo struct{ available, terminating bool }
 
 func newTimeline(out io.Writer, clk clock.Clock, o options) *timeline {
-	return &timeline{out: out, clk: clk, o: o, wall: time.Now(), t0: clk.Now(), pods: map[types.UID]podInfo{}}
+	return &timeline{out: out, clk: clk, o: o, wall: time.Now(), t0: clk.Now(), pods: map[types.UID]podInfo{}, specs: map[types.UID]int32{}}
 }
 
 // at formats the time elapsed on the cluster clock as m:ss.s.
@@ -109,7 +111,7 @@ func (t *timeline) startUpdate() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.updating, t.upStart, t.upEnd = true, t.clk.Now(), time.Time{}
-	t.peak, t.peakAll, t.minAvail = 0, 0, len(t.pods)
+	t.peak, t.peakAll, t.peakSpec, t.minAvail = 0, 0, 0, len(t.pods)
 	t.countLocked()
 }
 
@@ -132,7 +134,7 @@ func (t *timeline) phase(ctx context.Context, c *memcluster.Cluster, label, imag
 		return done
 	}
 	if _, virtual := t.clk.(*clock.Fake); virtual {
-		if err := c.RunUntil(ctx, over, maxVirtual); err != nil {
+		if err := runUntil(ctx, c, over); err != nil {
 			return fmt.Errorf("%s: %w", label, err)
 		}
 	} else {
@@ -158,6 +160,25 @@ func (t *timeline) phase(ctx context.Context, c *memcluster.Cluster, label, imag
 		t.result = "rolled out " + image
 	}
 	return result
+}
+
+// runUntil is c.RunUntil, except that "stalled" is believed only once it
+// has lasted a second of wall-clock time: on a loaded machine a worker can
+// still be busy when the cluster looks idle (see RunUntil's settling).
+func runUntil(ctx context.Context, c *memcluster.Cluster, cond func() bool) error {
+	end := c.Clock().Now().Add(maxVirtual)
+	var stalled time.Time
+	for {
+		err := c.RunUntil(ctx, cond, end.Sub(c.Clock().Now()))
+		if !errors.Is(err, memcluster.ErrStalled) {
+			return err
+		}
+		if stalled.IsZero() {
+			stalled = time.Now()
+		} else if time.Since(stalled) > time.Second {
+			return err
+		}
+	}
 }
 
 // sample prints the state of d and its ReplicaSets if it changed since
@@ -216,25 +237,46 @@ func (t *timeline) sample(ctx context.Context, c *memcluster.Cluster, d *appsv1.
 	}
 }
 
-// watchPods follows every pod of the namespace until ctx ends, to count
-// pods at every change rather than only when the timeline samples.
+// watchPods follows every pod and ReplicaSet of the namespace until ctx
+// ends, to count at every change rather than only when the timeline
+// samples.
 func (t *timeline) watchPods(ctx context.Context, c *memcluster.Cluster) {
+	var wg sync.WaitGroup
+	wg.Go(func() { follow(ctx, c.Pods(namespace), t.observe) })
+	wg.Go(func() { follow(ctx, c.ReplicaSets(namespace), t.observeRS) })
+	wg.Wait()
+}
+
+// follow calls observe with every event of cl until ctx ends.
+func follow[T memcluster.Object](ctx context.Context, cl memcluster.Client[T], observe func(watch.EventType, T)) {
 	rv := "0"
 	for ctx.Err() == nil {
-		w, err := c.Pods(namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+		w, err := cl.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
 		if err != nil {
 			return // only a cancelled context makes Watch fail here
 		}
 		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
+			obj, ok := ev.Object.(T)
 			if !ok {
-				continue // a bookmark or an error; watch again below
+				continue // an error; watch again below
 			}
-			rv = p.ResourceVersion
-			t.observe(ev.Type, p)
+			rv = obj.GetResourceVersion()
+			observe(ev.Type, obj)
 		}
 		w.Stop()
 	}
+}
+
+// observeRS records one ReplicaSet event.
+func (t *timeline) observeRS(typ watch.EventType, rs *appsv1.ReplicaSet) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if typ == watch.Deleted {
+		delete(t.specs, rs.UID)
+	} else {
+		t.specs[rs.UID] = *rs.Spec.Replicas
+	}
+	t.countLocked()
 }
 
 // observe records one pod event.
@@ -271,6 +313,11 @@ func (t *timeline) countLocked() {
 			avail++
 		}
 	}
+	var spec int32
+	for _, n := range t.specs {
+		spec += n
+	}
+	t.peakSpec = max(t.peakSpec, spec)
 	t.peak, t.peakAll = max(t.peak, active), max(t.peakAll, len(t.pods))
 	t.minAvail = min(t.minAvail, avail)
 }
@@ -293,7 +340,8 @@ func (t *timeline) summary() {
 	fmt.Fprintf(t.out, "\nsummary of the update\n")
 	fmt.Fprintf(t.out, "  result         %s\n", t.result)
 	fmt.Fprintf(t.out, "  duration       %v of %s (whole run %v wall)\n", end.Sub(t.upStart).Round(100*time.Millisecond), clockName, time.Since(t.wall).Round(10*time.Millisecond))
-	fmt.Fprintf(t.out, "  peak pods      %d (limit %d+%d), %d with terminating ones\n", t.peak, replicas, surge, t.peakAll)
+	fmt.Fprintf(t.out, "  peak replicas  %d (limit %d+%d): the sum of the ReplicaSets' spec.replicas\n", t.peakSpec, replicas, surge)
+	fmt.Fprintf(t.out, "  peak pods      %d, %d with terminating ones (pods of a shrunk ReplicaSet run until deleted)\n", t.peak, t.peakAll)
 	fmt.Fprintf(t.out, "  min available  %d (limit %d-%d)\n", t.minAvail, replicas, unavailable)
 	fmt.Fprintf(t.out, "  pods           %d created, %d deleted over the whole run; %d deployment events\n", t.created, t.deleted, t.events)
 }

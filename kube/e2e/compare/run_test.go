@@ -176,7 +176,7 @@ func (s *run) execute(sc scenario, writes func() map[kube.Request]int, countsHar
 func diff(after, before map[kube.Request]int) map[kube.Request]int {
 	out := make(map[kube.Request]int)
 	for r, n := range after {
-		if r.IsWrite() && n-before[r] > 0 {
+		if (r.IsWrite() || strings.HasPrefix(r.Verb, "conflict(")) && n-before[r] > 0 {
 			out[r] = n - before[r]
 		}
 	}

@@ -87,7 +87,7 @@ func TestScale(t *testing.T) {
 	}
 	time.Sleep(3 * time.Second)
 	upT, upW := measure("scale-upstream", func() map[kube.Request]int {
-		m, err := cp.RequestTotals(ctx)
+		m, _, err := cp.RequestTotals(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -110,24 +110,24 @@ func (cp *ControlPlane) Stop() error {
 
 // RequestTotals scrapes the apiserver's apiserver_request_total counters
 // and sums them by verb and resource, with the verbs named as
-// [kube.Classify] names them.
-func (cp *ControlPlane) RequestTotals(ctx context.Context) (map[kube.Request]float64, error) {
+// [kube.Classify] names them: all requests, and those answered 409.
+func (cp *ControlPlane) RequestTotals(ctx context.Context) (all, conflicts map[kube.Request]float64, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cp.Server+"/metrics", nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+cp.Token)
 	// Loopback only, to our own throwaway apiserver.
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("cluster: /metrics: %s", resp.Status)
+		return nil, nil, fmt.Errorf("cluster: /metrics: %s", resp.Status)
 	}
-	out := make(map[kube.Request]float64)
+	all, conflicts = make(map[kube.Request]float64), make(map[kube.Request]float64)
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -139,15 +139,19 @@ func (cp *ControlPlane) RequestTotals(ctx context.Context) (map[kube.Request]flo
 		labels := parseLabels(line[len("apiserver_request_total{"):end])
 		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
 		if err != nil {
-			return nil, fmt.Errorf("cluster: %q: %w", line, err)
+			return nil, nil, fmt.Errorf("cluster: %q: %w", line, err)
 		}
 		res := labels["resource"]
 		if s := labels["subresource"]; s != "" {
 			res += "/" + s
 		}
-		out[kube.Request{Verb: apiserverVerb(labels["verb"]), Resource: res}] += v
+		r := kube.Request{Verb: apiserverVerb(labels["verb"]), Resource: res}
+		all[r] += v
+		if labels["code"] == "409" {
+			conflicts[r] += v
+		}
 	}
-	return out, sc.Err()
+	return all, conflicts, sc.Err()
 }
 
 func apiserverVerb(v string) string {
