@@ -55,9 +55,8 @@ func TestScale(t *testing.T) {
 	measure := func(ns string, writes func() map[kube.Request]int, countsHarness bool) (time.Duration, map[kube.Request]int) {
 		s := newRun(t, ctx, ns)
 		rctx, cancel := context.WithCancel(ctx)
-		defer cancel()
 		var wg sync.WaitGroup
-		defer wg.Wait()
+		defer func() { cancel(); wg.Wait() }()
 		ready := make(chan struct{})
 		wg.Go(func() { s.rec.Run(rctx, ready) })
 		<-ready

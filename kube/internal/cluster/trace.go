@@ -10,6 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -54,68 +55,110 @@ type Recorder struct {
 }
 
 // Run records until ctx is done. Call it in a goroutine before the
-// scenario writes anything, and wait for Ready.
+// scenario writes anything, and wait for ready to be closed. A watch that
+// the API server ends (a timeout, or a consumer too slow for its buffer) is
+// resumed from the last resource version seen.
 func (r *Recorder) Run(ctx context.Context, ready chan<- struct{}) {
 	r.mu.Lock()
 	r.rss, r.ds, r.changed = map[string]*appsv1.ReplicaSet{}, map[string]*appsv1.Deployment{}, make(chan struct{})
 	r.mu.Unlock()
-	rw, err := r.Client.AppsV1().ReplicaSets(r.Namespace).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		close(ready)
-		return
+	rsWatch := func(rv string) (watch.Interface, error) {
+		return r.Client.AppsV1().ReplicaSets(r.Namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 	}
-	dw, err := r.Client.AppsV1().Deployments(r.Namespace).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		rw.Stop()
-		close(ready)
-		return
+	dWatch := func(rv string) (watch.Interface, error) {
+		return r.Client.AppsV1().Deployments(r.Namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 	}
+	rw, err1 := rsWatch("")
+	dw, err2 := dWatch("")
 	close(ready)
+	if err1 != nil || err2 != nil {
+		return
+	}
 	var wg sync.WaitGroup
-	wg.Go(func() { r.consume(rw) })
-	wg.Go(func() { r.consume(dw) })
-	<-ctx.Done()
-	rw.Stop()
-	dw.Stop()
+	wg.Go(func() { r.follow(ctx, rw, rsWatch) })
+	wg.Go(func() { r.follow(ctx, dw, dWatch) })
 	wg.Wait()
 }
 
-func (r *Recorder) consume(w watch.Interface) {
-	for ev := range w.ResultChan() {
-		now := time.Now()
-		r.mu.Lock()
-		switch o := ev.Object.(type) {
-		case *appsv1.ReplicaSet:
-			e := Entry{At: now, Kind: "rs", Type: ev.Type, Name: o.Name, Spec: deref(o.Spec.Replicas),
-				Replicas: o.Status.Replicas, Ready: o.Status.ReadyReplicas, Available: o.Status.AvailableReplicas,
-				Revision: o.Annotations["deployment.kubernetes.io/revision"]}
-			r.entries = append(r.entries, e)
-			if ev.Type == watch.Deleted {
-				delete(r.rss, o.Name)
-			} else {
-				r.rss[o.Name] = o
+// follow consumes w, and re-watches with open until ctx is done.
+func (r *Recorder) follow(ctx context.Context, w watch.Interface, open func(rv string) (watch.Interface, error)) {
+	for {
+		rv := r.consume(ctx, w)
+		w.Stop()
+		if ctx.Err() != nil {
+			return
+		}
+		var err error
+		for w, err = open(rv); err != nil; w, err = open(rv) {
+			if ctx.Err() != nil {
+				return
 			}
-		case *appsv1.Deployment:
-			var conds []string
-			for _, c := range o.Status.Conditions {
-				conds = append(conds, fmt.Sprintf("%s=%s/%s", c.Type, c.Status, c.Reason))
-			}
-			e := Entry{At: now, Kind: "deploy", Type: ev.Type, Name: o.Name, Spec: deref(o.Spec.Replicas),
-				Replicas: o.Status.Replicas, Updated: o.Status.UpdatedReplicas, Ready: o.Status.ReadyReplicas,
-				Available: o.Status.AvailableReplicas, Conditions: strings.Join(conds, ","),
-				Generation: o.Generation, ObservedGeneration: o.Status.ObservedGeneration,
-				Revision: o.Annotations["deployment.kubernetes.io/revision"]}
-			r.entries = append(r.entries, e)
-			if ev.Type == watch.Deleted {
-				delete(r.ds, o.Name)
-			} else {
-				r.ds[o.Name] = o
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// consume records the events of w until it ends, and returns the last
+// resource version seen ("" after an error event: start over).
+func (r *Recorder) consume(ctx context.Context, w watch.Interface) (rv string) {
+	for {
+		var ev watch.Event
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return rv
+		case ev, ok = <-w.ResultChan():
+			if !ok {
+				return rv
 			}
 		}
-		close(r.changed)
-		r.changed = make(chan struct{})
-		r.mu.Unlock()
+		if ev.Type == watch.Error {
+			return ""
+		}
+		if m, err := meta.Accessor(ev.Object); err == nil {
+			rv = m.GetResourceVersion()
+		}
+		if ev.Type == watch.Bookmark {
+			continue
+		}
+		r.record(ev)
 	}
+}
+
+func (r *Recorder) record(ev watch.Event) {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch o := ev.Object.(type) {
+	case *appsv1.ReplicaSet:
+		e := Entry{At: now, Kind: "rs", Type: ev.Type, Name: o.Name, Spec: deref(o.Spec.Replicas),
+			Replicas: o.Status.Replicas, Ready: o.Status.ReadyReplicas, Available: o.Status.AvailableReplicas,
+			Revision: o.Annotations["deployment.kubernetes.io/revision"]}
+		r.entries = append(r.entries, e)
+		if ev.Type == watch.Deleted {
+			delete(r.rss, o.Name)
+		} else {
+			r.rss[o.Name] = o
+		}
+	case *appsv1.Deployment:
+		var conds []string
+		for _, c := range o.Status.Conditions {
+			conds = append(conds, fmt.Sprintf("%s=%s/%s", c.Type, c.Status, c.Reason))
+		}
+		e := Entry{At: now, Kind: "deploy", Type: ev.Type, Name: o.Name, Spec: deref(o.Spec.Replicas),
+			Replicas: o.Status.Replicas, Updated: o.Status.UpdatedReplicas, Ready: o.Status.ReadyReplicas,
+			Available: o.Status.AvailableReplicas, Conditions: strings.Join(conds, ","),
+			Generation: o.Generation, ObservedGeneration: o.Status.ObservedGeneration,
+			Revision: o.Annotations["deployment.kubernetes.io/revision"]}
+		r.entries = append(r.entries, e)
+		if ev.Type == watch.Deleted {
+			delete(r.ds, o.Name)
+		} else {
+			r.ds[o.Name] = o
+		}
+	}
+	close(r.changed)
+	r.changed = make(chan struct{})
 }
 
 // Snapshot is the latest observed state of the namespace.
