@@ -142,34 +142,23 @@ func (cl Client[T]) Create(ctx context.Context, obj T, _ metav1.CreateOptions) (
 // Conflict; an empty one updates unconditionally, as the apiserver allows
 // for these kinds. An update that changes nothing writes nothing.
 func (cl Client[T]) Update(ctx context.Context, obj T, _ metav1.UpdateOptions) (T, error) {
-	var zero T
-	c := cl.r.c
-	after, err := c.admit(ctx, VerbUpdate, cl.r.kind.groupResource(), obj.GetName())
-	if err != nil {
-		return zero, err
-	}
-	in, err := cl.r.roundTrip(obj)
-	if err != nil {
-		return zero, err
-	}
-	c.mu.Lock()
-	out, err := cl.r.updateLocked(cl.withNamespace(in))
-	c.mu.Unlock()
-	if err != nil {
-		return zero, err
-	}
-	if after != nil {
-		return zero, after
-	}
-	return out, nil
+	return cl.replace(ctx, VerbUpdate, obj, cl.r.updateLocked)
 }
 
 // UpdateStatus replaces the object's status and nothing else, with the
 // same resourceVersion check as [Client.Update].
 func (cl Client[T]) UpdateStatus(ctx context.Context, obj T, _ metav1.UpdateOptions) (T, error) {
+	return cl.replace(ctx, VerbUpdateStatus, obj, cl.r.updateStatusLocked)
+}
+
+// replace runs one replace-style write: admission (fault injection), the
+// JSON round trip every stored object goes through, then write under the
+// cluster lock. A fault injected after the write is returned instead of
+// the result, as a lost response would be.
+func (cl Client[T]) replace(ctx context.Context, verb Verb, obj T, write func(T) (T, error)) (T, error) {
 	var zero T
 	c := cl.r.c
-	after, err := c.admit(ctx, VerbUpdateStatus, cl.r.kind.groupResource(), obj.GetName())
+	after, err := c.admit(ctx, verb, cl.r.kind.groupResource(), obj.GetName())
 	if err != nil {
 		return zero, err
 	}
@@ -178,7 +167,7 @@ func (cl Client[T]) UpdateStatus(ctx context.Context, obj T, _ metav1.UpdateOpti
 		return zero, err
 	}
 	c.mu.Lock()
-	out, err := cl.r.updateStatusLocked(cl.withNamespace(in))
+	out, err := write(cl.withNamespace(in))
 	c.mu.Unlock()
 	if err != nil {
 		return zero, err
