@@ -3,6 +3,7 @@ package rollout
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -125,10 +126,10 @@ func NewRSNewReplicas(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *
 			return 0, fmt.Errorf("rollout: maxSurge: %w", err)
 		}
 		n := growNew(desired(d), int32(surge), TotalReplicas(allRSs), specReplicas(newRS))
-		if err := checkResolved("maxSurge", ms, raw, surge); err != nil {
-			return n, ignored(err)
+		if raw >= 0 && surge >= 0 && surge <= math.MaxInt32 {
+			return n, nil // the common case, without the call below
 		}
-		return n, nil
+		return n, ignored(checkResolved("maxSurge", ms, raw, surge))
 	case appsv1.RecreateDeploymentStrategyType:
 		return desired(d), nil
 	default:
