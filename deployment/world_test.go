@@ -308,11 +308,11 @@ func (w *world) PatchReplicaSet(_ context.Context, key types.NamespacedName, pt 
 	return out.DeepCopy(), nil
 }
 
-func (w *world) UpdateDeployment(_ context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+// storedDeploymentLocked returns the stored Deployment d is a write to,
+// after the injected errors for verb and the resourceVersion check.
+func (w *world) storedDeploymentLocked(verb string, d *appsv1.Deployment) (*appsv1.Deployment, error) {
 	key := deployment.KeyOf(d)
-	if err := w.check("update-deployment", key); err != nil {
+	if err := w.check(verb, key); err != nil {
 		return nil, err
 	}
 	cur, ok := w.deployments[key]
@@ -321,6 +321,17 @@ func (w *world) UpdateDeployment(_ context.Context, d *appsv1.Deployment) (*apps
 	}
 	if cur.ResourceVersion != d.ResourceVersion {
 		return nil, apierrors.NewConflict(depResource, key.Name, fmt.Errorf("stale resourceVersion %s", d.ResourceVersion))
+	}
+	return cur, nil
+}
+
+func (w *world) UpdateDeployment(_ context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	key := deployment.KeyOf(d)
+	cur, err := w.storedDeploymentLocked("update-deployment", d)
+	if err != nil {
+		return nil, err
 	}
 	out := d.DeepCopy()
 	out.Status = cur.Status
@@ -339,15 +350,9 @@ func (w *world) UpdateDeploymentStatus(_ context.Context, d *appsv1.Deployment) 
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	key := deployment.KeyOf(d)
-	if err := w.check("update-status", key); err != nil {
+	cur, err := w.storedDeploymentLocked("update-status", d)
+	if err != nil {
 		return nil, err
-	}
-	cur, ok := w.deployments[key]
-	if !ok {
-		return nil, apierrors.NewNotFound(depResource, key.Name)
-	}
-	if cur.ResourceVersion != d.ResourceVersion {
-		return nil, apierrors.NewConflict(depResource, key.Name, fmt.Errorf("stale resourceVersion %s", d.ResourceVersion))
 	}
 	out := cur.DeepCopy()
 	out.Status = *d.Status.DeepCopy()
