@@ -103,7 +103,11 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 	c := &Controller{cfg: cfg, rec: cfg.Reconciler,
 		queue: workqueue.New(workqueue.Config[types.NamespacedName]{Name: "deployment", Clock: cfg.Clock, RateLimiter: cfg.RateLimiter})}
 	if c.rec == nil {
-		c.rec = &Reconciler{Deployments: cfg.Deployments.Cache(), ReplicaSets: cfg.ReplicaSets.Cache(), Pods: cfg.Pods.Cache(),
+		rsCache, err := NewReplicaSetCache(cfg.ReplicaSets.Cache())
+		if err != nil {
+			return nil, err
+		}
+		c.rec = &Reconciler{Deployments: cfg.Deployments.Cache(), ReplicaSets: rsCache, Pods: cfg.Pods.Cache(),
 			Live: cfg.Live, Client: cfg.Client, Events: cfg.Events, Clock: cfg.Clock}
 	}
 	h := handlers{deployments: cfg.Deployments.Cache(), replicaSets: cfg.ReplicaSets.Cache(), enqueue: c.queue.Add}

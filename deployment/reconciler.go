@@ -83,7 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 	if err != nil {
 		return Result{}, fmt.Errorf("deployment %s: %w", key, err)
 	}
-	state, err := r.snapshot(d)
+	state, narrowed, err := r.snapshot(d)
 	if err != nil {
 		return Result{}, fmt.Errorf("deployment %s: %w", key, err)
 	}
@@ -95,6 +95,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 	if err != nil {
 		return Result{}, fmt.Errorf("deployment %s: %w", key, err)
 	}
+	if narrowed {
+		// The snapshot left out ReplicaSets owned by others. Sync looks at
+		// them for one thing only: whether the name of a ReplicaSet it
+		// creates is taken (a hash collision). Decide again with it.
+		if taken, err := r.nameTaken(state, plan); err != nil {
+			return Result{}, fmt.Errorf("deployment %s: %w", key, err)
+		} else if taken != nil {
+			state.ReplicaSets = append(state.ReplicaSets, taken)
+			if plan, err = Sync(state, now); err != nil {
+				return Result{}, fmt.Errorf("deployment %s: %w", key, err)
+			}
+		}
+	}
 	if err := r.canAdopt(d, plan); err != nil {
 		return Result{}, err
 	}
@@ -104,19 +117,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 	return Result{RequeueAfter: plan.RequeueAfter}, nil
 }
 
-// snapshot reads what Sync needs: every ReplicaSet of the namespace and,
-// for Recreate, the pods of those the Deployment owns or may adopt.
-func (r *Reconciler) snapshot(d *appsv1.Deployment) (State, error) {
-	rss, err := r.ReplicaSets.List(d.Namespace, labels.Everything())
+// snapshot reads what Sync needs: the ReplicaSets of the namespace and,
+// for Recreate, the pods of those the Deployment owns or may adopt. With
+// a [ReplicaSetsByController] lister it reads only the ReplicaSets the
+// Deployment controls and the namespace's orphans, and reports narrowed.
+func (r *Reconciler) snapshot(d *appsv1.Deployment) (_ State, narrowed bool, err error) {
+	rss, narrowed, err := r.listReplicaSets(d)
 	if err != nil {
-		return State{}, err
+		return State{}, false, err
 	}
 	s := State{Deployment: d, ReplicaSets: rss}
 	if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
-		return s, nil
+		return s, narrowed, nil
 	}
 	if r.Pods == nil {
-		return State{}, errors.New("Reconciler.Pods is nil, and Recreate needs pods")
+		return State{}, false, errors.New("Reconciler.Pods is nil, and Recreate needs pods")
 	}
 	s.Pods = make(map[types.UID][]*corev1.Pod)
 	for _, rs := range rss {
@@ -125,11 +140,59 @@ func (r *Reconciler) snapshot(d *appsv1.Deployment) (State, error) {
 		}
 		pods, err := r.Pods.ByIndex(PodControllerIndex, string(rs.UID))
 		if err != nil {
-			return State{}, err
+			return State{}, false, err
 		}
 		s.Pods[rs.UID] = pods
 	}
-	return s, nil
+	return s, narrowed, nil
+}
+
+// listReplicaSets lists the namespace's ReplicaSets, or, through
+// [ReplicaSetsByController], those d controls and the orphans.
+func (r *Reconciler) listReplicaSets(d *appsv1.Deployment) (_ []*appsv1.ReplicaSet, narrowed bool, err error) {
+	idx, ok := r.ReplicaSets.(ReplicaSetsByController)
+	if !ok {
+		rss, err := r.ReplicaSets.List(d.Namespace, labels.Everything())
+		return rss, false, err
+	}
+	owned, err := idx.ListByController(d.Namespace, d.UID)
+	if err != nil {
+		return nil, false, err
+	}
+	orphans, err := idx.ListByController(d.Namespace, "")
+	if err != nil {
+		return nil, false, err
+	}
+	rss := make([]*appsv1.ReplicaSet, 0, len(owned)+len(orphans))
+	for _, rs := range owned {
+		if rs.Namespace == d.Namespace { // a controller reference cannot cross namespaces; a lister may
+			rss = append(rss, rs)
+		}
+	}
+	return append(rss, orphans...), true, nil
+}
+
+// nameTaken returns the cached ReplicaSet that holds the name of the
+// ReplicaSet plan creates, if the narrowed state lacks it.
+func (r *Reconciler) nameTaken(state State, plan Plan) (*appsv1.ReplicaSet, error) {
+	for _, a := range plan.Actions {
+		create, ok := a.(CreateReplicaSet)
+		if !ok {
+			continue
+		}
+		key := keyOf(create.ReplicaSet)
+		for _, rs := range state.ReplicaSets {
+			if rs != nil && keyOf(rs) == key {
+				return nil, nil
+			}
+		}
+		rs, err := r.ReplicaSets.(ReplicaSetsByController).Get(key)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return rs, err
+	}
+	return nil, nil
 }
 
 // canAdopt re-reads the Deployment, uncached, when the plan adopts

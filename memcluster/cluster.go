@@ -184,10 +184,10 @@ func (c *Cluster) nameSuffixLocked() string {
 	return string(b)
 }
 
-// podsChangedLocked wakes the kubelets after a pod write.
-func (c *Cluster) podsChangedLocked() {
+// podWrittenLocked tells the kubelets about a write of the pod at key.
+func (c *Cluster) podWrittenLocked(key types.NamespacedName) {
 	for _, k := range c.kubelets {
-		k.wake()
+		k.podWrittenLocked(key)
 	}
 }
 

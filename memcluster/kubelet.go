@@ -47,11 +47,15 @@ type Kubelet struct {
 	started time.Time
 
 	syncMu sync.Mutex // serialises Sync
-	// guarded by c.mu, and only touched from Sync:
-	rnd   *rand.Rand
-	pods  map[types.UID]*podState
-	bound int // pods bound so far, for round-robin
-	ips   int // pod IPs handed out so far
+	// guarded by c.mu, and only touched from Sync and podWrittenLocked:
+	rnd     *rand.Rand
+	pods    map[types.NamespacedName]*podState
+	dirty   map[types.NamespacedName]struct{} // written since the last Sync
+	dues    dueHeap                           // pods with a transition ahead
+	all     bool                              // the next Sync visits every pod
+	syncing bool                              // Sync is writing: its own writes are not news
+	bound   int                               // pods bound so far, for round-robin
+	ips     int                               // pod IPs handed out so far
 
 	mu      sync.Mutex
 	next    time.Time // zero: nothing due
@@ -62,6 +66,7 @@ type Kubelet struct {
 }
 
 type podState struct {
+	uid         types.UID
 	b           PodBehavior
 	node        int
 	ip          string
@@ -74,6 +79,54 @@ type podState struct {
 	synced bool
 	rv     string
 	due    time.Time
+	queued time.Time // the due of this pod's live entry in Kubelet.dues
+}
+
+// dueHeap is a min-heap of pending transitions. An entry is live while
+// its pod's state has queued == at; others are skipped when they surface.
+type dueHeap []dueEntry
+
+type dueEntry struct {
+	at  time.Time
+	key types.NamespacedName
+}
+
+func (h *dueHeap) push(e dueEntry) {
+	*h = append(*h, e)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !s[i].at.Before(s[parent].at) {
+			break
+		}
+		s[i], s[parent] = s[parent], s[i]
+		i = parent
+	}
+}
+
+func (h *dueHeap) pop() dueEntry {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	s[last] = dueEntry{}
+	s = s[:last]
+	for i := 0; ; {
+		small, l, r := i, 2*i+1, 2*i+2
+		if l < len(s) && s[l].at.Before(s[small].at) {
+			small = l
+		}
+		if r < len(s) && s[r].at.Before(s[small].at) {
+			small = r
+		}
+		if small == i {
+			break
+		}
+		s[i], s[small] = s[small], s[i]
+		i = small
+	}
+	*h = s
+	return top
 }
 
 // settle records what a sync of p left and returns due.
@@ -96,7 +149,9 @@ func NewKubelet(c *Cluster, cfg KubeletConfig) *Kubelet {
 		model:   cfg.Model,
 		started: c.clock.Now(),
 		rnd:     rand.New(rand.NewPCG(c.cfg.Seed, 0x6b7562656c6574)),
-		pods:    map[types.UID]*podState{},
+		pods:    map[types.NamespacedName]*podState{},
+		dirty:   map[types.NamespacedName]struct{}{},
+		all:     true, // pods created before the kubelet
 		wakeC:   make(chan struct{}, 1),
 	}
 	for i := range cfg.Nodes {
@@ -149,7 +204,17 @@ func (k *Kubelet) Run(ctx context.Context) {
 	}
 }
 
-// wake is called by the cluster, with c.mu held, after a pod write.
+// podWrittenLocked is called by the cluster, with c.mu held, after a
+// write of the pod at key.
+func (k *Kubelet) podWrittenLocked(key types.NamespacedName) {
+	if k.syncing {
+		return // Sync settles what it writes itself
+	}
+	k.dirty[key] = struct{}{}
+	k.wake()
+}
+
+// wake makes Run call Sync again.
 func (k *Kubelet) wake() {
 	k.mu.Lock()
 	k.woken = true
@@ -174,9 +239,11 @@ func (k *Kubelet) busy(now time.Time) bool {
 }
 
 // Sync brings every pod up to date with the cluster clock and returns the
-// time of the next transition it knows of (zero if none). Pods are visited
-// in namespace/name order, so a seeded model draws in a reproducible order.
-// Its writes bypass fault injection.
+// time of the next transition it knows of (zero if none). It visits only
+// the pods written since the last Sync and those whose next transition is
+// due, so a sync costs what changed, not what exists; the first Sync
+// visits every pod. Pods are visited in namespace/name order, so a seeded
+// model draws in a reproducible order. Its writes bypass fault injection.
 func (k *Kubelet) Sync() time.Time {
 	k.syncMu.Lock()
 	defer k.syncMu.Unlock()
@@ -188,32 +255,55 @@ func (k *Kubelet) Sync() time.Time {
 	c.mu.Lock()
 	now := c.clock.Now()
 	r := c.pods
-	keys := make([]types.NamespacedName, 0, len(r.objs))
-	for key := range r.objs {
-		keys = append(keys, key)
+	var keys []types.NamespacedName
+	if k.all {
+		k.all = false
+		keys = make([]types.NamespacedName, 0, len(r.objs))
+		for key := range r.objs {
+			keys = append(keys, key)
+		}
+	} else {
+		keys = make([]types.NamespacedName, 0, len(k.dirty))
+		for key := range k.dirty {
+			keys = append(keys, key)
+		}
+		for len(k.dues) > 0 && !k.dues[0].at.After(now) {
+			if e := k.dues.pop(); k.live(e) {
+				k.pods[e.key].queued = time.Time{}
+				keys = append(keys, e.key)
+			}
+		}
 	}
+	clear(k.dirty)
 	slices.SortFunc(keys, func(a, b types.NamespacedName) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
-	var next time.Time
-	later := func(t time.Time) {
-		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
-			next = t
-		}
-	}
-	seen := map[types.UID]bool{}
+	keys = slices.Compact(keys)
+	k.syncing = true
 	for _, key := range keys {
 		p, ok := r.objs[key]
 		if !ok {
-			continue // collected while we were visiting others
+			delete(k.pods, key) // deleted; its heap entry is no longer live
+			continue
 		}
-		seen[p.UID] = true
-		later(k.syncPodLocked(p, now))
+		due := k.syncPodLocked(key, p, now)
+		if _, ok := r.objs[key]; !ok {
+			delete(k.pods, key) // the sync finished its deletion
+			continue
+		}
+		if st := k.pods[key]; st != nil && !due.IsZero() && !st.queued.Equal(due) {
+			st.queued = due
+			k.dues.push(dueEntry{at: due, key: key})
+		}
 	}
-	for uid := range k.pods {
-		if !seen[uid] {
-			delete(k.pods, uid)
+	k.syncing = false
+	var next time.Time
+	for len(k.dues) > 0 {
+		if k.live(k.dues[0]) {
+			next = k.dues[0].at
+			break
 		}
+		k.dues.pop()
 	}
 	c.activity.Add(1)
 	c.mu.Unlock()
@@ -224,9 +314,18 @@ func (k *Kubelet) Sync() time.Time {
 	return next
 }
 
+// live reports whether e is the pending transition of its pod.
+func (k *Kubelet) live(e dueEntry) bool {
+	st := k.pods[e.key]
+	return st != nil && st.queued.Equal(e.at)
+}
+
 // syncPodLocked moves one pod on and returns its next transition time.
-func (k *Kubelet) syncPodLocked(p *corev1.Pod, now time.Time) time.Time {
-	st := k.pods[p.UID]
+func (k *Kubelet) syncPodLocked(key types.NamespacedName, p *corev1.Pod, now time.Time) time.Time {
+	st := k.pods[key]
+	if st != nil && st.uid != p.UID {
+		st = nil // deleted and created again under the same name
+	}
 	if st == nil {
 		if p.Spec.NodeName == "" && p.DeletionTimestamp != nil {
 			return time.Time{}
@@ -251,8 +350,8 @@ func (k *Kubelet) syncPodLocked(p *corev1.Pod, now time.Time) time.Time {
 			sched = k.started
 		}
 		k.ips++
-		st = &podState{b: b, node: node, scheduledAt: sched, ip: fmt.Sprintf("10.244.%d.%d", k.ips/250, k.ips%250+2)}
-		k.pods[p.UID] = st
+		st = &podState{uid: p.UID, b: b, node: node, scheduledAt: sched, ip: fmt.Sprintf("10.244.%d.%d", k.ips/250, k.ips%250+2)}
+		k.pods[key] = st
 	}
 	if st.synced && st.rv == p.ResourceVersion && (st.due.IsZero() || now.Before(st.due)) {
 		return st.due

@@ -71,8 +71,8 @@ func (c *Cluster) Idle() bool {
 // cond is still false, move the clock to the earliest pending timer
 // ([clock.Fake.NextDeadline]), which wakes whatever waits for it. It
 // returns nil once cond holds after settling, [ErrTimeLimit] when the next
-// timer is more than maxVirtual past the start, [ErrStalled] when nothing
-// is pending at all, or ctx's error.
+// timer is more than maxVirtual past the start, [ErrStalled] when the
+// system is quiet (or stuck) and nothing is pending at all, or ctx's error.
 //
 // Settling is the hard part, and it is a heuristic. The system is settled
 // when [Cluster.Idle] holds and no request, watch delivery or kubelet pass
@@ -83,8 +83,16 @@ func (c *Cluster) Idle() bool {
 // The consequence is bounded: virtual time only moves to the next timer,
 // so the late work still happens, at a later virtual time than an ideal
 // run. Register your queues with [Cluster.AddIdleCheck] to close the gap.
-// A system that never quiets down (a hot loop, a watch nobody reads) is
-// stepped anyway after a second of wall-clock time per step.
+//
+// A busy system is waited for as long as it makes progress (requests and
+// deliveries keep happening), however long that takes in wall-clock time:
+// a burst of 100,000 pod creations is not cut short. Two cases are stepped
+// anyway, so that a run cannot hang: a system that is not idle but made no
+// progress for a second (a watch nobody reads), and one that has kept busy
+// for [settleCap] (a hot loop). Neither counts as quiet: with no timer
+// pending, RunUntil settles again rather than report a stall while work is
+// still under way, and reports [ErrStalled] only for a quiet or stuck
+// system.
 func (c *Cluster) RunUntil(ctx context.Context, cond func() bool, maxVirtual time.Duration) error {
 	fc, ok := c.clock.(*clock.Fake)
 	if !ok {
@@ -92,7 +100,8 @@ func (c *Cluster) RunUntil(ctx context.Context, cond func() bool, maxVirtual tim
 	}
 	limit := fc.Now().Add(maxVirtual)
 	for {
-		if err := c.settle(ctx); err != nil {
+		busy, err := c.settle(ctx)
+		if err != nil {
 			return err
 		}
 		if cond() {
@@ -100,6 +109,9 @@ func (c *Cluster) RunUntil(ctx context.Context, cond func() bool, maxVirtual tim
 		}
 		next, ok := fc.NextDeadline()
 		if !ok {
+			if busy {
+				continue
+			}
 			return ErrStalled
 		}
 		if next.After(limit) {
@@ -109,11 +121,24 @@ func (c *Cluster) RunUntil(ctx context.Context, cond func() bool, maxVirtual tim
 	}
 }
 
-// settle waits until the system is idle and quiet; see RunUntil.
-func (c *Cluster) settle(ctx context.Context) error {
+// Limits of one settle; see RunUntil.
+const (
+	// stuckAfter is how long a system that is not idle may make no
+	// progress before it is stepped anyway.
+	stuckAfter = time.Second
+	// settleCap bounds one settle of a system that never quiets down.
+	settleCap = 30 * time.Second
+)
+
+// settle waits until the system is idle and quiet; see RunUntil. busy
+// reports that it gave up on a system still making progress (at
+// settleCap), so that "nothing pending" does not mean "nothing will
+// happen".
+func (c *Cluster) settle(ctx context.Context) (busy bool, err error) {
 	const checks = 4
 	poll := c.cfg.SettleWindow / checks
-	giveUp := time.Now().Add(time.Second)
+	start := time.Now()
+	progressed := start
 	last := c.activity.Load()
 	quiet := 0
 	for quiet < checks {
@@ -124,18 +149,24 @@ func (c *Cluster) settle(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return ctx.Err()
+			return false, ctx.Err()
 		case <-t.C:
 		}
-		now := c.activity.Load()
-		if now == last && c.Idle() {
+		now, at := c.activity.Load(), time.Now()
+		switch {
+		case now != last:
+			quiet, last, progressed = 0, now, at
+		case c.Idle():
 			quiet++
-		} else {
-			quiet, last = 0, now
+		default:
+			quiet = 0
 		}
-		if time.Now().After(giveUp) {
-			return nil
+		switch {
+		case at.Sub(progressed) >= stuckAfter:
+			return false, nil
+		case at.Sub(start) >= settleCap:
+			return true, nil
 		}
 	}
-	return nil
+	return false, nil
 }

@@ -204,7 +204,7 @@ func (r *Resource[T]) commitLocked(typ watch.EventType, obj T) T {
 	}
 	r.recordLocked(typ, obj, prev, rv)
 	if r.kind.GVK.Group == "" && r.kind.GVK.Kind == "Pod" {
-		r.c.podsChangedLocked()
+		r.c.podWrittenLocked(key)
 	}
 	return obj
 }
