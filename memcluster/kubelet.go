@@ -3,8 +3,8 @@ package memcluster
 import (
 	"bytes"
 	"cmp"
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
