@@ -77,13 +77,12 @@ func ClaimPods(rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.P
 //     is not being deleted and rs's namespace is empty or the pod's;
 //     otherwise Ignore.
 func ClaimVerdict(rs *appsv1.ReplicaSet, selector labels.Selector, pod *corev1.Pod) Verdict {
-	return claimVerdict(rs, selector, pod, metav1.GetControllerOfNoCopy(pod))
+	return claimVerdict(rs, pod, metav1.GetControllerOfNoCopy(pod), selector.Matches(labels.Set(pod.Labels)))
 }
 
-// claimVerdict is ClaimVerdict with pod's controller reference, ref,
-// already looked up.
-func claimVerdict(rs *appsv1.ReplicaSet, selector labels.Selector, pod *corev1.Pod, ref *metav1.OwnerReference) Verdict {
-	match := selector.Matches(labels.Set(pod.Labels))
+// claimVerdict is ClaimVerdict with pod's controller reference, ref, already
+// looked up, and whether the pod matches the selector.
+func claimVerdict(rs *appsv1.ReplicaSet, pod *corev1.Pod, ref *metav1.OwnerReference, match bool) Verdict {
 	if ref != nil {
 		switch {
 		case ref.UID != rs.UID:
@@ -102,6 +101,17 @@ func claimVerdict(rs *appsv1.ReplicaSet, selector labels.Selector, pod *corev1.P
 		return Ignore
 	}
 	return Adopt
+}
+
+// controllerOf is metav1.GetControllerOfNoCopy for a pod, without going
+// through the metav1.Object interface.
+func controllerOf(pod *corev1.Pod) *metav1.OwnerReference {
+	for i := range pod.OwnerReferences {
+		if r := &pod.OwnerReferences[i]; r.Controller != nil && *r.Controller {
+			return r
+		}
+	}
+	return nil
 }
 
 // IsOwnedOrOrphan reports whether pod belongs to the set the ReplicaSet

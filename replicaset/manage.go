@@ -47,6 +47,12 @@ type Input struct {
 //
 // Status and RequeueAfter assume the actions succeed; see [Plan].
 func ManageReplicas(in Input, now time.Time) Plan {
+	return manageReplicas(in, nil, now)
+}
+
+// manageReplicas is [ManageReplicas] with the status counts of in.Active at
+// now already made, or nil to make them here.
+func manageReplicas(in Input, counts *podCounts, now time.Time) Plan {
 	rs := in.ReplicaSet
 	var p Plan
 	if in.ExpectationsSatisfied && rs.DeletionTimestamp == nil {
@@ -69,7 +75,12 @@ func ManageReplicas(in Input, now time.Time) Plan {
 			p.Expect = &Expect{Deletions: uids}
 		}
 	}
-	st := CalculateStatus(rs, in.Active, in.Terminating, nil, now)
+	var st appsv1.ReplicaSetStatus
+	if counts != nil {
+		st = statusFromCounts(rs, *counts, in.Terminating, nil, now)
+	} else {
+		st = CalculateStatus(rs, in.Active, in.Terminating, nil, now)
+	}
 	if w, ok := StatusToWrite(rs, st); ok {
 		p.Status = &w
 	}

@@ -81,9 +81,12 @@ func IsPodReady(p *corev1.Pod) bool {
 // podutil.IsPodAvailable).
 func IsPodAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
 	c := readyCondition(p)
-	if c == nil || c.Status != corev1.ConditionTrue {
-		return false
-	}
+	return c != nil && c.Status == corev1.ConditionTrue && availableSince(c, minReadySeconds, now)
+}
+
+// availableSince reports whether a pod whose Ready condition c is True has
+// been ready for minReadySeconds at now.
+func availableSince(c *corev1.PodCondition, minReadySeconds int32, now time.Time) bool {
 	if minReadySeconds == 0 {
 		return true
 	}

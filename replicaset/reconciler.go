@@ -141,7 +141,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 	if err != nil {
 		return Result{}, fmt.Errorf("replicaset %s: invalid selector: %w", key, err)
 	}
-	active, terminating, err := r.claim(ctx, rs, selector)
+	active, terminating, counts, err := r.claim(ctx, rs, selector, now)
 	if err != nil {
 		return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
 	}
@@ -154,7 +154,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 			return Result{}, fmt.Errorf("replicaset %s: related pods: %w", key, err)
 		}
 	}
-	plan := ManageReplicas(in, now)
+	plan := manageReplicas(in, &counts, now)
 	var manageErr error
 	if len(plan.Actions) > 0 {
 		if v := log.V(2); v.Enabled() {
@@ -198,34 +198,40 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 }
 
 // claim returns rs's active claimed pods, in listing order, and its
-// terminating claimed pods, adopting and releasing pods on the way.
-func (r *Reconciler) claim(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector) (active, terminating []*corev1.Pod, err error) {
+// terminating claimed pods, adopting and releasing pods on the way. It
+// makes the status counts of the active pods at now in the same pass.
+func (r *Reconciler) claim(ctx context.Context, rs *appsv1.ReplicaSet, selector *labelMatcher, now time.Time) (active, terminating []*corev1.Pod, counts podCounts, err error) {
 	lists, err := r.listPods(rs)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, podCounts{}, err
 	}
-	active = make([]*corev1.Pod, 0, len(lists[0])+len(lists[1]))
+	kept := newPodCollector(lists[0], len(lists[0])+len(lists[1]))
 	var errs []error
 	adopt := adopter{r: r, rs: rs}
+	test := newPodLabelTest(selector, rs.Spec.Template.Labels)
+	minReady := rs.Spec.MinReadySeconds
 	for _, list := range lists {
 		for _, p := range list {
-			ref := metav1.GetControllerOfNoCopy(p)
+			ref := controllerOf(p)
 			if !ownedOrOrphan(rs, p, ref) {
 				continue
 			}
+			match, labeled := test.test(p.Labels)
 			if !IsPodActive(p) {
-				if ref != nil && IsPodTerminating(p) && selector.Matches(labels.Set(p.Labels)) {
+				if ref != nil && IsPodTerminating(p) && match {
 					terminating = append(terminating, p) // IsClaimed
 				}
 				continue
 			}
-			switch claimVerdict(rs, selector, p, ref) {
+			switch claimVerdict(rs, p, ref, match) {
 			case Own:
-				active = append(active, p)
+				kept.keep(p)
+				counts.add(p, labeled, minReady, now)
 			case Adopt:
 				switch err := adopt.adopt(ctx, p); {
 				case err == nil:
-					active = append(active, p)
+					kept.keep(p)
+					counts.add(p, labeled, minReady, now)
 				case !apierrors.IsNotFound(err):
 					errs = append(errs, err)
 				}
@@ -237,9 +243,9 @@ func (r *Reconciler) claim(ctx context.Context, rs *appsv1.ReplicaSet, selector 
 		}
 	}
 	if len(errs) > 0 {
-		return nil, nil, errors.Join(errs...)
+		return nil, nil, podCounts{}, errors.Join(errs...)
 	}
-	return active, terminating, nil
+	return kept.pods, terminating, counts, nil
 }
 
 // listPods returns the candidate pods of rs in up to two lists: through the

@@ -41,26 +41,42 @@ const (
 // is set and no such condition exists; it is removed when manageErr is nil;
 // an existing condition is kept as is when there is a new error.
 func CalculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, manageErr error, now time.Time) appsv1.ReplicaSetStatus {
-	st := rs.Status
-	var labeled, ready, available int32
-	minReady := rs.Spec.MinReadySeconds
+	var c podCounts
 	want := newLabelSet(rs.Spec.Template.Labels)
 	for _, p := range active {
-		if want.subsetOf(p.Labels) {
-			labeled++
-		}
-		if IsPodReady(p) {
-			ready++
-			if IsPodAvailable(p, minReady, now) {
-				available++
-			}
+		c.add(p, want.subsetOf(p.Labels), rs.Spec.MinReadySeconds, now)
+	}
+	return statusFromCounts(rs, c, terminating, manageErr, now)
+}
+
+// podCounts tallies the active pods of a ReplicaSet for its status.
+type podCounts struct {
+	active, labeled, ready, available int32
+}
+
+// add counts the active pod p, which carries every template label if
+// labeled, with availability judged at now.
+func (c *podCounts) add(p *corev1.Pod, labeled bool, minReadySeconds int32, now time.Time) {
+	c.active++
+	if labeled {
+		c.labeled++
+	}
+	if cond := readyCondition(p); cond != nil && cond.Status == corev1.ConditionTrue {
+		c.ready++
+		if availableSince(cond, minReadySeconds, now) {
+			c.available++
 		}
 	}
+}
+
+// statusFromCounts is [CalculateStatus] for active pods already counted.
+func statusFromCounts(rs *appsv1.ReplicaSet, c podCounts, terminating []*corev1.Pod, manageErr error, now time.Time) appsv1.ReplicaSetStatus {
+	st := rs.Status
 	hasFailure := replicaFailure(rs.Status) >= 0
 	switch {
 	case manageErr != nil && !hasFailure:
 		reason := ""
-		if d := len(active) - replicas(rs); d < 0 {
+		if d := int(c.active) - replicas(rs); d < 0 {
 			reason = ReasonCreateFailed
 		} else if d > 0 {
 			reason = ReasonDeleteFailed
@@ -75,10 +91,10 @@ func CalculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, m
 	case manageErr == nil && hasFailure:
 		st.Conditions = withoutReplicaFailure(st.Conditions)
 	}
-	st.Replicas = int32(len(active))
-	st.FullyLabeledReplicas = labeled
-	st.ReadyReplicas = ready
-	st.AvailableReplicas = available
+	st.Replicas = c.active
+	st.FullyLabeledReplicas = c.labeled
+	st.ReadyReplicas = c.ready
+	st.AvailableReplicas = c.available
 	if n := int32(len(terminating)); st.TerminatingReplicas == nil || *st.TerminatingReplicas != n {
 		st.TerminatingReplicas = &n
 	}
