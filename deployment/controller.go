@@ -73,6 +73,9 @@ type ControllerConfig struct {
 	RateLimiter workqueue.RateLimiter[types.NamespacedName]
 	// Logger receives errors and dropped keys; the zero Logger discards.
 	Logger logr.Logger
+	// Metrics receives the work queue's measurements (depth, latency,
+	// work duration, retries); nil takes none.
+	Metrics workqueue.Metrics
 }
 
 // Controller is the Deployment controller: informer events become keys in
@@ -81,6 +84,7 @@ type Controller struct {
 	cfg      ControllerConfig
 	queue    *workqueue.Queue[types.NamespacedName]
 	rec      Interface
+	tracker  *writeTracker // nil with a Reconciler of the caller's
 	regs     []*informer.Registration
 	runCalls sync.Once
 }
@@ -101,14 +105,16 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 		cfg.MaxRetries = DefaultMaxRetries
 	}
 	c := &Controller{cfg: cfg, rec: cfg.Reconciler,
-		queue: workqueue.New(workqueue.Config[types.NamespacedName]{Name: "deployment", Clock: cfg.Clock, RateLimiter: cfg.RateLimiter})}
+		queue: workqueue.New(workqueue.Config[types.NamespacedName]{Name: "deployment", Clock: cfg.Clock, RateLimiter: cfg.RateLimiter,
+			Metrics: cfg.Metrics})}
 	if c.rec == nil {
 		rsCache, err := NewReplicaSetCache(cfg.ReplicaSets.Cache())
 		if err != nil {
 			return nil, err
 		}
+		c.tracker = &writeTracker{deployments: cfg.Deployments.Cache(), replicaSets: cfg.ReplicaSets.Cache()}
 		c.rec = &Reconciler{Deployments: cfg.Deployments.Cache(), ReplicaSets: rsCache, Pods: cfg.Pods.Cache(),
-			Live: cfg.Live, Client: cfg.Client, Events: cfg.Events, Clock: cfg.Clock}
+			Live: cfg.Live, Client: trackingClient{Client: cfg.Client, t: c.tracker}, Events: cfg.Events, Clock: cfg.Clock}
 	}
 	h := handlers{deployments: cfg.Deployments.Cache(), replicaSets: cfg.ReplicaSets.Cache(), enqueue: c.queue.Add}
 	for _, add := range []func() (*informer.Registration, error){
@@ -163,6 +169,15 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	if c.tracker != nil {
+		if c.tracker.behind(key) {
+			// The event of a write of the last sync is on its way and will
+			// enqueue the key again; see writeTracker.
+			c.queue.Forget(key)
+			return true
+		}
+		ctx = context.WithValue(ctx, syncKey{}, key)
+	}
 	res, err := c.rec.Reconcile(ctx, key)
 	switch {
 	case err == nil:

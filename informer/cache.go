@@ -56,6 +56,9 @@ type Cache[T Object] struct {
 	// owner, so most writes skip a map lookup.
 	lastNS   *nsBucket
 	lastCtrl *ctrlBucket
+
+	wmu    sync.Mutex // guards writes; taken after mu, never before
+	writes writeMarks
 }
 
 // Slots live in fixed-size pages: growing the cache never copies them.

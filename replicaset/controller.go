@@ -44,6 +44,9 @@ type ControllerConfig struct {
 	// workqueue default (per-item exponential backoff and an overall
 	// token bucket).
 	RateLimiter workqueue.RateLimiter[types.NamespacedName]
+	// Metrics receives the work queue's measurements (depth, latency,
+	// work duration, retries); nil takes none.
+	Metrics workqueue.Metrics
 }
 
 // Controller is the ReplicaSet controller: informer event handlers feed a
@@ -75,8 +78,12 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 		return nil, err
 	}
 	clk := clock.OrReal(cfg.Clock)
+	var client Client
+	if cfg.Client != nil {
+		client = trackingClient{Client: cfg.Client, rss: cfg.ReplicaSets.Cache()}
+	}
 	rec, err := NewReconciler(Config{
-		ReplicaSets: cfg.ReplicaSets.Cache(), Pods: pods, Client: cfg.Client,
+		ReplicaSets: cfg.ReplicaSets.Cache(), Pods: pods, Client: client,
 		Events: cfg.Events, Clock: clk, BurstReplicas: cfg.BurstReplicas,
 	})
 	if err != nil {
@@ -85,7 +92,7 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 	return &Controller{
 		rsInf: cfg.ReplicaSets, podInf: cfg.Pods, rss: cfg.ReplicaSets.Cache(), rec: rec,
 		queue: workqueue.New(workqueue.Config[types.NamespacedName]{
-			Name: "replicaset", Clock: clk, RateLimiter: cfg.RateLimiter,
+			Name: "replicaset", Clock: clk, RateLimiter: cfg.RateLimiter, Metrics: cfg.Metrics,
 		}),
 		workers: max(cfg.Workers, 1),
 	}, nil
@@ -150,6 +157,12 @@ func (c *Controller) processNext(ctx context.Context, log logr.Logger) bool {
 	defer c.queue.Done(key)
 	if ctx.Err() != nil {
 		return true // shutting down: drain without syncing
+	}
+	if c.rss.Behind(key) {
+		// This process replaced the cached version (our status write, or a
+		// Deployment controller's scale); its event will enqueue the key.
+		c.queue.Forget(key)
+		return true
 	}
 	res, err := c.rec.Reconcile(ctx, key)
 	if err != nil {

@@ -1,0 +1,58 @@
+package replicaset
+
+import (
+	"context"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ctrlkit/ctrlkit/informer"
+)
+
+// statusOnly is a Client whose status writes return err.
+type statusOnly struct {
+	Client
+	err error
+}
+
+func (s statusOnly) UpdateReplicaSetStatus(_ context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	out := rs.DeepCopy()
+	out.ResourceVersion += "+1"
+	return out, nil
+}
+
+func TestTrackingClientMarksTheCache(t *testing.T) {
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rs", ResourceVersion: "5"}}
+	key := types.NamespacedName{Namespace: "ns", Name: "rs"}
+	c := informer.NewCache(informer.CacheConfig[*appsv1.ReplicaSet]{})
+	if err := c.Add(rs); err != nil {
+		t.Fatal(err)
+	}
+	conflict := apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "replicasets"}, "rs", nil)
+	if _, err := (trackingClient{Client: statusOnly{err: conflict}, rss: c}).UpdateReplicaSetStatus(context.Background(), rs); err == nil {
+		t.Fatal("the failing write succeeded")
+	}
+	if c.Behind(key) {
+		t.Error("Behind after a failed write")
+	}
+	written, err := (trackingClient{Client: statusOnly{}, rss: c}).UpdateReplicaSetStatus(context.Background(), rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Behind(key) {
+		t.Error("not Behind after a successful write the cache has not seen")
+	}
+	if err := c.Update(written); err != nil {
+		t.Fatal(err)
+	}
+	if c.Behind(key) {
+		t.Error("Behind after the write's event")
+	}
+}
