@@ -22,7 +22,10 @@ import (
 // The series:
 //
 //	ctrlkit_syncs_total{controller,result}           syncs that succeeded or failed (counted at the work queue)
-//	ctrlkit_sync_duration_seconds{controller}        histogram of sync durations (Deployment controller)
+//	ctrlkit_sync_duration_seconds{controller}        histogram of sync durations (time a worker held the key)
+//	ctrlkit_workqueue_depth{name}                    keys waiting in the queue
+//	ctrlkit_workqueue_adds_total{name}               keys that became pending (coalesced adds not counted)
+//	ctrlkit_workqueue_queue_duration_seconds{name}   histogram of the time a key waited before a worker took it
 //	ctrlkit_workqueue_retries_total{name}            rate-limited requeues
 //	ctrlkit_api_requests_total{verb,resource}        requests sent to the API server
 //	ctrlkit_api_conflicts_total{verb,resource}       requests answered 409 Conflict
@@ -39,6 +42,9 @@ type Metrics struct {
 	syncs     map[[2]string]int
 	durations map[string]*histogram
 	retries   map[string]int
+	depth     map[string]int
+	adds      map[string]int
+	waits     map[string]*histogram
 	gauges    []gauge
 }
 
@@ -64,13 +70,18 @@ func (m *Metrics) SetLeader(leading bool) { m.leader.Store(leading) }
 func (m *Metrics) ObserveSync(controller string, d time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.durations == nil {
-		m.durations = make(map[string]*histogram)
+	observe(&m.durations, controller, d)
+}
+
+// observe adds d to the histogram name of *hs.
+func observe(hs *map[string]*histogram, name string, d time.Duration) {
+	if *hs == nil {
+		*hs = make(map[string]*histogram)
 	}
-	h := m.durations[controller]
+	h := (*hs)[name]
 	if h == nil {
 		h = new(histogram)
-		m.durations[controller] = h
+		(*hs)[name] = h
 	}
 	s := d.Seconds()
 	for i, b := range durationBuckets {
@@ -81,6 +92,50 @@ func (m *Metrics) ObserveSync(controller string, d time.Duration) {
 	h.sum += s
 	h.n++
 }
+
+// Queue returns the work queue hook (ControllerConfig.Metrics) of the
+// controller named name: it keeps the queue's depth, adds and waiting
+// times, and records the time a worker held each key as a sync.
+func (m *Metrics) Queue(name string) workqueue.Metrics { return queueMetrics{m: m, name: name} }
+
+type queueMetrics struct {
+	m    *Metrics
+	name string
+}
+
+func (q queueMetrics) Added(depth int) {
+	q.m.mu.Lock()
+	defer q.m.mu.Unlock()
+	if q.m.adds == nil {
+		q.m.adds, q.m.depth = make(map[string]int), make(map[string]int)
+	}
+	q.m.adds[q.name]++
+	q.m.depth[q.name] = depth
+}
+
+func (q queueMetrics) Started(depth int, wait time.Duration) {
+	q.m.mu.Lock()
+	defer q.m.mu.Unlock()
+	if q.m.depth == nil {
+		q.m.depth = make(map[string]int)
+	}
+	q.m.depth[q.name] = depth
+	observe(&q.m.waits, q.name, wait)
+}
+
+func (q queueMetrics) Finished(depth int, work time.Duration) {
+	q.m.mu.Lock()
+	defer q.m.mu.Unlock()
+	if q.m.depth == nil {
+		q.m.depth = make(map[string]int)
+	}
+	q.m.depth[q.name] = depth
+	observe(&q.m.durations, q.name, work)
+}
+
+// Retried is not counted here: the rate limiter counts the retries of
+// failed syncs (RateLimiter), and the queue also reports delayed adds.
+func (q queueMetrics) Retried() {}
 
 func (m *Metrics) countSync(controller, result string) {
 	m.mu.Lock()
@@ -150,16 +205,16 @@ func (m *Metrics) Write(w io.Writer) error {
 	for _, k := range sortedKeys(m.syncs, func(a, b [2]string) bool { return a[0] < b[0] || a[0] == b[0] && a[1] < b[1] }) {
 		fmt.Fprintf(b, "ctrlkit_syncs_total{controller=%s,result=%s} %d\n", q(k[0]), q(k[1]), m.syncs[k])
 	}
-	header(b, "ctrlkit_sync_duration_seconds", "histogram", "Duration of syncs.")
-	for _, c := range sortedKeys(m.durations, func(a, b string) bool { return a < b }) {
-		h := m.durations[c]
-		for i, ub := range durationBuckets {
-			fmt.Fprintf(b, "ctrlkit_sync_duration_seconds_bucket{controller=%s,le=%s} %d\n", q(c), q(strconv.FormatFloat(ub, 'g', -1, 64)), h.counts[i])
-		}
-		fmt.Fprintf(b, "ctrlkit_sync_duration_seconds_bucket{controller=%s,le=\"+Inf\"} %d\n", q(c), h.n)
-		fmt.Fprintf(b, "ctrlkit_sync_duration_seconds_sum{controller=%s} %g\n", q(c), h.sum)
-		fmt.Fprintf(b, "ctrlkit_sync_duration_seconds_count{controller=%s} %d\n", q(c), h.n)
+	writeHistograms(b, "ctrlkit_sync_duration_seconds", "controller", "Duration of syncs.", m.durations)
+	header(b, "ctrlkit_workqueue_depth", "gauge", "Keys waiting in the work queue.")
+	for _, n := range sortedKeys(m.depth, func(a, b string) bool { return a < b }) {
+		fmt.Fprintf(b, "ctrlkit_workqueue_depth{name=%s} %d\n", q(n), m.depth[n])
 	}
+	header(b, "ctrlkit_workqueue_adds_total", "counter", "Keys that became pending in the work queue.")
+	for _, n := range sortedKeys(m.adds, func(a, b string) bool { return a < b }) {
+		fmt.Fprintf(b, "ctrlkit_workqueue_adds_total{name=%s} %d\n", q(n), m.adds[n])
+	}
+	writeHistograms(b, "ctrlkit_workqueue_queue_duration_seconds", "name", "Time a key waited in the work queue before a worker took it.", m.waits)
 	header(b, "ctrlkit_workqueue_retries_total", "counter", "Rate-limited requeues by queue.")
 	for _, n := range sortedKeys(m.retries, func(a, b string) bool { return a < b }) {
 		fmt.Fprintf(b, "ctrlkit_workqueue_retries_total{name=%s} %d\n", q(n), m.retries[n])
@@ -192,6 +247,20 @@ func (m *Metrics) Write(w io.Writer) error {
 		fmt.Fprintf(b, "%s{%s} %g\n", g.name, g.labels, g.value())
 	}
 	return b.Flush()
+}
+
+// writeHistograms writes one histogram per key of hs, labelled label=key.
+func writeHistograms(b io.Writer, name, label, help string, hs map[string]*histogram) {
+	header(b, name, "histogram", help)
+	for _, c := range sortedKeys(hs, func(a, b string) bool { return a < b }) {
+		h := hs[c]
+		for i, ub := range durationBuckets {
+			fmt.Fprintf(b, "%s_bucket{%s=%s,le=%s} %d\n", name, label, q(c), q(strconv.FormatFloat(ub, 'g', -1, 64)), h.counts[i])
+		}
+		fmt.Fprintf(b, "%s_bucket{%s=%s,le=\"+Inf\"} %d\n", name, label, q(c), h.n)
+		fmt.Fprintf(b, "%s_sum{%s=%s} %g\n", name, label, q(c), h.sum)
+		fmt.Fprintf(b, "%s_count{%s=%s} %d\n", name, label, q(c), h.n)
+	}
 }
 
 func header(w io.Writer, name, typ, help string) {

@@ -46,7 +46,12 @@
 //     [EventRecorder]) that informer.Cache satisfies directly.
 //   - [Controller] wires ReplicaSet and pod informers to a workqueue with
 //     upstream's event-handler rules and runs workers until its context
-//     ends.
+//     ends. Unlike upstream it does not sync a ReplicaSet from a cached
+//     version this process has already replaced (its own status write, or
+//     a scale by a Deployment controller sharing the cache; see
+//     informer.Cache.Behind): it waits for that write's event, which
+//     enqueues the ReplicaSet anyway, instead of writing the status on the
+//     old version and getting a Conflict.
 //
 // # Usage
 //
