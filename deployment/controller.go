@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
@@ -76,6 +77,14 @@ type ControllerConfig struct {
 	// Metrics receives the work queue's measurements (depth, latency,
 	// work duration, retries); nil takes none.
 	Metrics workqueue.Metrics
+	// BatchPeriod delays the syncs that ReplicaSet status changes and pod
+	// deletions trigger, so that a burst of them (the pods of one step
+	// becoming ready together) costs one sync and one status write.
+	// Deployment events and ReplicaSet spec, label or owner changes still
+	// sync at once. Zero syncs at once on every event, like upstream;
+	// kube-controller-manager has the same knob for EndpointSlices
+	// (--endpointslice-updates-batch-period).
+	BatchPeriod time.Duration
 }
 
 // Controller is the Deployment controller: informer events become keys in
@@ -116,7 +125,10 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 		c.rec = &Reconciler{Deployments: cfg.Deployments.Cache(), ReplicaSets: rsCache, Pods: cfg.Pods.Cache(),
 			Live: cfg.Live, Client: trackingClient{Client: cfg.Client, t: c.tracker}, Events: cfg.Events, Clock: cfg.Clock}
 	}
-	h := handlers{deployments: cfg.Deployments.Cache(), replicaSets: cfg.ReplicaSets.Cache(), enqueue: c.queue.Add}
+	h := handlers{deployments: cfg.Deployments.Cache(), replicaSets: cfg.ReplicaSets.Cache(), enqueue: c.queue.Add, later: c.queue.Add}
+	if cfg.BatchPeriod > 0 {
+		h.later = func(key types.NamespacedName) { c.queue.AddAfter(key, cfg.BatchPeriod) }
+	}
 	for _, add := range []func() (*informer.Registration, error){
 		func() (*informer.Registration, error) { return cfg.Deployments.AddHandler(h.deploymentHandler()) },
 		func() (*informer.Registration, error) { return cfg.ReplicaSets.AddHandler(h.replicaSetHandler()) },
@@ -204,6 +216,7 @@ type handlers struct {
 	deployments *informer.Cache[*appsv1.Deployment]
 	replicaSets *informer.Cache[*appsv1.ReplicaSet]
 	enqueue     func(types.NamespacedName)
+	later       func(types.NamespacedName) // enqueue after the batch period
 }
 
 func (h handlers) deploymentHandler() informer.Handler[*appsv1.Deployment] {
@@ -237,6 +250,14 @@ func (h handlers) replicaSetHandler() informer.Handler[*appsv1.ReplicaSet] {
 				h.enqueueOwner(old.Namespace, oldRef)
 			}
 			if curRef != nil {
+				if !refChanged && old.Generation == cur.Generation && labels.Equals(old.Labels, cur.Labels) &&
+					(old.DeletionTimestamp == nil) == (cur.DeletionTimestamp == nil) {
+					// The status (or annotations) only: batched.
+					if d := h.resolve(cur.Namespace, curRef); d != nil {
+						h.later(keyOf(d))
+					}
+					return
+				}
 				h.enqueueOwner(cur.Namespace, curRef)
 				return
 			}
@@ -265,7 +286,7 @@ func (h handlers) podHandler() informer.Handler[*corev1.Pod] {
 				return
 			}
 			if d := h.resolve(rs.Namespace, metav1.GetControllerOfNoCopy(rs)); d != nil && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
-				h.enqueue(keyOf(d))
+				h.later(keyOf(d))
 			}
 		},
 	}

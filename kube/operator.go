@@ -37,6 +37,11 @@ type Operator struct {
 	// Grace is how long a write in flight at shutdown may go on after the
 	// context is cancelled; 0 means 10 s.
 	Grace time.Duration
+	// BatchPeriod delays the syncs that pod events and ReplicaSet status
+	// changes trigger, so that a burst of them costs one sync and one
+	// status write (see the controllers' ControllerConfig.BatchPeriod).
+	// Zero syncs at once on every event, like kube-controller-manager.
+	BatchPeriod time.Duration
 	// Metrics, if set, receives the operator's measurements and counts its
 	// API requests.
 	Metrics *Metrics
@@ -81,7 +86,7 @@ func (o *Operator) Run(ctx context.Context) error {
 		}
 	}
 	r := operatorRun{informers: clients[0], deployments: clients[1], replicaSets: clients[2], events: clients[3],
-		namespace: o.Namespace, workers: o.Workers, grace: o.Grace, metrics: o.Metrics}
+		namespace: o.Namespace, workers: o.Workers, grace: o.Grace, batch: o.BatchPeriod, metrics: o.Metrics}
 	if r.workers <= 0 {
 		r.workers = 5
 	}
@@ -98,6 +103,7 @@ type operatorRun struct {
 	namespace string
 	workers   int
 	grace     time.Duration
+	batch     time.Duration
 	metrics   *Metrics
 }
 
@@ -132,14 +138,14 @@ func (o *operatorRun) run(ctx context.Context) error {
 		Client:  DeploymentClient{Clientset: o.deployments, Grace: grace},
 		Live:    LiveDeployments(context.WithoutCancel(ctx), o.deployments),
 		Events:  events.Deployment(),
-		Workers: workers, RateLimiter: dLimiter, Metrics: dQueue, Logger: log.WithName("deployment"),
+		Workers: workers, RateLimiter: dLimiter, Metrics: dQueue, BatchPeriod: o.batch, Logger: log.WithName("deployment"),
 	})
 	if err != nil {
 		return err
 	}
 	rsc, err := replicaset.NewController(replicaset.ControllerConfig{
 		ReplicaSets: rsInf, Pods: podInf, Client: ReplicaSetClient{Clientset: o.replicaSets, Grace: grace},
-		Events: events.ReplicaSet(), Workers: workers, RateLimiter: rsLimiter, Metrics: rsQueue,
+		Events: events.ReplicaSet(), Workers: workers, RateLimiter: rsLimiter, Metrics: rsQueue, BatchPeriod: o.batch,
 	})
 	if err != nil {
 		return err

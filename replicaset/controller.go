@@ -47,6 +47,13 @@ type ControllerConfig struct {
 	// Metrics receives the work queue's measurements (depth, latency,
 	// work duration, retries); nil takes none.
 	Metrics workqueue.Metrics
+	// BatchPeriod delays the syncs that pod events trigger, so that a
+	// burst of them (pods of one batch becoming ready together) costs one
+	// sync and one status write instead of one each. ReplicaSet events
+	// still sync at once. Zero syncs at once on every event, like
+	// upstream; kube-controller-manager has the same knob for EndpointSlices
+	// (--endpointslice-updates-batch-period).
+	BatchPeriod time.Duration
 }
 
 // Controller is the ReplicaSet controller: informer event handlers feed a
@@ -60,6 +67,7 @@ type Controller struct {
 	rec     *Reconciler
 	queue   *workqueue.Queue[types.NamespacedName]
 	workers int
+	batch   time.Duration
 }
 
 // NewController returns a controller for cfg. It adds an index of orphan
@@ -95,6 +103,7 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 			Name: "replicaset", Clock: clk, RateLimiter: cfg.RateLimiter, Metrics: cfg.Metrics,
 		}),
 		workers: max(cfg.Workers, 1),
+		batch:   max(cfg.BatchPeriod, 0),
 	}, nil
 }
 
@@ -212,13 +221,22 @@ func (c *Controller) resolve(namespace string, ref *metav1.OwnerReference) *apps
 }
 
 // enqueueMatching enqueues every ReplicaSet that selects the orphan pod.
+// podEvent enqueues a ReplicaSet for a pod event, after the batch period.
+func (c *Controller) podEvent(key types.NamespacedName) {
+	if c.batch > 0 {
+		c.queue.AddAfter(key, c.batch)
+		return
+	}
+	c.queue.Add(key)
+}
+
 func (c *Controller) enqueueMatching(pod *corev1.Pod) {
 	rss, err := c.rss.List(pod.Namespace, labels.Everything())
 	if err != nil {
 		return // the cache lists without failing; nothing to match
 	}
 	for _, rs := range PodReplicaSets(pod, rss) {
-		c.queue.Add(rsKey(rs))
+		c.podEvent(rsKey(rs))
 	}
 }
 
@@ -233,7 +251,7 @@ func (c *Controller) addPod(pod *corev1.Pod) {
 	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
 		if rs := c.resolve(pod.Namespace, ref); rs != nil {
 			c.rec.Expectations().CreationObserved(rsKey(rs))
-			c.queue.Add(rsKey(rs))
+			c.podEvent(rsKey(rs))
 		}
 		return
 	}
@@ -262,7 +280,7 @@ func (c *Controller) updatePod(old, cur *corev1.Pod) {
 	refChanged := !reflect.DeepEqual(curRef, oldRef)
 	if refChanged && oldRef != nil {
 		if rs := c.resolve(old.Namespace, oldRef); rs != nil {
-			c.queue.Add(rsKey(rs))
+			c.podEvent(rsKey(rs))
 		}
 	}
 	if curRef != nil {
@@ -270,7 +288,7 @@ func (c *Controller) updatePod(old, cur *corev1.Pod) {
 		if rs == nil {
 			return
 		}
-		c.queue.Add(rsKey(rs))
+		c.podEvent(rsKey(rs))
 		if !IsPodReady(old) && IsPodReady(cur) && rs.Spec.MinReadySeconds > 0 {
 			c.queue.AddAfter(rsKey(rs), time.Duration(rs.Spec.MinReadySeconds)*time.Second)
 		}
@@ -296,7 +314,7 @@ func (c *Controller) podDeleted(pod *corev1.Pod) {
 	}
 	if rs := c.resolve(pod.Namespace, ref); rs != nil {
 		c.rec.Expectations().DeletionObserved(rsKey(rs), pod.UID)
-		c.queue.Add(rsKey(rs))
+		c.podEvent(rsKey(rs))
 	}
 }
 

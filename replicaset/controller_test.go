@@ -4,39 +4,70 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/replicaset"
+	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
 // running is a world with informers and a Controller running over it.
 type running struct {
 	w      *world
 	c      *replicaset.Controller
+	rss    *informer.Cache[*appsv1.ReplicaSet] // the ReplicaSet informer's cache
 	cancel context.CancelFunc
 	done   chan error
+}
+
+// controllerOpts changes what startControllerWith runs. Zero fields mean
+// the world's own sources and client, and no metrics.
+type controllerOpts struct {
+	rss     informer.ListWatcher[*appsv1.ReplicaSet]
+	pods    informer.ListWatcher[*corev1.Pod]
+	client  replicaset.Client
+	metrics workqueue.Metrics
 }
 
 // startController runs informers and a controller (2 workers) over w until
 // the test ends. The controller's clock is w's fake clock.
 func startController(t *testing.T, w *world) *running {
 	t.Helper()
-	rsInf := informer.New(w.rsSource(), informer.Config[*appsv1.ReplicaSet]{})
-	podInf := informer.New(w.podSource(), informer.Config[*corev1.Pod]{})
+	return startControllerWith(t, w, controllerOpts{})
+}
+
+// startControllerWith is startController with the changes of o.
+func startControllerWith(t *testing.T, w *world, o controllerOpts) *running {
+	t.Helper()
+	if o.rss == nil {
+		o.rss = w.rsSource()
+	}
+	if o.pods == nil {
+		o.pods = w.podSource()
+	}
+	if o.client == nil {
+		o.client = w
+	}
+	rsInf := informer.New(o.rss, informer.Config[*appsv1.ReplicaSet]{})
+	podInf := informer.New(o.pods, informer.Config[*corev1.Pod]{})
 	c, err := replicaset.NewController(replicaset.ControllerConfig{
-		ReplicaSets: rsInf, Pods: podInf, Client: w, Events: w, Clock: w.clock, Workers: 2,
+		ReplicaSets: rsInf, Pods: podInf, Client: o.client, Events: w, Clock: w.clock, Workers: 2,
+		Metrics: o.metrics,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{w: w, c: c, cancel: cancel, done: make(chan error, 1)}
+	r := &running{w: w, c: c, rss: rsInf.Cache(), cancel: cancel, done: make(chan error, 1)}
 	var wg sync.WaitGroup
 	for _, run := range []func(context.Context) error{rsInf.Run, podInf.Run} {
 		wg.Go(func() {
@@ -219,5 +250,80 @@ func TestControllerRecreatedReplicaSetDropsExpectations(t *testing.T) {
 			t.Fatalf("expectations of the replaced ReplicaSet still pending: %+v", e)
 		}
 		time.Sleep(time.Millisecond) // poll interval, not synchronisation
+	}
+}
+
+// waitUntil polls cond until it holds, failing the test after a generous
+// deadline. Unlike running.eventually it leaves the clock alone, so that
+// expectations cannot expire while it waits.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond) // poll interval, not synchronisation
+	}
+}
+
+// A pod deleted while the pod watch is down reaches the controller only as
+// a tombstone (Deleted.FinalStateUnknown), when the informer lists again
+// after the watch expires. The deletion must count for the ReplicaSet's
+// expectations, or it would wait for an event that never comes, and wake
+// the ReplicaSet, or nothing would replace the pod.
+func TestControllerCountsTombstones(t *testing.T) {
+	w := newWorld(t0)
+	rs := w.addRS(newRS("web", 2))
+	for _, name := range []string{"a", "b", "c"} {
+		w.addPod(newPod(name, ownedBy(rs)))
+	}
+	// The pod informer's first watch delivers nothing until the test ends
+	// it with a 410 Expired; the watch after the relist is the world's.
+	down := watch.NewFakeWithChanSize(1, false)
+	var watches atomic.Int32
+	pods := informer.ListWatchFuncs[*corev1.Pod]{
+		ListFunc: w.podSource().List,
+		WatchFunc: func(ctx context.Context, rv string) (watch.Interface, error) {
+			if watches.Add(1) == 1 {
+				return down, nil
+			}
+			return w.podSource().Watch(ctx, rv)
+		},
+	}
+	r := startControllerWith(t, w, controllerOpts{pods: pods})
+	exp := r.c.Reconciler().Expectations()
+
+	// One pod too many: the controller deletes one and waits to see it go.
+	waitUntil(t, "a pod deleted", func() bool { return len(w.snapshot()) == 2 })
+	left := w.snapshot()
+	gone := map[types.UID]bool{"uid-a": true, "uid-b": true, "uid-c": true}
+	for _, p := range left {
+		delete(gone, p.UID)
+	}
+	if got := exp.PendingDeletions(key("web")); len(gone) != 1 || len(got) != 1 || !gone[got[0]] {
+		t.Fatalf("pending deletions %q after the controller deleted %v", got, gone)
+	}
+
+	// An eviction removes another pod, then the watch expires. The relist
+	// finds both gone and the informer emits two tombstones.
+	if err := w.DeletePod(context.Background(), ns, left[0].Name, left[0].UID); err != nil {
+		t.Fatal(err)
+	}
+	down.Error(&apierrors.NewResourceExpired("watch expired").ErrStatus)
+
+	waitUntil(t, "a replacement pod", func() bool { return len(activeOwned(w, rs)) == 2 })
+	if got := activeOwned(w, rs); got[0] != left[1].Name && got[1] != left[1].Name {
+		t.Errorf("active pods %q; want %s and a new one", got, left[1].Name)
+	}
+	waitUntil(t, "expectations fulfilled", func() bool {
+		e, _ := exp.Get(key("web"))
+		return e.Fulfilled()
+	})
+	if got := exp.PendingDeletions(key("web")); len(got) != 0 {
+		t.Errorf("pending deletions %q; want none", got)
+	}
+	if creates, _ := w.writes(); creates != 1 {
+		t.Errorf("%d pods created; want 1", creates)
 	}
 }

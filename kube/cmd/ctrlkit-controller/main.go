@@ -39,6 +39,7 @@ type options struct {
 	kubeconfig     string
 	namespace      string
 	workers        int
+	batchPeriod    time.Duration
 	qps            float64
 	burst          int
 	bindAddress    string
@@ -57,6 +58,8 @@ func main() {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means in-cluster configuration")
 	fs.StringVar(&o.namespace, "namespace", "", "only manage objects in this namespace; empty means all")
 	fs.IntVar(&o.workers, "workers", 5, "concurrent syncs per controller")
+	fs.DurationVar(&o.batchPeriod, "sync-batch-period", 0, "delay the syncs that pod events and ReplicaSet status changes trigger by this much, so that\n"+
+		"a burst of them costs one sync and one status write; 0 syncs at once, like kube-controller-manager")
 	fs.Float64Var(&o.qps, "kube-api-qps", 20, "queries per second to the API server")
 	fs.IntVar(&o.burst, "kube-api-burst", 30, "burst of queries to the API server")
 	fs.StringVar(&o.bindAddress, "bind-address", "127.0.0.1:10271", "address of /healthz and /metrics; empty disables them")
@@ -92,7 +95,7 @@ func run(ctx context.Context, o options) error {
 	cfg.UserAgent = rest.DefaultKubernetesUserAgent() + "/ctrlkit-controller"
 
 	metrics := new(kube.Metrics)
-	op := &kube.Operator{Config: cfg, Namespace: o.namespace, Workers: o.workers, Metrics: metrics,
+	op := &kube.Operator{Config: cfg, Namespace: o.namespace, Workers: o.workers, BatchPeriod: o.batchPeriod, Metrics: metrics,
 		Grace: o.shutdownGrace, Logger: log}
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	if o.bindAddress != "" {

@@ -133,7 +133,7 @@ func TestSideBySide(t *testing.T) {
 		ns := fmt.Sprintf("ctrlkit-%d", i)
 		s := newRun(t, ctx, ns)
 		m := new(kube.Metrics)
-		op := &kube.Operator{Config: cp.Config(20, 30), Namespace: ns, Metrics: m}
+		op := &kube.Operator{Config: cp.Config(20, 30), Namespace: ns, Metrics: m, BatchPeriod: batchPeriod(t)}
 		opCtx, stop := context.WithCancel(ctx)
 		var wg sync.WaitGroup
 		wg.Go(func() {
@@ -226,4 +226,18 @@ func report(t *testing.T, rows []string) {
 			t.Error(err)
 		}
 	}
+}
+
+// batchPeriod is our operator's BatchPeriod: CTRLKIT_E2E_BATCH (a
+// duration), 0 by default.
+func batchPeriod(t *testing.T) time.Duration {
+	s := os.Getenv("CTRLKIT_E2E_BATCH")
+	if s == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		t.Fatalf("CTRLKIT_E2E_BATCH=%q: %v", s, err)
+	}
+	return d
 }

@@ -1,0 +1,199 @@
+package replicaset_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/replicaset"
+)
+
+// finishedCounter is a workqueue.Metrics that counts finished items.
+type finishedCounter struct {
+	mu   sync.Mutex
+	n    int
+	cond *sync.Cond
+}
+
+func newFinishedCounter() *finishedCounter {
+	f := &finishedCounter{}
+	f.cond = sync.NewCond(&f.mu)
+	return f
+}
+
+func (f *finishedCounter) Added(int)                  {}
+func (f *finishedCounter) Started(int, time.Duration) {}
+func (f *finishedCounter) Retried()                   {}
+func (f *finishedCounter) Finished(int, time.Duration) {
+	f.mu.Lock()
+	f.n++
+	f.cond.Broadcast()
+	f.mu.Unlock()
+}
+
+func (f *finishedCounter) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n
+}
+
+// waitFor waits until at least n items have finished.
+func (f *finishedCounter) waitFor(t *testing.T, n int) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		f.mu.Lock()
+		for f.n < n {
+			f.cond.Wait()
+		}
+		f.mu.Unlock()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%d items finished within 10s; want %d", f.count(), n)
+	}
+}
+
+// conflictRecorder is the world as a replicaset.Client, recording the
+// status writes answered Conflict.
+type conflictRecorder struct {
+	*world
+	mu        sync.Mutex
+	conflicts []string
+}
+
+func (c *conflictRecorder) UpdateReplicaSetStatus(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
+	out, err := c.world.UpdateReplicaSetStatus(ctx, rs)
+	if apierrors.IsConflict(err) {
+		c.mu.Lock()
+		c.conflicts = append(c.conflicts, rs.Name+" at resourceVersion "+rs.ResourceVersion)
+		c.mu.Unlock()
+	}
+	return out, err
+}
+
+func (c *conflictRecorder) conflicted() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.conflicts...)
+}
+
+// writes returns the number of pod creations and status writes (Conflicts
+// included) the world has been asked for.
+func (w *world) writes() (creates, statuses int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.creates, w.statuses
+}
+
+// The controller does not sync a ReplicaSet from a cached version that
+// this process has replaced, by its own status write or by another
+// controller's scale (informer.Cache.Wrote): it waits for the write's
+// event. Upstream syncs at once, and its status write on the replaced
+// version fails with Conflict.
+func TestControllerWaitsForItsOwnWrites(t *testing.T) {
+	w := newWorld(t0)
+	rs := w.addRS(newRS("web", 2))
+	for _, name := range []string{"a", "b"} {
+		w.addPod(newPod(name, ownedBy(rs)))
+	}
+	// The test delivers the ReplicaSet events itself, so it decides when
+	// the event of a write arrives. Pod events flow from the world.
+	rsw := watch.NewFakeWithChanSize(10, false)
+	client := &conflictRecorder{world: w}
+	done := newFinishedCounter()
+	r := startControllerWith(t, w, controllerOpts{
+		rss: informer.ListWatchFuncs[*appsv1.ReplicaSet]{
+			ListFunc:  w.rsSource().List,
+			WatchFunc: func(context.Context, string) (watch.Interface, error) { return rsw, nil },
+		},
+		client: client, metrics: done,
+	})
+	k := key("web")
+	deliver := func() { rsw.Modify(w.rs(k)) } // the event of the last write
+	check := func(step string, wantCreates, wantStatuses int) {
+		t.Helper()
+		if got := client.conflicted(); len(got) > 0 {
+			t.Fatalf("%s: status writes answered Conflict: %q", step, got)
+		}
+		if creates, statuses := w.writes(); creates != wantCreates || statuses != wantStatuses {
+			t.Fatalf("%s: %d pods created, %d status writes; want %d, %d", step, creates, statuses, wantCreates, wantStatuses)
+		}
+	}
+
+	// The first sync writes the status; its event is held back.
+	done.waitFor(t, 1)
+	check("first sync", 0, 1)
+
+	// Pod a turns ready, and its event enqueues the ReplicaSet before the
+	// status write's event arrives: the sync is skipped.
+	w.updatePod(key("a"), readySince(t0))
+	done.waitFor(t, 2)
+	check("pod event ahead of the status write's event", 0, 1)
+
+	// The status write's event arrives: the sync runs and writes the ready
+	// pod on the current version. Its own event then changes nothing.
+	deliver()
+	done.waitFor(t, 3)
+	check("the status write's event", 0, 2)
+	if got := w.rs(k).Status.ReadyReplicas; got != 1 {
+		t.Errorf("readyReplicas = %d; want 1", got)
+	}
+	deliver()
+	done.waitFor(t, 4)
+	check("the second status write's event", 0, 2)
+
+	// Another controller sharing the cache scales the ReplicaSet to 3 and
+	// marks the cache, as the Deployment controller does. Pod b turns ready
+	// before the scale's event arrives: nothing is decided on the old spec.
+	cached, err := r.rss.Get(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scaled := w.rs(k).DeepCopy()
+	*scaled.Spec.Replicas = 3
+	scaled.Generation = 2
+	w.addRS(scaled)
+	r.rss.Wrote(k, cached.ResourceVersion)
+	w.updatePod(key("b"), readySince(t0))
+	done.waitFor(t, 5)
+	check("pod event ahead of the scale's event", 0, 2)
+
+	// The scale's event arrives: the sync creates the third pod and writes
+	// the status. The new pod's event wakes the ReplicaSet again before
+	// that write's event arrives: skipped.
+	deliver()
+	done.waitFor(t, 6)
+	check("the scale's event", 1, 3)
+	done.waitFor(t, 7)
+	check("the new pod's event", 1, 3)
+
+	// The status write's event arrives: the last sync counts the new pod.
+	deliver()
+	done.waitFor(t, 8)
+	check("the last status write's event", 1, 4)
+	want := appsv1.ReplicaSetStatus{
+		Replicas: 3, FullyLabeledReplicas: 3, ReadyReplicas: 2, AvailableReplicas: 2,
+		ObservedGeneration: 2, TerminatingReplicas: new(int32),
+	}
+	if diff := cmp.Diff(want, w.rs(k).Status); diff != "" {
+		t.Errorf("status mismatch (-want +got):\n%s", diff)
+	}
+	if got := activeOwned(w, rs); len(got) != 3 {
+		t.Errorf("active pods %q; want 3", got)
+	}
+	if e, _ := r.c.Reconciler().Expectations().Get(k); !e.Fulfilled() {
+		t.Errorf("expectations %+v; want fulfilled", e)
+	}
+}
+
+var _ replicaset.Client = (*conflictRecorder)(nil)
