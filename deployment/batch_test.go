@@ -66,7 +66,8 @@ func TestControllerBatchPeriod(t *testing.T) {
 	}
 	none("initial")
 
-	// Three status changes: nothing until the period has passed, then one sync.
+	// Three status changes: nothing until the period has passed, then one
+	// sync.
 	for i := range 3 {
 		cur := rs.DeepCopy()
 		cur.ResourceVersion = string(rune('2' + i))

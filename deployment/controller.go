@@ -77,12 +77,15 @@ type ControllerConfig struct {
 	// Metrics receives the work queue's measurements (depth, latency,
 	// work duration, retries); nil takes none.
 	Metrics workqueue.Metrics
-	// BatchPeriod delays the syncs that ReplicaSet status changes and pod
-	// deletions trigger, so that a burst of them (the pods of one step
-	// becoming ready together) costs one sync and one status write.
-	// Deployment events and ReplicaSet spec, label or owner changes still
-	// sync at once. Zero syncs at once on every event, like upstream;
-	// kube-controller-manager has the same knob for EndpointSlices
+	// BatchPeriod delays the sync that a ReplicaSet status change or a
+	// pod deletion triggers by this much, and the events of the
+	// Deployment that arrive meanwhile join that sync: a burst of them
+	// (its ReplicaSets reporting pods ready one by one) costs one sync and
+	// one status write instead of one each. The price is latency: every
+	// step of a rollout waits the period longer. Deployment events and
+	// ReplicaSet spec, label or owner changes still sync at once. Zero
+	// syncs at once on every event, like upstream; kube-controller-manager
+	// batches EndpointSlice updates the same way
 	// (--endpointslice-updates-batch-period).
 	BatchPeriod time.Duration
 }
@@ -127,6 +130,8 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 	}
 	h := handlers{deployments: cfg.Deployments.Cache(), replicaSets: cfg.ReplicaSets.Cache(), enqueue: c.queue.Add, later: c.queue.Add}
 	if cfg.BatchPeriod > 0 {
+		// The queue keeps the earliest deadline of a key: the first event
+		// of a burst sets the time of the one sync for all of it.
 		h.later = func(key types.NamespacedName) { c.queue.AddAfter(key, cfg.BatchPeriod) }
 	}
 	for _, add := range []func() (*informer.Registration, error){

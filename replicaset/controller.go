@@ -47,12 +47,15 @@ type ControllerConfig struct {
 	// Metrics receives the work queue's measurements (depth, latency,
 	// work duration, retries); nil takes none.
 	Metrics workqueue.Metrics
-	// BatchPeriod delays the syncs that pod events trigger, so that a
-	// burst of them (pods of one batch becoming ready together) costs one
-	// sync and one status write instead of one each. ReplicaSet events
-	// still sync at once. Zero syncs at once on every event, like
-	// upstream; kube-controller-manager has the same knob for EndpointSlices
-	// (--endpointslice-updates-batch-period).
+	// BatchPeriod delays the sync a pod event triggers by this much, and
+	// the pod events of the ReplicaSet that arrive meanwhile join that
+	// sync: a burst of them (the pods of one step becoming ready together)
+	// costs one sync and one status write instead of one each. The price
+	// is latency: every step of a rollout that waits for pods waits the
+	// period longer. ReplicaSet events still sync at once (and take the
+	// pending pod events along). Zero syncs at once on every event, like
+	// upstream; kube-controller-manager batches EndpointSlice updates the
+	// same way (--endpointslice-updates-batch-period).
 	BatchPeriod time.Duration
 }
 
@@ -67,7 +70,7 @@ type Controller struct {
 	rec     *Reconciler
 	queue   *workqueue.Queue[types.NamespacedName]
 	workers int
-	batch   time.Duration
+	batch   time.Duration // pod events wait this long; see BatchPeriod
 }
 
 // NewController returns a controller for cfg. It adds an index of orphan
@@ -97,11 +100,12 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	q := workqueue.New(workqueue.Config[types.NamespacedName]{
+		Name: "replicaset", Clock: clk, RateLimiter: cfg.RateLimiter, Metrics: cfg.Metrics,
+	})
 	return &Controller{
 		rsInf: cfg.ReplicaSets, podInf: cfg.Pods, rss: cfg.ReplicaSets.Cache(), rec: rec,
-		queue: workqueue.New(workqueue.Config[types.NamespacedName]{
-			Name: "replicaset", Clock: clk, RateLimiter: cfg.RateLimiter, Metrics: cfg.Metrics,
-		}),
+		queue:   q,
 		workers: max(cfg.Workers, 1),
 		batch:   max(cfg.BatchPeriod, 0),
 	}, nil
@@ -222,6 +226,8 @@ func (c *Controller) resolve(namespace string, ref *metav1.OwnerReference) *apps
 
 // enqueueMatching enqueues every ReplicaSet that selects the orphan pod.
 // podEvent enqueues a ReplicaSet for a pod event, after the batch period.
+// The work queue keeps the earliest deadline of a key, so the first event
+// of a burst sets the time of the one sync for all of it.
 func (c *Controller) podEvent(key types.NamespacedName) {
 	if c.batch > 0 {
 		c.queue.AddAfter(key, c.batch)

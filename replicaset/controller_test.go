@@ -30,12 +30,13 @@ type running struct {
 }
 
 // controllerOpts changes what startControllerWith runs. Zero fields mean
-// the world's own sources and client, and no metrics.
+// the world's own sources and client, no metrics and no batch period.
 type controllerOpts struct {
 	rss     informer.ListWatcher[*appsv1.ReplicaSet]
 	pods    informer.ListWatcher[*corev1.Pod]
 	client  replicaset.Client
 	metrics workqueue.Metrics
+	batch   time.Duration // ControllerConfig.BatchPeriod
 }
 
 // startController runs informers and a controller (2 workers) over w until
@@ -61,7 +62,7 @@ func startControllerWith(t *testing.T, w *world, o controllerOpts) *running {
 	podInf := informer.New(o.pods, informer.Config[*corev1.Pod]{})
 	c, err := replicaset.NewController(replicaset.ControllerConfig{
 		ReplicaSets: rsInf, Pods: podInf, Client: o.client, Events: w, Clock: w.clock, Workers: 2,
-		Metrics: o.metrics,
+		Metrics: o.metrics, BatchPeriod: o.batch,
 	})
 	if err != nil {
 		t.Fatal(err)

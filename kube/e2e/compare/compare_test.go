@@ -124,47 +124,60 @@ func TestSideBySide(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Ours: kube.Operator in-process, scoped to the scenario's namespace.
+	// Ours: kube.Operator in-process, scoped to the scenario's namespace,
+	// once syncing on every event like upstream and once with a batch
+	// period (CTRLKIT_E2E_BATCH, default 100ms; 0 skips that run).
 	var rows []string
 	for i, sc := range scenarios {
 		if !selected(sc) {
 			continue
 		}
-		ns := fmt.Sprintf("ctrlkit-%d", i)
-		s := newRun(t, ctx, ns)
-		m := new(kube.Metrics)
-		op := &kube.Operator{Config: cp.Config(20, 30), Namespace: ns, Metrics: m, BatchPeriod: batchPeriod(t)}
-		opCtx, stop := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			if err := op.Run(opCtx); err != nil {
-				t.Errorf("operator: %v", err)
+		for _, batch := range batchPeriods(t) {
+			name, ns := sc.name, fmt.Sprintf("ctrlkit-%d", i)
+			if batch > 0 {
+				name, ns = fmt.Sprintf("%s (batch %v)", sc.name, batch), fmt.Sprintf("ctrlkit-batch-%d", i)
 			}
-		})
-		ourWrites := func() map[kube.Request]int {
-			c := m.Requests.Counts()
-			for r, v := range m.Requests.Conflicts() {
-				c[kube.Request{Verb: "conflict(" + r.Verb + ")", Resource: r.Resource}] = v
-			}
-			return c
+			ours := runOurs(t, ctx, ns, sc, batch)
+			up := upstream[sc.name]
+			rows = append(rows, row(name, ours, up))
+			t.Run(name, func(t *testing.T) { compareRuns(t, ours, up) })
 		}
-		ours := s.execute(sc, ourWrites, false)
-		stop()
-		wg.Wait()
-		up := upstream[sc.name]
-		var mb strings.Builder
-		if err := m.Write(&mb); err != nil {
-			t.Error(err)
-		}
-		for _, l := range strings.Split(mb.String(), "\n") {
-			if strings.HasPrefix(l, "ctrlkit_syncs_total") || strings.HasPrefix(l, "ctrlkit_workqueue_retries_total") {
-				t.Logf("%s: %s", sc.name, l)
-			}
-		}
-		rows = append(rows, row(sc.name, ours, up))
-		t.Run(sc.name, func(t *testing.T) { compareRuns(t, ours, up) })
 	}
 	report(t, rows)
+}
+
+// runOurs runs sc in namespace ns with kube.Operator in-process.
+func runOurs(t *testing.T, ctx context.Context, ns string, sc scenario, batch time.Duration) result {
+	s := newRun(t, ctx, ns)
+	m := new(kube.Metrics)
+	op := &kube.Operator{Config: cp.Config(20, 30), Namespace: ns, Metrics: m, BatchPeriod: batch}
+	opCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := op.Run(opCtx); err != nil {
+			t.Errorf("operator: %v", err)
+		}
+	})
+	ourWrites := func() map[kube.Request]int {
+		c := m.Requests.Counts()
+		for r, v := range m.Requests.Conflicts() {
+			c[kube.Request{Verb: "conflict(" + r.Verb + ")", Resource: r.Resource}] = v
+		}
+		return c
+	}
+	ours := s.execute(sc, ourWrites, false)
+	stop()
+	wg.Wait()
+	var mb strings.Builder
+	if err := m.Write(&mb); err != nil {
+		t.Error(err)
+	}
+	for _, l := range strings.Split(mb.String(), "\n") {
+		if strings.HasPrefix(l, "ctrlkit_syncs_total") || strings.HasPrefix(l, "ctrlkit_workqueue_retries_total") {
+			t.Logf("%s (batch %v): %s", sc.name, batch, l)
+		}
+	}
+	return ours
 }
 
 func compareRuns(t *testing.T, ours, up result) {
@@ -228,8 +241,23 @@ func report(t *testing.T, rows []string) {
 	}
 }
 
-// batchPeriod is our operator's BatchPeriod: CTRLKIT_E2E_BATCH (a
-// duration), 0 by default.
+// batchPeriods are the BatchPeriods ours runs with: 0, and
+// CTRLKIT_E2E_BATCH (a duration, default 100ms) unless that is 0.
+func batchPeriods(t *testing.T) []time.Duration {
+	d := 100 * time.Millisecond
+	if s := os.Getenv("CTRLKIT_E2E_BATCH"); s != "" {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			t.Fatalf("CTRLKIT_E2E_BATCH=%q: %v", s, err)
+		}
+	}
+	if d <= 0 {
+		return []time.Duration{0}
+	}
+	return []time.Duration{0, d}
+}
+
+// batchPeriod is CTRLKIT_E2E_BATCH, or 0 when it is unset.
 func batchPeriod(t *testing.T) time.Duration {
 	s := os.Getenv("CTRLKIT_E2E_BATCH")
 	if s == "" {
