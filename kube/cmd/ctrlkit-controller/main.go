@@ -40,6 +40,7 @@ type options struct {
 	namespace      string
 	workers        int
 	batchPeriod    time.Duration
+	contentType    string
 	qps            float64
 	burst          int
 	bindAddress    string
@@ -62,6 +63,7 @@ func main() {
 		"a burst of them costs one sync and one status write; 0 syncs at once, like kube-controller-manager")
 	fs.Float64Var(&o.qps, "kube-api-qps", 20, "queries per second to the API server")
 	fs.IntVar(&o.burst, "kube-api-burst", 30, "burst of queries to the API server")
+	fs.StringVar(&o.contentType, "kube-api-content-type", "application/vnd.kubernetes.protobuf", "content type of requests to the API server")
 	fs.StringVar(&o.bindAddress, "bind-address", "127.0.0.1:10271", "address of /healthz and /metrics; empty disables them")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "how long in-flight work may take to drain at shutdown")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "run only while holding a coordination.k8s.io Lease")
@@ -92,6 +94,7 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
 	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
+	cfg.ContentType = o.contentType
 	cfg.UserAgent = rest.DefaultKubernetesUserAgent() + "/ctrlkit-controller"
 
 	metrics := new(kube.Metrics)
