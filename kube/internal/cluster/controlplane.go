@@ -11,6 +11,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -88,8 +89,12 @@ func (cp *ControlPlane) Config(qps float32, burst int) *rest.Config {
 }
 
 // StartKCM starts the upstream kube-controller-manager with the given
-// controllers (a --controllers value).
-func (cp *ControlPlane) StartKCM(ctx context.Context, controllers string) error {
+// controllers (a --controllers value) and, if any, extra command-line
+// flags (e.g. --kube-api-qps=100).
+func (cp *ControlPlane) StartKCM(ctx context.Context, controllers string, flags ...string) error {
+	if len(flags) > 0 {
+		return cp.startKCM(ctx, controllers, flags)
+	}
 	_, err := runScript(ctx, cp.script, "start-kcm", cp.Dir, controllers)
 	return err
 }
@@ -127,31 +132,62 @@ func (cp *ControlPlane) RequestTotals(ctx context.Context) (all, conflicts map[k
 	if resp.StatusCode != http.StatusOK {
 		return nil, nil, fmt.Errorf("cluster: /metrics: %s", resp.Status)
 	}
+	samples, err := Samples(resp.Body, "apiserver_request_total")
+	if err != nil {
+		return nil, nil, err
+	}
 	all, conflicts = make(map[kube.Request]float64), make(map[kube.Request]float64)
-	sc := bufio.NewScanner(resp.Body)
+	for _, s := range samples {
+		res := s.Labels["resource"]
+		if sub := s.Labels["subresource"]; sub != "" {
+			res += "/" + sub
+		}
+		r := kube.Request{Verb: apiserverVerb(s.Labels["verb"]), Resource: res}
+		all[r] += s.Value
+		if s.Labels["code"] == "409" {
+			conflicts[r] += s.Value
+		}
+	}
+	return all, conflicts, nil
+}
+
+// Sample is one sample of a metric in the Prometheus text format.
+type Sample struct {
+	Labels map[string]string
+	Value  float64
+}
+
+// Samples returns the samples of metric (with labels, or none) in r, a
+// Prometheus text exposition.
+func Samples(r io.Reader, metric string) ([]Sample, error) {
+	var out []Sample
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
+		rest, ok := strings.CutPrefix(line, metric)
+		if !ok || rest == "" || (rest[0] != '{' && rest[0] != ' ') {
 			continue
 		}
-		end := strings.LastIndexByte(line, '}')
-		labels := parseLabels(line[len("apiserver_request_total{"):end])
-		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
+		var labels map[string]string
+		if rest[0] == '{' {
+			end := strings.LastIndexByte(rest, '}')
+			if end < 0 {
+				return nil, fmt.Errorf("cluster: %q: no closing brace", line)
+			}
+			labels, rest = parseLabels(rest[1:end]), rest[end+1:]
+		}
+		f := strings.Fields(rest) // value [timestamp]
+		if len(f) == 0 {
+			return nil, fmt.Errorf("cluster: %q: no value", line)
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
 		if err != nil {
-			return nil, nil, fmt.Errorf("cluster: %q: %w", line, err)
+			return nil, fmt.Errorf("cluster: %q: %w", line, err)
 		}
-		res := labels["resource"]
-		if s := labels["subresource"]; s != "" {
-			res += "/" + s
-		}
-		r := kube.Request{Verb: apiserverVerb(labels["verb"]), Resource: res}
-		all[r] += v
-		if labels["code"] == "409" {
-			conflicts[r] += v
-		}
+		out = append(out, Sample{Labels: labels, Value: v})
 	}
-	return all, conflicts, sc.Err()
+	return out, sc.Err()
 }
 
 func apiserverVerb(v string) string {

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -29,5 +31,37 @@ func TestSpecSequences(t *testing.T) {
 	want := map[string][]int32{"a": {0, 3, 5}, "b": {10}}
 	if diff := cmp.Diff(want, SpecSequences(es)); diff != "" {
 		t.Errorf("SpecSequences mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestSamples(t *testing.T) {
+	in := `# HELP x_total A counter.
+# TYPE x_total counter
+x_total{verb="create",resource="pods"} 3
+x_total_other{verb="get"} 9
+x_total{verb="update",resource="deployments/status"} 1.5e+01 1700000000
+x_total 7
+`
+	got, err := Samples(strings.NewReader(in), "x_total")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Sample{{map[string]string{"verb": "create", "resource": "pods"}, 3},
+		{map[string]string{"verb": "update", "resource": "deployments/status"}, 15}, {nil, 7}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Samples mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestReadProc(t *testing.T) {
+	p, err := ReadProc(os.Getpid())
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	if p.RSS <= 0 || p.PeakRSS < p.RSS || p.CPU < 0 {
+		t.Errorf("ReadProc(self) = %+v", p)
+	}
+	if err := ResetPeakRSS(os.Getpid()); err != nil {
+		t.Logf("ResetPeakRSS: %v", err)
 	}
 }
