@@ -35,7 +35,8 @@ import (
 // both sides (--kube-api-qps; burst 1.5×), CTRLKIT_E2E_BATCH our
 // --sync-batch-period, CTRLKIT_E2E_SCALE_KCM kube-controller-manager's
 // --controllers (default deployment-controller,replicaset-controller: the
-// two controllers ours replaces, nothing else using its CPU).
+// two controllers ours replaces, nothing else using its CPU), and
+// CTRLKIT_E2E_SCALE_SIDES=ours skips upstream.
 func TestScale(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("CTRLKIT_E2E_SCALE"))
 	if n <= 0 {
@@ -58,7 +59,36 @@ func TestScale(t *testing.T) {
 	ctx := context.Background()
 	bin := buildController(t) // before anything is measured
 
-	// Upstream.
+	// Upstream (CTRLKIT_E2E_SCALE_SIDES=ours skips it, to measure a change
+	// of ours against an earlier upstream run).
+	var upPhases []scalePhase
+	if os.Getenv("CTRLKIT_E2E_SCALE_SIDES") != "ours" {
+		upPhases = scaleUpstream(t, ctx, n, controllers, limits)
+	}
+
+	// Ours.
+	ours := newScaleRun(t, ctx, "scale-ctrlkit", n)
+	ctl := startController(t, bin, ours.ns, append(limits, "--sync-batch-period="+batch.String())...)
+	time.Sleep(3 * time.Second)
+	ourPhases := ours.phases(ctl.pid(), func() map[kube.Request]int {
+		w, err := ctl.writes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}, false)
+	if p, err := cluster.ReadProc(ctl.pid()); err == nil {
+		t.Logf("ours: ctrlkit-controller used %.1f CPU s since its start", p.CPU.Seconds())
+	}
+	ctl.stop(t)
+
+	title := fmt.Sprintf("Scale: %d Deployments × 4 replicas, client QPS %g / burst %d (each side, per client), "+
+		"kube-controller-manager --controllers=%s, ours --sync-batch-period=%v", n, qps, burst, controllers, batch)
+	scaleReport(t, title, upPhases, ourPhases)
+}
+
+// scaleUpstream runs TestScale's phases with kube-controller-manager.
+func scaleUpstream(t *testing.T, ctx context.Context, n int, controllers string, limits []string) []scalePhase {
 	if err := cp.StartKCM(ctx, controllers, limits...); err != nil {
 		t.Fatal(err)
 	}
@@ -84,25 +114,7 @@ func TestScale(t *testing.T) {
 	kcmRunning = false
 	up.clear() // ours runs on a cluster holding only its own objects
 
-	// Ours.
-	ours := newScaleRun(t, ctx, "scale-ctrlkit", n)
-	ctl := startController(t, bin, ours.ns, append(limits, "--sync-batch-period="+batch.String())...)
-	time.Sleep(3 * time.Second)
-	ourPhases := ours.phases(ctl.pid(), func() map[kube.Request]int {
-		w, err := ctl.writes(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return w
-	}, false)
-	if p, err := cluster.ReadProc(ctl.pid()); err == nil {
-		t.Logf("ours: ctrlkit-controller used %.1f CPU s since its start", p.CPU.Seconds())
-	}
-	ctl.stop(t)
-
-	title := fmt.Sprintf("Scale: %d Deployments × 4 replicas, client QPS %g / burst %d (each side, per client), "+
-		"kube-controller-manager --controllers=%s, ours --sync-batch-period=%v", n, qps, burst, controllers, batch)
-	scaleReport(t, title, upPhases, ourPhases)
+	return upPhases
 }
 
 // apiserverControllerWrites returns the apiserver's cumulative request
@@ -344,16 +356,24 @@ func scaleReport(t *testing.T, title string, up, ours []scalePhase) {
 	b.WriteString("\n" + title + "\n\n")
 	b.WriteString("| side | phase | wall s | writes without events | deploy status | RS status | pods | 409s | events | CPU s | peak RSS MiB |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for i := range up {
-		for _, side := range []struct {
+	for i := range ours {
+		type side struct {
 			name string
 			p    scalePhase
-		}{{"upstream", up[i]}, {"ours", ours[i]}} {
+		}
+		sides := []side{{"ours", ours[i]}}
+		if up != nil {
+			sides = []side{{"upstream", up[i]}, {"ours", ours[i]}}
+		}
+		for _, side := range sides {
 			fmt.Fprintf(&b, "| %s | %s |", side.name, side.p.name)
 			for _, c := range cols {
 				fmt.Fprintf(&b, " "+c.fmt+" |", c.v(side.p))
 			}
 			b.WriteString("\n")
+		}
+		if up == nil {
+			continue
 		}
 		fmt.Fprintf(&b, "| ours / upstream | %s |", up[i].name)
 		for _, c := range cols {
