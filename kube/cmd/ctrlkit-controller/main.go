@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -41,6 +42,7 @@ type options struct {
 	workers        int
 	batchPeriod    time.Duration
 	contentType    string
+	profiling      bool
 	qps            float64
 	burst          int
 	bindAddress    string
@@ -63,6 +65,7 @@ func main() {
 		"a burst of them costs one sync and one status write; 0 syncs at once, like kube-controller-manager")
 	fs.Float64Var(&o.qps, "kube-api-qps", 20, "queries per second to the API server")
 	fs.IntVar(&o.burst, "kube-api-burst", 30, "burst of queries to the API server")
+	fs.BoolVar(&o.profiling, "profiling", true, "serve /debug/pprof on --bind-address, like kube-controller-manager")
 	fs.StringVar(&o.contentType, "kube-api-content-type", "application/vnd.kubernetes.protobuf", "content type of requests to the API server")
 	fs.StringVar(&o.bindAddress, "bind-address", "127.0.0.1:10271", "address of /healthz and /metrics; empty disables them")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "how long in-flight work may take to drain at shutdown")
@@ -102,7 +105,7 @@ func run(ctx context.Context, o options) error {
 		Grace: o.shutdownGrace, Logger: log}
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	if o.bindAddress != "" {
-		stopServer, err := serve(log, o.bindAddress, metrics, watchdog)
+		stopServer, err := serve(log, o.bindAddress, metrics, watchdog, o.profiling)
 		if err != nil {
 			return err
 		}
@@ -183,7 +186,7 @@ func runElected(ctx context.Context, o options, cfg *rest.Config, op *kube.Opera
 	return runErr
 }
 
-func serve(log logr.Logger, addr string, m *kube.Metrics, watchdog *leaderelection.HealthzAdaptor) (func(), error) {
+func serve(log logr.Logger, addr string, m *kube.Metrics, watchdog *leaderelection.HealthzAdaptor, profiling bool) (func(), error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := watchdog.Check(r); err != nil {
@@ -193,6 +196,13 @@ func serve(log logr.Logger, addr string, m *kube.Metrics, watchdog *leaderelecti
 		fmt.Fprintln(w, "ok")
 	})
 	mux.Handle("/metrics", m)
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err

@@ -78,6 +78,9 @@ func startController(t *testing.T, bin, ns string, flags ...string) *controllerP
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
+				if path := os.Getenv("CTRLKIT_E2E_CPUPROFILE"); path != "" {
+					c.profile(t, path)
+				}
 				return c
 			}
 		}
@@ -86,6 +89,32 @@ func startController(t *testing.T, bin, ns string, flags ...string) *controllerP
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// With CTRLKIT_E2E_CPUPROFILE=file, the controller's first
+// CTRLKIT_E2E_CPUPROFILE_SECONDS (default 60) seconds are profiled into
+// file, through its /debug/pprof.
+func (c *controllerProc) profile(t *testing.T, path string) *controllerProc {
+	secs := os.Getenv("CTRLKIT_E2E_CPUPROFILE_SECONDS")
+	if secs == "" {
+		secs = "60"
+	}
+	go func() {
+		resp, err := http.Get("http://" + c.addr + "/debug/pprof/profile?seconds=" + secs)
+		if err != nil {
+			t.Logf("cpu profile: %v", err)
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err == nil {
+			err = os.WriteFile(path, b, 0o644)
+		}
+		if err != nil {
+			t.Logf("cpu profile: %v", err)
+		}
+	}()
+	return c
 }
 
 func (c *controllerProc) pid() int { return c.cmd.Process.Pid }
