@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/clock"
@@ -349,11 +350,47 @@ func NewPodCache(c *informer.Cache[*corev1.Pod]) (*PodCache, error) {
 			return nil, fmt.Errorf("replicaset: %w", err)
 		}
 	}
+	if !slices.Contains(c.IndexNames(), hashIndex) {
+		err := c.AddIndex(hashIndex, func(p *corev1.Pod) ([]string, error) {
+			if h, ok := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; ok {
+				return []string{p.Namespace + "/" + h}, nil
+			}
+			return nil, nil
+		})
+		if err != nil && !slices.Contains(c.IndexNames(), hashIndex) {
+			return nil, fmt.Errorf("replicaset: %w", err)
+		}
+	}
 	return &PodCache{c: c}, nil
 }
 
-// List lists the cached pods of namespace that match selector.
+// hashIndex files pods by namespace and pod-template-hash label.
+const hashIndex = "replicaset.ctrlkit/pod-template-hash"
+
+// List lists the cached pods of namespace that match selector. A selector
+// that pins pod-template-hash to one value (every Deployment's ReplicaSet
+// has one) is answered from an index of that label, filtered by the whole
+// selector: the same pods, without a scan of the namespace.
 func (p *PodCache) List(namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
+	if namespace != "" && selector != nil {
+		if reqs, ok := selector.Requirements(); ok {
+			for _, r := range reqs {
+				if r.Key() != appsv1.DefaultDeploymentUniqueLabelKey || r.Values().Len() != 1 {
+					continue
+				}
+				switch r.Operator() {
+				case selection.Equals, selection.DoubleEquals, selection.In:
+				default:
+					continue
+				}
+				pods, err := p.c.ByIndex(hashIndex, namespace+"/"+r.Values().UnsortedList()[0])
+				if err != nil {
+					return nil, err
+				}
+				return slices.DeleteFunc(pods, func(pod *corev1.Pod) bool { return !selector.Matches(labels.Set(pod.Labels)) }), nil
+			}
+		}
+	}
 	return p.c.List(namespace, selector)
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/informer"
 )
 
 // Result tells the caller of [Reconciler.Reconcile] when to sync the key
@@ -320,6 +321,13 @@ func (r *Reconciler) release(ctx context.Context, rs *appsv1.ReplicaSet, pod *co
 	return err
 }
 
+// indexer is implemented by informer caches: the ReplicaSets that share a
+// controller come from its controller-UID index instead of a scan of the
+// namespace.
+type indexer[T any] interface {
+	ByIndex(index, value string) ([]T, error)
+}
+
 // relatedPods returns the pods selected by every ReplicaSet that shares
 // rs's controller, deduplicated by UID; nil when rs has no controller.
 func (r *Reconciler) relatedPods(rs *appsv1.ReplicaSet) ([]*corev1.Pod, error) {
@@ -327,14 +335,20 @@ func (r *Reconciler) relatedPods(rs *appsv1.ReplicaSet) ([]*corev1.Pod, error) {
 	if ref == nil {
 		return nil, nil
 	}
-	rss, err := r.rss.List(rs.Namespace, labels.Everything())
+	var rss []*appsv1.ReplicaSet
+	var err error
+	if idx, ok := r.rss.(indexer[*appsv1.ReplicaSet]); ok {
+		rss, err = idx.ByIndex(informer.IndexControllerUID, string(ref.UID))
+	} else {
+		rss, err = r.rss.List(rs.Namespace, labels.Everything())
+	}
 	if err != nil {
 		return nil, err
 	}
 	var out []*corev1.Pod
 	seen := make(map[types.UID]bool)
 	for _, other := range rss {
-		if oref := metav1.GetControllerOfNoCopy(other); oref == nil || oref.UID != ref.UID {
+		if oref := metav1.GetControllerOfNoCopy(other); oref == nil || oref.UID != ref.UID || other.Namespace != rs.Namespace {
 			continue
 		}
 		sel, err := metav1.LabelSelectorAsSelector(other.Spec.Selector)
