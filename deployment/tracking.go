@@ -93,9 +93,17 @@ func (t *writeTracker) cachedDeployment(key types.NamespacedName) string {
 	return ""
 }
 
-// trackingClient is a Client that reports successful updates, patches
-// and deletions to a writeTracker. The cached version is read before the
-// write: read after, it could already be the write's own event.
+// trackingClient is a Client that reports successful updates and patches
+// to a writeTracker. The cached version is read before the write: read
+// after, it could already be the write's own event. Only writes that
+// stored a new version count: an update that changes nothing keeps the
+// resourceVersion and sends no event, and waiting for one would wait
+// forever. Deletions are not tracked (deleting an object that is already
+// being deleted changes nothing either).
+//
+// Liveness: a write is tracked only when the stored version differs from
+// the cached one, so the cache has not seen the server's current version
+// yet, and the watch will deliver it (or a later one, or a deletion).
 type trackingClient struct {
 	Client
 	t *writeTracker
@@ -105,7 +113,7 @@ func (c trackingClient) UpdateReplicaSet(ctx context.Context, rs *appsv1.Replica
 	key := keyOf(rs)
 	replaced := c.t.cachedRS(key)
 	out, err := c.Client.UpdateReplicaSet(ctx, rs)
-	if err == nil {
+	if err == nil && changed(out, replaced) {
 		c.t.wrote(ctx, trackedWrite{rs: true, key: key}, replaced)
 	}
 	return out, err
@@ -114,26 +122,17 @@ func (c trackingClient) UpdateReplicaSet(ctx context.Context, rs *appsv1.Replica
 func (c trackingClient) PatchReplicaSet(ctx context.Context, key types.NamespacedName, pt types.PatchType, data []byte) (*appsv1.ReplicaSet, error) {
 	replaced := c.t.cachedRS(key)
 	out, err := c.Client.PatchReplicaSet(ctx, key, pt, data)
-	if err == nil {
+	if err == nil && changed(out, replaced) {
 		c.t.wrote(ctx, trackedWrite{rs: true, key: key}, replaced)
 	}
 	return out, err
-}
-
-func (c trackingClient) DeleteReplicaSet(ctx context.Context, key types.NamespacedName, uid types.UID) error {
-	replaced := c.t.cachedRS(key)
-	err := c.Client.DeleteReplicaSet(ctx, key, uid)
-	if err == nil {
-		c.t.wrote(ctx, trackedWrite{rs: true, key: key}, replaced)
-	}
-	return err
 }
 
 func (c trackingClient) UpdateDeployment(ctx context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error) {
 	key := keyOf(d)
 	replaced := c.t.cachedDeployment(key)
 	out, err := c.Client.UpdateDeployment(ctx, d)
-	if err == nil {
+	if err == nil && changed(out, replaced) {
 		c.t.wrote(ctx, trackedWrite{key: key}, replaced)
 	}
 	return out, err
@@ -143,8 +142,17 @@ func (c trackingClient) UpdateDeploymentStatus(ctx context.Context, d *appsv1.De
 	key := keyOf(d)
 	replaced := c.t.cachedDeployment(key)
 	out, err := c.Client.UpdateDeploymentStatus(ctx, d)
-	if err == nil {
+	if err == nil && changed(out, replaced) {
 		c.t.wrote(ctx, trackedWrite{key: key}, replaced)
 	}
 	return out, err
+}
+
+// changed reports whether a write stored a version other than replaced
+// (a nil result, from a client that returns none, does not count).
+func changed[T interface {
+	*appsv1.ReplicaSet | *appsv1.Deployment
+	GetResourceVersion() string
+}](out T, replaced string) bool {
+	return out != nil && out.GetResourceVersion() != replaced
 }

@@ -151,3 +151,63 @@ func (c conflictCounter) UpdateDeploymentStatus(ctx context.Context, d *appsv1.D
 	}
 	return out, err
 }
+
+// noopStatus is the world, except that status writes change nothing and
+// return the Deployment as sent (same resourceVersion), as an apiserver
+// does for an update that changes nothing.
+type noopStatus struct {
+	*world
+	mu    sync.Mutex
+	calls int
+}
+
+func (n *noopStatus) UpdateDeploymentStatus(_ context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error) {
+	n.mu.Lock()
+	n.calls++
+	n.mu.Unlock()
+	return d.DeepCopy(), nil
+}
+
+func (n *noopStatus) count() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.calls
+}
+
+// A write that stored no new version sends no event, so the controller
+// must not wait for one: the next event syncs the Deployment.
+func TestControllerDoesNotWaitForNoopWrites(t *testing.T) {
+	w := newWorld()
+	d := w.addDeployment(newDeployment(2, "web:v1"))
+	client := &noopStatus{world: w}
+	dInf, _ := source(d)
+	rsInf, rsw := source[*appsv1.ReplicaSet]()
+	podInf, _ := source[*corev1.Pod]()
+	done := newFinishedCounter()
+	c, err := deployment.NewController(deployment.ControllerConfig{
+		Deployments: dInf, ReplicaSets: rsInf, Pods: podInf, Client: client, Events: w,
+		Clock: clock.NewFake(t0), Metrics: done,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, run := range []func(context.Context) error{dInf.Run, rsInf.Run, podInf.Run, c.Run} {
+		wg.Go(func() { _ = run(ctx) })
+	}
+	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	done.waitFor(t, 1) // creates the ReplicaSet, "writes" the status
+	if n := client.count(); n != 1 {
+		t.Fatalf("status writes after the first sync = %d; want 1", n)
+	}
+	w.settle()
+	for _, rs := range w.rss {
+		rsw.Add(rs.DeepCopy()) // now available: the status must be written again
+	}
+	done.waitFor(t, 2)
+	if n := client.count(); n != 2 {
+		t.Errorf("status writes after the ReplicaSet's event = %d; want 2 (the sync waited for an event that cannot come)", n)
+	}
+}

@@ -28,7 +28,9 @@ func (c trackingClient) UpdateReplicaSetStatus(ctx context.Context, rs *appsv1.R
 		replaced = cached.ResourceVersion
 	}
 	out, err := c.Client.UpdateReplicaSetStatus(ctx, rs)
-	if err == nil {
+	// An update that changed nothing stored no new version and sends no
+	// event: waiting for one would wait forever.
+	if err == nil && out != nil && out.ResourceVersion != replaced {
 		c.rss.Wrote(key, replaced)
 	}
 	return out, err

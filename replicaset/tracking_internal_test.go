@@ -56,3 +56,28 @@ func TestTrackingClientMarksTheCache(t *testing.T) {
 		t.Error("Behind after the write's event")
 	}
 }
+
+// noop is a Client whose status writes change nothing: the stored version
+// keeps its resourceVersion, as an apiserver does for an update that
+// changes nothing.
+type noop struct{ Client }
+
+func (noop) UpdateReplicaSetStatus(_ context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
+	return rs.DeepCopy(), nil
+}
+
+// A write that stored no new version sends no event: marking the cache
+// would make the controller wait forever.
+func TestTrackingClientIgnoresNoopWrites(t *testing.T) {
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rs", ResourceVersion: "5"}}
+	c := informer.NewCache(informer.CacheConfig[*appsv1.ReplicaSet]{})
+	if err := c.Add(rs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (trackingClient{Client: noop{}, rss: c}).UpdateReplicaSetStatus(context.Background(), rs); err != nil {
+		t.Fatal(err)
+	}
+	if c.Behind(types.NamespacedName{Namespace: "ns", Name: "rs"}) {
+		t.Error("Behind after a write that stored no new version")
+	}
+}
