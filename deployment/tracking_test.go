@@ -5,78 +5,26 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/deployment"
+	"github.com/ctrlkit/ctrlkit/internal/queuetest"
 )
 
-// finishedCounter is a workqueue.Metrics that counts finished items.
-type finishedCounter struct {
-	mu   sync.Mutex
-	n    int
-	cond *sync.Cond
-}
-
-func newFinishedCounter() *finishedCounter {
-	f := &finishedCounter{}
-	f.cond = sync.NewCond(&f.mu)
-	return f
-}
-
-func (f *finishedCounter) Added(int)                  {}
-func (f *finishedCounter) Started(int, time.Duration) {}
-func (f *finishedCounter) Retried()                   {}
-func (f *finishedCounter) Finished(int, time.Duration) {
-	f.mu.Lock()
-	f.n++
-	f.cond.Broadcast()
-	f.mu.Unlock()
-}
-
-func (f *finishedCounter) count() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.n
-}
-
-// waitFor waits until at least n items have finished.
-func (f *finishedCounter) waitFor(t *testing.T, n int) {
+// runTracked runs a Controller with its own Reconciler writing through
+// client, on informers fed by fake watches (d listed at the start), until
+// the test ends. done counts the keys it has processed.
+func runTracked(t *testing.T, w *world, d *appsv1.Deployment, client deployment.Client) (dw, rsw *watch.FakeWatcher, done *queuetest.Counter) {
 	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		f.mu.Lock()
-		for f.n < n {
-			f.cond.Wait()
-		}
-		f.mu.Unlock()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%d items finished within 10s; want %d", f.count(), n)
-	}
-}
-
-// The controller does not sync a Deployment again from a cached version
-// its own last sync replaced: it waits for the write's event. Upstream
-// syncs at once and its status write fails with Conflict.
-func TestControllerWaitsForItsOwnWrites(t *testing.T) {
-	w := newWorld()
-	d := w.addDeployment(newDeployment(2, "web:v1"))
-	key := deployment.KeyOf(d)
-	var conflicts []string
-	client := conflictCounter{world: w, conflicts: &conflicts}
-
 	dInf, dw := source(d)
 	rsInf, rsw := source[*appsv1.ReplicaSet]()
 	podInf, _ := source[*corev1.Pod]()
-	done := newFinishedCounter()
+	done = queuetest.NewCounter()
 	c, err := deployment.NewController(deployment.ControllerConfig{
 		Deployments: dInf, ReplicaSets: rsInf, Pods: podInf, Client: client, Events: w,
 		Clock: clock.NewFake(t0), Metrics: done,
@@ -90,9 +38,23 @@ func TestControllerWaitsForItsOwnWrites(t *testing.T) {
 		wg.Go(func() { _ = run(ctx) })
 	}
 	t.Cleanup(func() { cancel(); wg.Wait() })
+	return dw, rsw, done
+}
+
+// The controller does not sync a Deployment again from a cached version
+// its own last sync replaced: it waits for the write's event. Upstream
+// syncs at once and its status write fails with Conflict.
+func TestControllerWaitsForItsOwnWrites(t *testing.T) {
+	w := newWorld()
+	d := w.addDeployment(newDeployment(2, "web:v1"))
+	key := deployment.KeyOf(d)
+	var conflicts []string
+	client := conflictCounter{world: w, conflicts: &conflicts}
+
+	dw, rsw, done := runTracked(t, w, d, client)
 
 	// First sync: the ReplicaSet is created and the status written.
-	done.waitFor(t, 1)
+	done.WaitFor(t, 1)
 	writes := func() []string {
 		w.mu.Lock()
 		defer w.mu.Unlock()
@@ -112,7 +74,7 @@ func TestControllerWaitsForItsOwnWrites(t *testing.T) {
 		rs = x.DeepCopy()
 	}
 	rsw.Add(rs)
-	done.waitFor(t, 2)
+	done.WaitFor(t, 2)
 	if got := writes(); len(got) != len(first) {
 		t.Errorf("a sync on the replaced version wrote %q", got[len(first):])
 	}
@@ -124,7 +86,7 @@ func TestControllerWaitsForItsOwnWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	dw.Modify(cur)
-	done.waitFor(t, 3)
+	done.WaitFor(t, 3)
 	got := writes()
 	if len(got) != len(first)+1 || got[len(first)] != "update-status web" {
 		t.Errorf("writes after the event = %q; want one more status write", got[len(first):])
@@ -180,25 +142,9 @@ func TestControllerDoesNotWaitForNoopWrites(t *testing.T) {
 	w := newWorld()
 	d := w.addDeployment(newDeployment(2, "web:v1"))
 	client := &noopStatus{world: w}
-	dInf, _ := source(d)
-	rsInf, rsw := source[*appsv1.ReplicaSet]()
-	podInf, _ := source[*corev1.Pod]()
-	done := newFinishedCounter()
-	c, err := deployment.NewController(deployment.ControllerConfig{
-		Deployments: dInf, ReplicaSets: rsInf, Pods: podInf, Client: client, Events: w,
-		Clock: clock.NewFake(t0), Metrics: done,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for _, run := range []func(context.Context) error{dInf.Run, rsInf.Run, podInf.Run, c.Run} {
-		wg.Go(func() { _ = run(ctx) })
-	}
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	_, rsw, done := runTracked(t, w, d, client)
 
-	done.waitFor(t, 1) // creates the ReplicaSet, "writes" the status
+	done.WaitFor(t, 1) // creates the ReplicaSet, "writes" the status
 	if n := client.count(); n != 1 {
 		t.Fatalf("status writes after the first sync = %d; want 1", n)
 	}
@@ -206,7 +152,7 @@ func TestControllerDoesNotWaitForNoopWrites(t *testing.T) {
 	for _, rs := range w.rss {
 		rsw.Add(rs.DeepCopy()) // now available: the status must be written again
 	}
-	done.waitFor(t, 2)
+	done.WaitFor(t, 2)
 	if n := client.count(); n != 2 {
 		t.Errorf("status writes after the ReplicaSet's event = %d; want 2 (the sync waited for an event that cannot come)", n)
 	}

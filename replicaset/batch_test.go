@@ -7,14 +7,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/ctrlkit/ctrlkit/internal/queuetest"
 )
 
-// delayCounter is a finishedCounter that also counts the delayed adds the
+// delayCounter is a queuetest.Counter that also counts the delayed adds the
 // queue takes in (workqueue.Metrics.Retried: every AddAfter with a positive
 // delay, once merged into the queue; the controller makes no rate-limited
 // adds while no sync fails).
 type delayCounter struct {
-	*finishedCounter
+	*queuetest.Counter
 	delayed atomic.Int32
 }
 
@@ -47,16 +49,16 @@ func startBatched(t *testing.T, period time.Duration) *batchWorld {
 	for _, name := range []string{"a", "b", "c"} {
 		w.addPod(newPod(name, ownedBy(rs)))
 	}
-	m := &delayCounter{finishedCounter: newFinishedCounter()}
+	m := &delayCounter{Counter: queuetest.NewCounter()}
 	startControllerWith(t, w, controllerOpts{metrics: m, batch: period})
 	// The handlers have seen the initial lists before the first Get, so
 	// every startup event is served by the first sync.
-	m.waitFor(t, 1)
+	m.WaitFor(t, 1)
 	waitUntil(t, "no delay armed", func() bool { return w.clock.Waiters() == 0 })
 	if creates, statuses := w.writes(); creates != 0 || statuses != 0 {
 		t.Fatalf("first sync: %d pods created, %d status writes; want none (fixture status out of date?)", creates, statuses)
 	}
-	if n := m.count(); n != 1 {
+	if n := m.Count(); n != 1 {
 		t.Fatalf("%d syncs at startup; want 1", n)
 	}
 	return &batchWorld{w: w, m: m, delay: m.delayed.Load()}
@@ -71,7 +73,7 @@ func (b *batchWorld) delayed() int { return int(b.m.delayed.Load() - b.delay) }
 // test at once instead of after a timeout.
 func (b *batchWorld) waitSyncOrDelay(t *testing.T, syncs, delays int) {
 	t.Helper()
-	waitUntil(t, "a sync or a delayed add", func() bool { return b.m.count() > syncs || b.delayed() >= delays })
+	waitUntil(t, "a sync or a delayed add", func() bool { return b.m.Count() > syncs || b.delayed() >= delays })
 }
 
 // check fails the test unless exactly syncs syncs have finished, delays
@@ -79,7 +81,7 @@ func (b *batchWorld) waitSyncOrDelay(t *testing.T, syncs, delays int) {
 func (b *batchWorld) check(t *testing.T, step string, syncs, delays, statuses int) {
 	t.Helper()
 	_, gotStatuses := b.w.writes()
-	if gotSyncs, gotDelays := b.m.count(), b.delayed(); gotSyncs != syncs || gotDelays != delays || gotStatuses != statuses {
+	if gotSyncs, gotDelays := b.m.Count(), b.delayed(); gotSyncs != syncs || gotDelays != delays || gotStatuses != statuses {
 		t.Fatalf("%s: %d syncs, %d delayed adds, %d status writes; want %d, %d, %d",
 			step, gotSyncs, gotDelays, gotStatuses, syncs, delays, statuses)
 	}
@@ -133,7 +135,7 @@ func TestControllerBatchPeriod(t *testing.T) {
 		// The period ends: one sync writes all three ready pods at once.
 		// The status write's own event syncs once more and writes nothing.
 		b.w.clock.Step(time.Millisecond)
-		b.m.waitFor(t, 3)
+		b.m.WaitFor(t, 3)
 		b.w.clock.Step(period)
 		b.stayQuiet(t, "period over", 3, 3, 1)
 		b.wantStatus(t, "period over", status(3, 1))
@@ -160,7 +162,7 @@ func TestControllerBatchPeriod(t *testing.T) {
 			t.Fatalf("%d delayed adds after the spec change; want 1 (pod a's)", got)
 		}
 		// The status write's event syncs once more and writes nothing.
-		b.m.waitFor(t, 3)
+		b.m.WaitFor(t, 3)
 		b.check(t, "spec change", 3, 1, 1)
 		b.wantStatus(t, "spec change", status(1, 2))
 
@@ -179,7 +181,7 @@ func TestControllerBatchPeriod(t *testing.T) {
 			t.Fatalf("%d delayed adds for pod a; want 0", got)
 		}
 		// One sync for pod a, one for the event of its status write.
-		b.m.waitFor(t, 3)
+		b.m.WaitFor(t, 3)
 		b.check(t, "pod a ready", 3, 0, 1)
 		b.wantStatus(t, "pod a ready", status(1, 1))
 	})

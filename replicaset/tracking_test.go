@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,56 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/queuetest"
 	"github.com/ctrlkit/ctrlkit/replicaset"
 )
-
-// finishedCounter is a workqueue.Metrics that counts finished items.
-type finishedCounter struct {
-	mu   sync.Mutex
-	n    int
-	cond *sync.Cond
-}
-
-func newFinishedCounter() *finishedCounter {
-	f := &finishedCounter{}
-	f.cond = sync.NewCond(&f.mu)
-	return f
-}
-
-func (f *finishedCounter) Added(int)                  {}
-func (f *finishedCounter) Started(int, time.Duration) {}
-func (f *finishedCounter) Retried()                   {}
-func (f *finishedCounter) Finished(int, time.Duration) {
-	f.mu.Lock()
-	f.n++
-	f.cond.Broadcast()
-	f.mu.Unlock()
-}
-
-func (f *finishedCounter) count() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.n
-}
-
-// waitFor waits until at least n items have finished.
-func (f *finishedCounter) waitFor(t *testing.T, n int) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		f.mu.Lock()
-		for f.n < n {
-			f.cond.Wait()
-		}
-		f.mu.Unlock()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%d items finished within 10s; want %d", f.count(), n)
-	}
-}
 
 // conflictRecorder is the world as a replicaset.Client, recording the
 // status writes answered Conflict.
@@ -110,7 +62,7 @@ func TestControllerWaitsForItsOwnWrites(t *testing.T) {
 	// the event of a write arrives. Pod events flow from the world.
 	rsw := watch.NewFakeWithChanSize(10, false)
 	client := &conflictRecorder{world: w}
-	done := newFinishedCounter()
+	done := queuetest.NewCounter()
 	r := startControllerWith(t, w, controllerOpts{
 		rss: informer.ListWatchFuncs[*appsv1.ReplicaSet]{
 			ListFunc:  w.rsSource().List,
@@ -131,25 +83,25 @@ func TestControllerWaitsForItsOwnWrites(t *testing.T) {
 	}
 
 	// The first sync writes the status; its event is held back.
-	done.waitFor(t, 1)
+	done.WaitFor(t, 1)
 	check("first sync", 0, 1)
 
 	// Pod a turns ready, and its event enqueues the ReplicaSet before the
 	// status write's event arrives: the sync is skipped.
 	w.updatePod(key("a"), readySince(t0))
-	done.waitFor(t, 2)
+	done.WaitFor(t, 2)
 	check("pod event ahead of the status write's event", 0, 1)
 
 	// The status write's event arrives: the sync runs and writes the ready
 	// pod on the current version. Its own event then changes nothing.
 	deliver()
-	done.waitFor(t, 3)
+	done.WaitFor(t, 3)
 	check("the status write's event", 0, 2)
 	if got := w.rs(k).Status.ReadyReplicas; got != 1 {
 		t.Errorf("readyReplicas = %d; want 1", got)
 	}
 	deliver()
-	done.waitFor(t, 4)
+	done.WaitFor(t, 4)
 	check("the second status write's event", 0, 2)
 
 	// Another controller sharing the cache scales the ReplicaSet to 3 and
@@ -165,21 +117,21 @@ func TestControllerWaitsForItsOwnWrites(t *testing.T) {
 	w.addRS(scaled)
 	r.rss.Wrote(k, cached.ResourceVersion)
 	w.updatePod(key("b"), readySince(t0))
-	done.waitFor(t, 5)
+	done.WaitFor(t, 5)
 	check("pod event ahead of the scale's event", 0, 2)
 
 	// The scale's event arrives: the sync creates the third pod and writes
 	// the status. The new pod's event wakes the ReplicaSet again before
 	// that write's event arrives: skipped.
 	deliver()
-	done.waitFor(t, 6)
+	done.WaitFor(t, 6)
 	check("the scale's event", 1, 3)
-	done.waitFor(t, 7)
+	done.WaitFor(t, 7)
 	check("the new pod's event", 1, 3)
 
 	// The status write's event arrives: the last sync counts the new pod.
 	deliver()
-	done.waitFor(t, 8)
+	done.WaitFor(t, 8)
 	check("the last status write's event", 1, 4)
 	want := appsv1.ReplicaSetStatus{
 		Replicas: 3, FullyLabeledReplicas: 3, ReadyReplicas: 2, AvailableReplicas: 2,

@@ -89,26 +89,7 @@ func TestSideBySide(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(3 * time.Second) // informers synced
-	apiserverWrites := func() map[kube.Request]int {
-		m, c, err := cp.RequestTotals(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[kube.Request]int{}
-		for r, v := range m {
-			if controllerResource(r) {
-				out[r] = int(v)
-			}
-		}
-		for r, v := range c {
-			if controllerResource(r) {
-				// Counted apart under a pseudo verb, so that diffs
-				// show upstream's conflicts too.
-				out[kube.Request{Verb: "conflict(" + r.Verb + ")", Resource: r.Resource}] = int(v)
-			}
-		}
-		return out
-	}
+	apiserverWrites := func() map[kube.Request]int { return apiserverControllerWrites(t, ctx) }
 	selected := func(sc scenario) bool {
 		f := os.Getenv("CTRLKIT_E2E_SCENARIO")
 		return f == "" || strings.Contains(sc.name, f)
