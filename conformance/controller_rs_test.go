@@ -135,28 +135,23 @@ func (o syncOutcome) String() string {
 	return fmt.Sprintf("created %d, deleted %v, patched %v, %s, err=%v", o.created, o.deleted, o.patched, st, o.err)
 }
 
-// outcomeOf reads the writes recorded by a fake clientset.
+// outcomeOf reads the writes recorded by a fake clientset. It goes by verb:
+// client-go's CreateAction and UpdateAction interfaces have the same
+// methods, so a type switch would take every update for a create.
 func outcomeOf(actions []clienttesting.Action, err error) syncOutcome {
 	out := syncOutcome{err: err != nil}
 	for _, a := range actions {
-		switch a := a.(type) {
-		case clienttesting.CreateAction:
-			if a.GetResource().Resource == "pods" {
-				out.created++
-			}
-		case clienttesting.DeleteAction:
-			if a.GetResource().Resource == "pods" {
-				out.deleted = append(out.deleted, a.GetName())
-			}
-		case clienttesting.PatchAction:
-			if a.GetResource().Resource == "pods" {
-				out.patched = append(out.patched, a.GetName())
-			}
-		case clienttesting.UpdateAction:
-			if a.GetResource().Resource == "replicasets" && a.GetSubresource() == "status" {
-				st := a.GetObject().(*appsv1.ReplicaSet).Status
-				out.status = &st
-			}
+		res, sub := a.GetResource().Resource, a.GetSubresource()
+		switch {
+		case a.GetVerb() == "create" && res == "pods":
+			out.created++
+		case a.GetVerb() == "delete" && res == "pods":
+			out.deleted = append(out.deleted, a.(clienttesting.DeleteAction).GetName())
+		case a.GetVerb() == "patch" && res == "pods":
+			out.patched = append(out.patched, a.(clienttesting.PatchAction).GetName())
+		case a.GetVerb() == "update" && res == "replicasets" && sub == "status":
+			st := a.(clienttesting.UpdateAction).GetObject().(*appsv1.ReplicaSet).Status
+			out.status = &st
 		}
 	}
 	sort.Strings(out.deleted)
@@ -264,15 +259,17 @@ func (w clientWriter) GetReplicaSet(ctx context.Context, key types.NamespacedNam
 	return w.c.AppsV1().ReplicaSets(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
 }
 
-func newOursRSHarness(t testing.TB, w rsWorld) *oursRSHarness {
-	return newOursRSHarnessWith(t, w, func(pods []*corev1.Pod) replicaset.PodLister { return podReader{pods} })
+// newOursRSHarness runs our Reconciler on w; eager sets
+// Config.EagerStatus (upstream's status timing).
+func newOursRSHarness(t testing.TB, w rsWorld, eager bool) *oursRSHarness {
+	return newOursRSHarnessWith(t, w, eager, func(pods []*corev1.Pod) replicaset.PodLister { return podReader{pods} })
 }
 
 // newOursRSCachedHarness reads pods through the library's own informer
 // cache with the controller's indexes, the way a user runs the
 // Reconciler; the benchmarks use it so that both sides read indexed stores.
 func newOursRSCachedHarness(t testing.TB, w rsWorld) *oursRSHarness {
-	return newOursRSHarnessWith(t, w, func(pods []*corev1.Pod) replicaset.PodLister {
+	return newOursRSHarnessWith(t, w, true, func(pods []*corev1.Pod) replicaset.PodLister {
 		c := informer.NewCache[*corev1.Pod](informer.CacheConfig[*corev1.Pod]{})
 		if err := c.Replace(pods); err != nil {
 			t.Fatalf("filling the pod cache: %v", err)
@@ -285,7 +282,7 @@ func newOursRSCachedHarness(t testing.TB, w rsWorld) *oursRSHarness {
 	})
 }
 
-func newOursRSHarnessWith(t testing.TB, w rsWorld, podLister func([]*corev1.Pod) replicaset.PodLister) *oursRSHarness {
+func newOursRSHarnessWith(t testing.TB, w rsWorld, eager bool, podLister func([]*corev1.Pod) replicaset.PodLister) *oursRSHarness {
 	objs := w.objects()
 	client := fake.NewSimpleClientset(objs...)
 	rss := map[types.NamespacedName]*appsv1.ReplicaSet{}
@@ -302,6 +299,7 @@ func newOursRSHarnessWith(t testing.TB, w rsWorld, podLister func([]*corev1.Pod)
 		ReplicaSets: rsReader{rss},
 		Pods:        podLister(pods),
 		Client:      clientWriter{client},
+		EagerStatus: eager,
 	})
 	if err != nil {
 		t.Fatalf("NewReconciler: %v", err)
@@ -315,8 +313,9 @@ func (h *oursRSHarness) sync(ctx context.Context) syncOutcome {
 	return outcomeOf(h.client.Actions(), err)
 }
 
-// sameStatus compares written statuses, ignoring the ReplicaFailure
-// condition's timestamp.
+// sameStatus compares written statuses. Condition transition times come
+// from the wall clock on both sides (upstream reads it), so they only need
+// to be within a second of each other.
 func sameStatus(a, b *appsv1.ReplicaSetStatus) bool {
 	if (a == nil) != (b == nil) {
 		return false
@@ -324,16 +323,31 @@ func sameStatus(a, b *appsv1.ReplicaSetStatus) bool {
 	if a == nil {
 		return true
 	}
+	if len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	a, b = a.DeepCopy(), b.DeepCopy()
+	for i := range a.Conditions {
+		ta, tb := &a.Conditions[i].LastTransitionTime, &b.Conditions[i].LastTransitionTime
+		if d := ta.Sub(tb.Time); d > time.Second || d < -time.Second {
+			return false
+		}
+		*ta, *tb = metav1.Time{}, metav1.Time{}
+	}
 	return diffOf(a, b) == ""
 }
 
 // TestReplicaSetSync runs one sync of upstream's ReplicaSet controller and
-// one Reconcile of ours on the same world, and compares the writes: pods
-// created, the pods deleted (by name), pods adopted or released, and the
-// status written. Deletion choices may differ only where upstream's
-// unstable sort over an informer-ordered list makes the choice itself
-// order-dependent: such cases are checked by re-running our ranking on
-// shuffled inputs.
+// one Reconcile of ours with upstream's status timing (EagerStatus) on the
+// same world, and compares the writes: pods created, the pods deleted (by
+// name), pods adopted or released, and the status written. Deletion
+// choices may differ only where upstream's unstable sort over an
+// informer-ordered list makes the choice itself order-dependent: such
+// cases are checked by re-running our ranking on shuffled inputs.
+//
+// It then runs ours with the default timing on the same world: the writes
+// must be the eager run's, except that a sync whose creates and deletes
+// all succeeded writes no status (their events sync again).
 func TestReplicaSetSync(t *testing.T) {
 	ctx := quietCtx()
 	const orderDependent = "deletion choice depends on informer order (ties)"
@@ -343,7 +357,10 @@ func TestReplicaSetSync(t *testing.T) {
 		func(w rsWorld) verdict {
 			h := newUpstreamRSHarness(ctx, w)
 			u, panicked := catch(func() syncOutcome { return h.sync(ctx) })
-			o := newOursRSHarness(t, w).sync(ctx)
+			o := newOursRSHarness(t, w, true).sync(ctx)
+			if d := newOursRSHarness(t, w, false).sync(ctx); !sameAsEagerButDeferred(o, d) {
+				return disagree("default timing departs from eager beyond the deferred status:\neager:   %v\ndefault: %v", o, d)
+			}
 			if panicked {
 				// The age-ratio metric of getPodsToDelete divides by zero
 				// when the youngest ready pod is < 1 ms old (FINDINGS.md U1).
@@ -360,6 +377,20 @@ func TestReplicaSetSync(t *testing.T) {
 			}
 			return agree()
 		})
+}
+
+// sameAsEagerButDeferred reports whether def, a sync with the default
+// status timing, made eager's writes, minus the status write when eager
+// created or deleted pods without error.
+func sameAsEagerButDeferred(eager, def syncOutcome) bool {
+	if (eager.created > 0 || len(eager.deleted) > 0) && !eager.err {
+		if def.status != nil {
+			return false
+		}
+		eager.status = nil
+	}
+	return eager.created == def.created && slices.Equal(eager.deleted, def.deleted) &&
+		slices.Equal(eager.patched, def.patched) && eager.err == def.err && sameStatus(eager.status, def.status)
 }
 
 // deletionReachable reports whether our ranking picks want for some order

@@ -3,6 +3,8 @@ package deployment_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -282,4 +284,87 @@ func TestReconciler(t *testing.T) {
 			t.Errorf("controller of the orphan = %v; want web", ref)
 		}
 	})
+}
+
+// TestReconcilerDefersStatusAfterScales rolls the same image change out
+// with upstream's status timing (EagerStatus) and with the default: by
+// default a sync whose only writes are ReplicaSet scales writes no status,
+// the next sync writes it, and the rollout ends in the same place with
+// fewer status writes.
+func TestReconcilerDefersStatusAfterScales(t *testing.T) {
+	type outcome struct {
+		d              *appsv1.Deployment
+		rss            []string
+		statusWrites   int
+		scaleAndStatus int // syncs that scaled and wrote the status
+		scaleOnly      int // syncs that scaled and wrote nothing else
+	}
+	run := func(eager bool) outcome {
+		w := newWorld()
+		key := deployment.KeyOf(w.addDeployment(newDeployment(8, "web:v1")))
+		r := &deployment.Reconciler{Deployments: w, ReplicaSets: w, Pods: w, Client: w, Events: w,
+			Clock: clock.NewFake(t0), EagerStatus: eager}
+		var out outcome
+		step := func() {
+			t.Helper()
+			w.writes = nil
+			if _, err := r.Reconcile(context.Background(), key); err != nil {
+				t.Fatal(err)
+			}
+			var scales, statuses, others int
+			for _, wr := range w.writes {
+				switch verb, _, _ := strings.Cut(wr, " "); verb {
+				case "update":
+					scales++
+				case "update-status":
+					statuses++
+				default:
+					others++
+				}
+			}
+			out.statusWrites += statuses
+			if scales > 0 && others == 0 {
+				if statuses > 0 {
+					out.scaleAndStatus++
+				} else {
+					out.scaleOnly++
+				}
+			}
+			w.settle()
+			w.dropTerminating()
+		}
+		for range 4 {
+			step()
+		}
+		w.edit(key, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "web:v2" })
+		for range 20 {
+			step()
+		}
+		out.d, _ = w.Get(key)
+		for _, rs := range w.rss {
+			out.rss = append(out.rss, fmt.Sprintf("%s %s spec=%d %v", rs.Name, image(rs), ptrVal(rs.Spec.Replicas), rs.Annotations))
+		}
+		slices.Sort(out.rss)
+		return out
+	}
+	eager, def := run(true), run(false)
+	if eager.scaleAndStatus == 0 || eager.scaleOnly != 0 {
+		t.Fatalf("eager: %d syncs scaled and wrote the status, %d only scaled; want some, and none", eager.scaleAndStatus, eager.scaleOnly)
+	}
+	if def.scaleAndStatus != 0 || def.scaleOnly == 0 {
+		t.Errorf("default: %d syncs scaled and wrote the status, %d only scaled; want none, and some", def.scaleAndStatus, def.scaleOnly)
+	}
+	if def.statusWrites >= eager.statusWrites {
+		t.Errorf("status writes: default %d, eager %d; want fewer by default", def.statusWrites, eager.statusWrites)
+	}
+	if !rollout.DeploymentComplete(def.d, def.d.Status) {
+		t.Errorf("default: the rollout did not complete: %+v", def.d.Status)
+	}
+	if diff := cmp.Diff(eager.d.Status, def.d.Status); diff != "" {
+		t.Errorf("final status differs (-eager +default):\n%s", diff)
+	}
+	if diff := cmp.Diff(eager.rss, def.rss); diff != "" {
+		t.Errorf("final ReplicaSets differ (-eager +default):\n%s", diff)
+	}
+	t.Logf("status writes: eager %d, default %d", eager.statusWrites, def.statusWrites)
 }

@@ -88,6 +88,11 @@ type ControllerConfig struct {
 	// batches EndpointSlice updates the same way
 	// (--endpointslice-updates-batch-period).
 	BatchPeriod time.Duration
+	// EagerStatus configures the default Reconciler: write the status in
+	// every sync that changes it, as upstream does, instead of leaving it
+	// to the next sync after a sync that only scales ReplicaSets (see
+	// [Reconciler.Reconcile]).
+	EagerStatus bool
 }
 
 // Controller is the Deployment controller: informer events become keys in
@@ -126,7 +131,8 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 		}
 		c.tracker = &writeTracker{deployments: cfg.Deployments.Cache(), replicaSets: cfg.ReplicaSets.Cache()}
 		c.rec = &Reconciler{Deployments: cfg.Deployments.Cache(), ReplicaSets: rsCache, Pods: cfg.Pods.Cache(),
-			Live: cfg.Live, Client: trackingClient{Client: cfg.Client, t: c.tracker}, Events: cfg.Events, Clock: cfg.Clock}
+			Live: cfg.Live, Client: trackingClient{Client: cfg.Client, t: c.tracker}, Events: cfg.Events, Clock: cfg.Clock,
+			EagerStatus: cfg.EagerStatus}
 	}
 	h := handlers{deployments: cfg.Deployments.Cache(), replicaSets: cfg.ReplicaSets.Cache(), enqueue: c.queue.Add, later: c.queue.Add}
 	if cfg.BatchPeriod > 0 {

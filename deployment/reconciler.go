@@ -70,11 +70,28 @@ type Reconciler struct {
 	Events EventRecorder
 	// Clock gives the time passed to Sync; nil means the real clock.
 	Clock clock.PassiveClock
+	// EagerStatus writes the status in every sync that changes it, as
+	// upstream does. By default a sync whose only writes are ReplicaSet
+	// scales leaves the status to the sync their events trigger; see
+	// [Reconciler.Reconcile].
+	EagerStatus bool
 }
 
 // Reconcile syncs the Deployment key names. A Deployment that no longer
 // exists is not an error. Errors wrapping [ErrTerminal] must not be
 // retried; others should be, with backoff.
+//
+// One deliberate difference from upstream, unless EagerStatus is set: a
+// sync whose only writes are ReplicaSet scales does not write the
+// Deployment status. Each scale changes the ReplicaSet, so its event
+// syncs the Deployment again; that sync decides the same status (Sync
+// computes it as after the plan's writes, and the stored status it is
+// compared with has not changed) or a later one, and writes it. A rolling
+// update scales the new ReplicaSet up and the old ones down in
+// consecutive syncs, so a chain of them now writes the status once, at
+// its end, instead of once per link. Syncs that create, update or adopt a
+// ReplicaSet still write at once: their conditions (NewReplicaSetCreated,
+// say) are news that a later sync would not repeat.
 func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (Result, error) {
 	d, err := r.Deployments.Get(key)
 	if apierrors.IsNotFound(err) {
@@ -111,10 +128,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 	if err := r.canAdopt(d, plan); err != nil {
 		return Result{}, err
 	}
+	if !r.EagerStatus && onlyScales(plan) {
+		plan.UpdateStatus = nil
+	}
 	if _, err := Apply(ctx, r.Client, r.Events, plan); err != nil {
 		return Result{}, err
 	}
 	return Result{RequeueAfter: plan.RequeueAfter}, nil
+}
+
+// onlyScales reports whether plan writes something and every write is a
+// ReplicaSet scale (events aside).
+func onlyScales(plan Plan) bool {
+	scales := 0
+	for _, a := range plan.Actions {
+		switch a.(type) {
+		case ScaleReplicaSet:
+			scales++
+		case Event:
+		default:
+			return false
+		}
+	}
+	return scales > 0
 }
 
 // snapshot reads what Sync needs: the ReplicaSets of the namespace and,

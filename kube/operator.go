@@ -28,8 +28,9 @@ type Operator struct {
 	// Config reaches the API server. Required. It is copied, never
 	// modified. Without a ContentType the operator speaks protobuf, like
 	// kube-controller-manager. Its QPS and Burst (kube-controller-manager uses 20 and 30)
-	// apply to each of four clients, as in kube-controller-manager: one
-	// for the informers, one per controller and one for events.
+	// apply to each of three clients, as in kube-controller-manager: one
+	// for the informers and one per controller, which also carries that
+	// controller's events.
 	Config *rest.Config
 	// Namespace limits the controllers to one namespace; "" means all.
 	Namespace string
@@ -44,6 +45,12 @@ type Operator struct {
 	// status write (see the controllers' ControllerConfig.BatchPeriod).
 	// Zero syncs at once on every event, like kube-controller-manager.
 	BatchPeriod time.Duration
+	// EagerStatus makes both controllers write statuses with upstream's
+	// timing, at the cost of more writes: by default a sync that only
+	// creates or deletes pods, or only scales ReplicaSets, leaves the
+	// status to the sync its writes' events trigger (see the controllers'
+	// ControllerConfig.EagerStatus).
+	EagerStatus bool
 	// Metrics, if set, receives the operator's measurements and counts its
 	// API requests.
 	Metrics *Metrics
@@ -86,18 +93,19 @@ func (o *Operator) Run(ctx context.Context) error {
 		}
 	}
 	// One client per role, each with its own QPS and burst, as
-	// kube-controller-manager builds them: the informers, each
-	// controller, and the event sink do not throttle one another.
-	var clients [4]kubernetes.Interface
-	for i, role := range []string{"shared-informers", "deployment-controller", "replicaset-controller", "events"} {
+	// kube-controller-manager builds them: the informers and each
+	// controller do not throttle one another, and a controller's events
+	// share its client (and its rate limit) with its writes.
+	var clients [3]kubernetes.Interface
+	for i, role := range []string{"shared-informers", "deployment-controller", "replicaset-controller"} {
 		c := rest.CopyConfig(cfg)
 		c.UserAgent = rest.DefaultKubernetesUserAgent() + "/ctrlkit/" + role
 		if clients[i], err = kubernetes.NewForConfig(c); err != nil {
 			return fmt.Errorf("kube: %w", err)
 		}
 	}
-	r := operatorRun{informers: clients[0], deployments: clients[1], replicaSets: clients[2], events: clients[3],
-		namespace: o.Namespace, workers: o.Workers, grace: o.Grace, batch: o.BatchPeriod, metrics: o.Metrics}
+	r := operatorRun{informers: clients[0], deployments: clients[1], replicaSets: clients[2],
+		namespace: o.Namespace, workers: o.Workers, grace: o.Grace, batch: o.BatchPeriod, eager: o.EagerStatus, metrics: o.Metrics}
 	if r.workers <= 0 {
 		r.workers = 5
 	}
@@ -109,12 +117,13 @@ func (o *Operator) Run(ctx context.Context) error {
 
 // operatorRun is one run of an Operator, on its clients.
 type operatorRun struct {
-	informers, deployments, replicaSets, events kubernetes.Interface
+	informers, deployments, replicaSets kubernetes.Interface
 
 	namespace string
 	workers   int
 	grace     time.Duration
 	batch     time.Duration
+	eager     bool
 	metrics   *Metrics
 }
 
@@ -125,10 +134,13 @@ func (o *operatorRun) run(ctx context.Context) error {
 	rsInf := informer.New(ReplicaSets(cs, o.namespace), informer.Config[*appsv1.ReplicaSet]{Transform: dropManagedFields[*appsv1.ReplicaSet], Logger: log.WithName("informer")})
 	podInf := informer.New(Pods(cs, o.namespace), informer.Config[*corev1.Pod]{Transform: dropManagedFields[*corev1.Pod], Logger: log.WithName("informer")})
 
-	// Events of the syncs that drain after ctx is cancelled are still
-	// recorded; Shutdown flushes them.
-	events := StartEvents(context.WithoutCancel(ctx), o.events)
-	defer events.Shutdown()
+	// Each controller records its events through its own client, as in
+	// kube-controller-manager. Events of the syncs that drain after ctx is
+	// cancelled are still recorded; Shutdown flushes them.
+	dEvents := StartEvents(context.WithoutCancel(ctx), o.deployments)
+	defer dEvents.Shutdown()
+	rsEvents := StartEvents(context.WithoutCancel(ctx), o.replicaSets)
+	defer rsEvents.Shutdown()
 
 	dLimiter := workqueue.DefaultControllerRateLimiter[types.NamespacedName]()
 	rsLimiter := workqueue.DefaultControllerRateLimiter[types.NamespacedName]()
@@ -148,15 +160,17 @@ func (o *operatorRun) run(ctx context.Context) error {
 		Deployments: dInf, ReplicaSets: rsInf, Pods: podInf,
 		Client:  DeploymentClient{Clientset: o.deployments, Grace: grace},
 		Live:    LiveDeployments(context.WithoutCancel(ctx), o.deployments),
-		Events:  events.Deployment(),
-		Workers: workers, RateLimiter: dLimiter, Metrics: dQueue, BatchPeriod: o.batch, Logger: log.WithName("deployment"),
+		Events:  dEvents.Deployment(),
+		Workers: workers, RateLimiter: dLimiter, Metrics: dQueue, BatchPeriod: o.batch, EagerStatus: o.eager,
+		Logger: log.WithName("deployment"),
 	})
 	if err != nil {
 		return err
 	}
 	rsc, err := replicaset.NewController(replicaset.ControllerConfig{
 		ReplicaSets: rsInf, Pods: podInf, Client: ReplicaSetClient{Clientset: o.replicaSets, Grace: grace},
-		Events: events.ReplicaSet(), Workers: workers, RateLimiter: rsLimiter, Metrics: rsQueue, BatchPeriod: o.batch,
+		Events: rsEvents.ReplicaSet(), Workers: workers, RateLimiter: rsLimiter, Metrics: rsQueue, BatchPeriod: o.batch,
+		EagerStatus: o.eager,
 	})
 	if err != nil {
 		return err

@@ -58,7 +58,7 @@ func TestControllersOnFakeClientset(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m := new(Metrics)
-	op := &operatorRun{informers: cs, deployments: cs, replicaSets: cs, events: cs, namespace: "ns", workers: 2, grace: time.Second, metrics: m}
+	op := &operatorRun{informers: cs, deployments: cs, replicaSets: cs, namespace: "ns", workers: 2, grace: time.Second, metrics: m}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := op.run(ctx); err != nil {

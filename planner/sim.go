@@ -131,8 +131,11 @@ func newSim(d *appsv1.Deployment, model PodModel, opts Options) *sim {
 		},
 	})
 	s.api = &api{c: s.c, ns: ns}
+	// EagerStatus (here and for the ReplicaSet reconciler): the timeline
+	// shows the statuses kube-controller-manager would write, round by
+	// round, not ctrlkit's fewer, later writes.
 	s.dr = &deployment.Reconciler{Deployments: s.api, ReplicaSets: rsLister{s.api}, Pods: s.api,
-		Client: s.api, Events: s.api, Clock: s.clk}
+		Client: s.api, Events: s.api, Clock: s.clk, EagerStatus: true}
 	return s
 }
 
@@ -140,7 +143,7 @@ func newSim(d *appsv1.Deployment, model PodModel, opts Options) *sim {
 // available, then creates the Deployment: that instant is the start.
 func (s *sim) start(ctx context.Context, current []*appsv1.ReplicaSet) error {
 	rr, err := replicaset.NewReconciler(replicaset.Config{ReplicaSets: rsReader{s.api}, Pods: podLister{s.api},
-		Client: s.api, Events: rsEvents{s.api}, Clock: s.clk, Expectations: s.exp})
+		Client: s.api, Events: rsEvents{s.api}, Clock: s.clk, Expectations: s.exp, EagerStatus: true})
 	if err != nil {
 		return fmt.Errorf("planner: %w", err)
 	}

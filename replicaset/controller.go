@@ -58,6 +58,10 @@ type ControllerConfig struct {
 	// upstream; kube-controller-manager batches EndpointSlice updates the
 	// same way (--endpointslice-updates-batch-period).
 	BatchPeriod time.Duration
+	// EagerStatus writes the status in the sync that creates or deletes
+	// pods too, as upstream does, instead of leaving it to the sync their
+	// events trigger; see [Config.EagerStatus].
+	EagerStatus bool
 }
 
 // Controller is the ReplicaSet controller: informer event handlers feed a
@@ -97,6 +101,7 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 	rec, err := NewReconciler(Config{
 		ReplicaSets: cfg.ReplicaSets.Cache(), Pods: pods, Client: client,
 		Events: cfg.Events, Clock: clk, BurstReplicas: cfg.BurstReplicas,
+		EagerStatus: cfg.EagerStatus,
 	})
 	if err != nil {
 		return nil, err

@@ -47,6 +47,12 @@ type Config struct {
 	// one. Share it with whatever observes pod events (the [Controller]
 	// does this itself).
 	Expectations *Expectations
+	// EagerStatus writes the status in the same sync that creates or
+	// deletes pods, as upstream does. By default a sync whose creations
+	// and deletions all succeed leaves the status to the sync their pod
+	// events trigger, which counts those pods: one status write per
+	// round instead of two. See [Reconciler.Reconcile].
+	EagerStatus bool
 }
 
 func (c *Config) validate() error {
@@ -78,6 +84,7 @@ type Reconciler struct {
 	clock  clock.PassiveClock
 	burst  int
 	exp    *Expectations
+	eager  bool
 
 	selectors selectorCache
 }
@@ -91,6 +98,7 @@ func NewReconciler(cfg Config) (*Reconciler, error) {
 	r := &Reconciler{
 		rss: cfg.ReplicaSets, pods: cfg.Pods, client: cfg.Client,
 		events: cfg.Events, clock: cfg.Clock, burst: cfg.BurstReplicas, exp: cfg.Expectations,
+		eager: cfg.EagerStatus,
 	}
 	r.index, _ = cfg.Pods.(PodsByController)
 	if r.events == nil {
@@ -123,6 +131,22 @@ func (r *Reconciler) Expectations() *Expectations { return r.exp }
 //  5. The status is written if it changed (one retry on a fresh copy).
 //  6. The create/delete error, if any, is returned; otherwise the result
 //     asks for a requeue when a pod will become available.
+//
+// One deliberate difference from upstream, unless Config.EagerStatus is
+// set: when step 4 creates or deletes pods and every one of those writes
+// succeeds, step 5 is skipped. Upstream writes a status there that counts
+// the pods as they were before the sync (only observedGeneration and the
+// ReplicaFailure condition can be news), and then writes again for each
+// pod event. Each created or deleted pod comes back as an event that
+// syncs the key again, and that sync writes the status with the pods
+// counted, so the status reaches the same value with one write fewer per
+// round; at scale, under a client rate limit, that is most of the
+// ReplicaSet controller's status writes. Should those events be lost (a
+// pod created and deleted between two lists of a watch that expired),
+// the result asks for a sync once the expectations have expired
+// ([ExpectationsTimeout]), which upstream leaves to the next event. A
+// failed create or delete is written at once, as upstream does: the
+// ReplicaFailure condition is news.
 //
 // Every error is returned wrapped with the key.
 func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (Result, error) {
@@ -167,6 +191,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		r.exp.Lower(key, applied.CreatesSkipped, 0)
 		for _, uid := range applied.DeletesFailed {
 			r.exp.DeletionObserved(key, uid)
+		}
+		if manageErr == nil && !r.eager {
+			// Every write succeeded: the pod events they cause sync the key
+			// again and write the status (see above).
+			return Result{RequeueAfter: ExpectationsTimeout + time.Second}, nil
 		}
 		// Time has passed and the round may have failed: decide the status
 		// again, as upstream does after manageReplicas.

@@ -3,6 +3,7 @@ package replicaset_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -219,37 +220,68 @@ func TestReconcileStaleCacheConflictsThenRetries(t *testing.T) {
 	}
 }
 
+// TestReconcileDeletesSurplus deletes the two least valuable of four pods,
+// with upstream's status timing (EagerStatus: the status counted before the
+// deletes is written at once) and with ours (the status waits for the
+// deletions' sync, which counts them).
 func TestReconcileDeletesSurplus(t *testing.T) {
-	w := newWorld(t0)
-	w.graceful = true
-	rs := w.addRS(newRS("web", 2))
-	for _, p := range []*corev1.Pod{
-		newPod("ready-old", ownedBy(rs), onNode("n1"), readySince(t0.Add(-time.Hour))),
-		newPod("ready-new", ownedBy(rs), onNode("n1"), readySince(t0.Add(-time.Second))),
-		newPod("unready", ownedBy(rs), onNode("n1")),
-		newPod("unscheduled", ownedBy(rs)),
-	} {
-		w.addPod(p)
-	}
-	r := newReconciler(t, w, false)
-	if _, err := reconcile(t, r, "web"); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]string{"ready-new", "ready-old"}, activeOwned(w, rs)); diff != "" {
-		t.Errorf("surviving pods mismatch (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]types.UID{"uid-unready", "uid-unscheduled"}, r.Expectations().PendingDeletions(key("web"))); diff != "" {
-		t.Errorf("pending deletions mismatch (-want +got):\n%s", diff)
-	}
-	if got := w.rs(key("web")).Status; got.Replicas != 4 || *got.TerminatingReplicas != 0 {
-		t.Errorf("status = replicas %d, terminating %d; want 4 (counted before the deletes), 0", got.Replicas, *got.TerminatingReplicas)
-	}
-	// The next sync waits for the deletions, but counts the terminating pods.
-	if _, err := reconcile(t, r, "web"); err != nil {
-		t.Fatal(err)
-	}
-	if got := w.rs(key("web")).Status; got.Replicas != 2 || *got.TerminatingReplicas != 2 {
-		t.Errorf("status = replicas %d, terminating %d; want 2, 2", got.Replicas, *got.TerminatingReplicas)
+	for _, eager := range []bool{true, false} {
+		t.Run(fmt.Sprintf("eager=%v", eager), func(t *testing.T) {
+			w := newWorld(t0)
+			w.graceful = true
+			rs := w.addRS(newRS("web", 2, func(rs *appsv1.ReplicaSet) { rs.Generation = 2 }))
+			for _, p := range []*corev1.Pod{
+				newPod("ready-old", ownedBy(rs), onNode("n1"), readySince(t0.Add(-time.Hour))),
+				newPod("ready-new", ownedBy(rs), onNode("n1"), readySince(t0.Add(-time.Second))),
+				newPod("unready", ownedBy(rs), onNode("n1")),
+				newPod("unscheduled", ownedBy(rs)),
+			} {
+				w.addPod(p)
+			}
+			r, err := replicaset.NewReconciler(replicaset.Config{
+				ReplicaSets: rsReader{w}, Pods: replicaset.PodListerFunc(w.listPods),
+				Client: w, Events: w, Clock: w.clock, EagerStatus: eager,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := w.rs(key("web")).Status
+			res, err := reconcile(t, r, "web")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]string{"ready-new", "ready-old"}, activeOwned(w, rs)); diff != "" {
+				t.Errorf("surviving pods mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]types.UID{"uid-unready", "uid-unscheduled"}, r.Expectations().PendingDeletions(key("web"))); diff != "" {
+				t.Errorf("pending deletions mismatch (-want +got):\n%s", diff)
+			}
+			got := w.rs(key("web")).Status
+			if eager {
+				if got.Replicas != 4 || *got.TerminatingReplicas != 0 || got.ObservedGeneration != 2 || w.statuses != 1 {
+					t.Errorf("status = %+v after %d writes; want 4 replicas (counted before the deletes), 0 terminating, generation 2, 1 write", got, w.statuses)
+				}
+			} else {
+				if diff := cmp.Diff(before, got); w.statuses != 0 || diff != "" {
+					t.Errorf("%d status writes, status changed (-before +after):\n%s\nwant none: the deletions' events sync again", w.statuses, diff)
+				}
+				if want := replicaset.ExpectationsTimeout + time.Second; res.RequeueAfter != want {
+					t.Errorf("RequeueAfter = %v; want %v, in case the deletions' events are lost", res.RequeueAfter, want)
+				}
+			}
+			// The next sync waits for the deletions, but counts the
+			// terminating pods.
+			if _, err := reconcile(t, r, "web"); err != nil {
+				t.Fatal(err)
+			}
+			wantWrites := 1
+			if eager {
+				wantWrites = 2
+			}
+			if got := w.rs(key("web")).Status; got.Replicas != 2 || *got.TerminatingReplicas != 2 || got.ObservedGeneration != 2 || w.statuses != wantWrites {
+				t.Errorf("status = %+v after %d writes; want 2 replicas, 2 terminating, generation 2 after %d", got, w.statuses, wantWrites)
+			}
+		})
 	}
 }
 

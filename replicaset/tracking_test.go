@@ -120,19 +120,19 @@ func TestControllerWaitsForItsOwnWrites(t *testing.T) {
 	done.WaitFor(t, 5)
 	check("pod event ahead of the scale's event", 0, 2)
 
-	// The scale's event arrives: the sync creates the third pod and writes
-	// the status. The new pod's event wakes the ReplicaSet again before
-	// that write's event arrives: skipped.
+	// The scale's event arrives: the sync creates the third pod and leaves
+	// the status to the sync of the new pod's event, which counts it (the
+	// two syncs run back to back, so only their sum is checked).
 	deliver()
-	done.WaitFor(t, 6)
-	check("the scale's event", 1, 3)
 	done.WaitFor(t, 7)
-	check("the new pod's event", 1, 3)
+	check("the scale's event and the new pod's event", 1, 3)
 
-	// The status write's event arrives: the last sync counts the new pod.
+	// That status write's event arrives: nothing has changed. (With
+	// upstream's timing the scale's sync would have written the status,
+	// the pod's sync been skipped as behind, and this one written again.)
 	deliver()
 	done.WaitFor(t, 8)
-	check("the last status write's event", 1, 4)
+	check("the last status write's event", 1, 3)
 	want := appsv1.ReplicaSetStatus{
 		Replicas: 3, FullyLabeledReplicas: 3, ReadyReplicas: 2, AvailableReplicas: 2,
 		ObservedGeneration: 2, TerminatingReplicas: new(int32),

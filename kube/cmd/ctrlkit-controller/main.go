@@ -41,6 +41,7 @@ type options struct {
 	namespace      string
 	workers        int
 	batchPeriod    time.Duration
+	eagerStatus    bool
 	contentType    string
 	profiling      bool
 	qps            float64
@@ -63,6 +64,8 @@ func main() {
 	fs.IntVar(&o.workers, "workers", 5, "concurrent syncs per controller")
 	fs.DurationVar(&o.batchPeriod, "sync-batch-period", 0, "delay the syncs that pod events and ReplicaSet status changes trigger by this much, so that\n"+
 		"a burst of them costs one sync and one status write; 0 syncs at once, like kube-controller-manager")
+	fs.BoolVar(&o.eagerStatus, "eager-status", false, "write statuses with kube-controller-manager's timing, also in syncs that only create or delete\n"+
+		"pods or only scale ReplicaSets (more writes); by default the sync their events trigger writes the status")
 	fs.Float64Var(&o.qps, "kube-api-qps", 20, "queries per second to the API server")
 	fs.IntVar(&o.burst, "kube-api-burst", 30, "burst of queries to the API server")
 	fs.BoolVar(&o.profiling, "profiling", true, "serve /debug/pprof on --bind-address, like kube-controller-manager")
@@ -101,7 +104,7 @@ func run(ctx context.Context, o options) error {
 	cfg.UserAgent = rest.DefaultKubernetesUserAgent() + "/ctrlkit-controller"
 
 	metrics := new(kube.Metrics)
-	op := &kube.Operator{Config: cfg, Namespace: o.namespace, Workers: o.workers, BatchPeriod: o.batchPeriod, Metrics: metrics,
+	op := &kube.Operator{Config: cfg, Namespace: o.namespace, Workers: o.workers, BatchPeriod: o.batchPeriod, EagerStatus: o.eagerStatus, Metrics: metrics,
 		Grace: o.shutdownGrace, Logger: log}
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	if o.bindAddress != "" {
