@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/kubernetes/pkg/controller"
 	upstreamdeployment "k8s.io/kubernetes/pkg/controller/deployment"
+	deploymentutil "k8s.io/kubernetes/pkg/controller/deployment/util"
 
 	"github.com/ctrlkit/ctrlkit/deployment"
 )
@@ -34,6 +35,7 @@ const (
 	devStaleStatus     = "status written once after the plan's scaling (upstream's last write counts unavailable from pre-scale specs)"
 	devAnnotRefresh    = "stale desired-replicas annotation refreshed (upstream never leaves the scaling-event path)"
 	devCleanupOwnWrite = "cleanup sees the plan's own writes (upstream deletes a ReplicaSet it just scaled up)"
+	devStuckScaling    = "unresolvable scaling event goes to the rollout (upstream repeats a no-op scaling event forever)"
 )
 
 const (
@@ -486,6 +488,9 @@ func compareDeploy(in deployWorld, u, o deployResult) (known string, diff string
 		return "", ""
 	}
 	// Classify against the documented deviations.
+	if stuckScalingEvent(in.d, in.rss) && sizesUnchanged(in.rss, u.rss) {
+		return devStuckScaling, ""
+	}
 	for _, n := range o.refreshed {
 		if ur, ok := u.rss[n]; !ok || !reflect.DeepEqual(ur.Annotations, o.rss[n].Annotations) {
 			return devAnnotRefresh, ""
@@ -520,6 +525,48 @@ func compareDeploy(in deployWorld, u, o deployResult) (known string, diff string
 		}
 	}
 	return "", strings.Join(diffs, "\n")
+}
+
+// stuckScalingEvent reports, with upstream's own helpers, whether the sync
+// of d is the upstream livelock deployment.Sync deliberately breaks
+// (deployment/doc.go, deployment/sync.go): an unpaused Deployment that is
+// not RollingUpdate, a scaling event (an active ReplicaSet's
+// desired-replicas annotation differs from spec.replicas, as upstream's
+// isScalingEvent reads it), more than one active ReplicaSet, and a new
+// ReplicaSet that is not saturated. Upstream's scale() writes nothing then,
+// so its every later sync is the same scaling event; ours runs the rollout
+// instead. The generated worlds carry no rollback annotation and no
+// deletion timestamp, so those branches, which come first, need no test
+// here.
+func stuckScalingEvent(d *appsv1.Deployment, rss []*appsv1.ReplicaSet) bool {
+	if d.Spec.Paused || deploymentutil.IsRollingUpdate(d) {
+		return false
+	}
+	newRS := deploymentutil.FindNewReplicaSet(d, cloneRSs(rss))
+	active := controller.FilterActiveReplicaSets(cloneRSs(rss))
+	if len(active) < 2 || deploymentutil.IsSaturated(d, newRS) {
+		return false
+	}
+	for _, rs := range active {
+		if n, ok := deploymentutil.GetDesiredReplicasAnnotation(discard, rs); ok && n != *d.Spec.Replicas {
+			return true
+		}
+	}
+	return false
+}
+
+// sizesUnchanged reports whether every ReplicaSet of in ends a sync (after)
+// with the size and replicas annotations it started with: upstream's sync
+// did nothing that could end a scaling event.
+func sizesUnchanged(in []*appsv1.ReplicaSet, after map[string]*appsv1.ReplicaSet) bool {
+	for _, rs := range in {
+		a, ok := after[rs.Name]
+		if !ok || *a.Spec.Replicas != *rs.Spec.Replicas ||
+			a.Annotations[annDesired] != rs.Annotations[annDesired] || a.Annotations[annMax] != rs.Annotations[annMax] {
+			return false
+		}
+	}
+	return true
 }
 
 // unavailableOf is max(0, Σ spec − available) over the final ReplicaSets.

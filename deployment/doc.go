@@ -83,6 +83,11 @@
 //     desired-replicas annotation gets its annotations refreshed, where
 //     upstream treats every sync as a scaling event forever and never rolls
 //     out a new template;
+//   - a scaling event of a non-RollingUpdate Deployment with several active
+//     ReplicaSets and an unsaturated new one goes to the rollout (Recreate
+//     scales the old ones down, rewriting their annotations), where
+//     upstream's scale() does nothing for it and every later sync is the
+//     same scaling event, forever;
 //   - the progress-deadline requeue waits at least a second instead of
 //     polling through the rate limiter, and is not scheduled when the
 //     Progressing reason is NewReplicaSetAvailable (time cannot change the

@@ -32,7 +32,15 @@ import (
 //   - paused: proportional scaling and history cleanup;
 //   - a rollback annotation: roll back;
 //   - a scaling event (an active ReplicaSet's desired-replicas annotation
-//     differs from spec.replicas): proportional scaling;
+//     differs from spec.replicas): proportional scaling. Deviation (an
+//     upstream livelock fixed): when the Deployment is not RollingUpdate,
+//     several ReplicaSets are active and the new one is not saturated,
+//     upstream's scale() writes nothing, so the annotations stay stale and
+//     every later sync is the same scaling event, forever (a Deployment
+//     paused mid-rollout, switched to Recreate, resized and resumed gets
+//     there). Sync goes on to the rollout instead: Recreate scales the old
+//     ReplicaSets down, rewriting their annotations, and what is left is a
+//     scaling event upstream resolves;
 //   - Recreate or RollingUpdate rollout steps, with history cleanup once
 //     complete and the progress-deadline requeue.
 //
@@ -80,7 +88,9 @@ func (s *syncer) run() error {
 		return s.rollback(rev)
 	}
 	s.syncNewRS()
-	if scaling, _ := rollout.IsScalingEvent(s.d, s.newRS(), s.olds()); scaling { // invalid annotations are skipped, as upstream
+	// A scaling event upstream's scale() cannot resolve goes to the
+	// rollout (see stuckScalingEvent).
+	if scaling, _ := rollout.IsScalingEvent(s.d, s.newRS(), s.olds()); scaling && !s.stuckScalingEvent() { // invalid annotations are skipped, as upstream
 		return s.sync()
 	}
 	switch d.Spec.Strategy.Type {
@@ -103,4 +113,27 @@ func (s *syncer) sync() error {
 	}
 	s.syncDeploymentStatus()
 	return nil
+}
+
+// stuckScalingEvent reports whether a scaling event is one upstream's
+// scale() cannot resolve: the Deployment is not RollingUpdate, more than
+// one ReplicaSet is active and the new one is not saturated. scale() then
+// writes nothing (only RollingUpdate scales proportionally), so the
+// desired-replicas annotations stay stale, and upstream takes the same
+// scaling-event branch on every sync and never reaches the rollout: a
+// livelock. It happens when a Deployment paused mid-rollout is switched to
+// Recreate and resized before it is resumed.
+//
+// Deviation (defect fixed): run skips the scaling-event branch in exactly
+// this case and goes on to the strategy's rollout. Recreate scales the old
+// ReplicaSets down, and those scales rewrite their annotations; after that
+// at most one ReplicaSet is active, and any scaling event left is one
+// upstream's scale() resolves (it sizes that ReplicaSet to D and rewrites
+// its annotations, as upstream does), so the rollout completes. Every
+// other scaling event takes upstream's branch.
+func (s *syncer) stuckScalingEvent() bool {
+	if rollout.IsRollingUpdate(s.d) {
+		return false
+	}
+	return len(rollout.FilterActive(s.all())) > 1 && !rollout.IsSaturated(s.d, s.newRS())
 }

@@ -1,6 +1,7 @@
 package deployment_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/ctrlkit/ctrlkit/deployment"
@@ -172,5 +174,62 @@ func TestSyncStaleDesiredAnnotation(t *testing.T) {
 		"status gen=1 replicas=5 updated=0 ready=5 available=5 unavailable=0 terminating=0 Available=True(MinimumReplicasAvailable) Progressing=True(NewReplicaSetAvailable)\n"
 	if diff := cmp.Diff(want, p.String()); diff != "" {
 		t.Errorf("Sync() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestSyncRecreateAfterPausedRollout is the upstream livelock fixed in
+// Sync: a Deployment paused mid-rollout (two active ReplicaSets, both
+// annotated desired-replicas=6) is switched to Recreate, scaled to 4 and
+// resumed. Every sync is then a scaling event, and upstream's scale() does
+// nothing for it (it scales proportionally only for RollingUpdate), so
+// upstream never gets further. Sync goes on to the Recreate rollout
+// instead, and the Deployment completes on the new template.
+func TestSyncRecreateAfterPausedRollout(t *testing.T) {
+	h := newHarness(t, newDeployment(6, "web:v1"))
+	defer func() {
+		if t.Failed() {
+			t.Logf("trace:\n%s", h.out.String())
+		}
+	}()
+	h.converge(10)
+	h.edit("image web:v2", setImage("web:v2"))
+	h.sync() // the new ReplicaSet starts at maxSurge = 2
+	h.edit("pause", setPaused(true))
+	h.sync()
+	h.edit("switch to Recreate", func(d *appsv1.Deployment) {
+		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+	})
+	h.edit("scale to 4", setReplicas(4))
+	h.sync() // paused: scale() leaves two active ReplicaSets alone
+	h.edit("resume", setPaused(false))
+
+	// The state upstream never leaves.
+	s := h.state()
+	if active := rollout.FilterActive(s.ReplicaSets); len(active) != 2 {
+		t.Fatalf("before resuming: %d active ReplicaSets; want 2 (mid-rollout)\n%s", len(active), h.w.describe(h.key))
+	}
+	if scaling, err := rollout.IsScalingEvent(s.Deployment, nil, s.ReplicaSets); !scaling || err != nil {
+		t.Fatalf("before resuming: IsScalingEvent() = %v, %v; want true, nil\n%s", scaling, err, h.w.describe(h.key))
+	}
+
+	h.converge(10)
+	d, err := h.w.Get(h.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rollout.DeploymentComplete(d, d.Status) || d.Status.ObservedGeneration != d.Generation {
+		t.Errorf("not complete after converging:\n%s", h.w.describe(h.key))
+	}
+	rss, err := h.w.List(h.key.Namespace, labels.Everything())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, rs := range rss {
+		got[image(rs)] = fmt.Sprintf("spec=%d desired=%s", ptrVal(rs.Spec.Replicas), rs.Annotations[rollout.DesiredReplicasAnnotation])
+	}
+	want := map[string]string{"web:v1": "spec=0 desired=4", "web:v2": "spec=4 desired=4"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ReplicaSets after converging mismatch (-want +got):\n%s", diff)
 	}
 }

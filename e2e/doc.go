@@ -19,7 +19,11 @@
 //   - a pod has at most one controller, a Deployment at most one
 //     ReplicaSet with its current template;
 //   - revision numbers only grow;
-//   - a Recreate Deployment starts no new pod while an old one exists.
+//   - a Recreate rollout starts no new pod while an old one exists. Only
+//     the rollout promises that: a paused Deployment or a scaling event
+//     goes through upstream's scale(), which sizes a ReplicaSet at once,
+//     old pods or not, so pods of a ReplicaSet last grown that way are
+//     exempt.
 //
 // Tests run in virtual time and never sleep. Randomised runs with fault
 // injection print their seed; replay one with

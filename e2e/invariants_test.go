@@ -23,6 +23,8 @@ type checker struct {
 	podsOf     map[types.UID]map[types.UID]bool
 	armed      map[types.UID]bool            // Deployment complete since its last resize
 	specs      map[types.UID]map[int64]int32 // ReplicaSet spec.replicas by generation
+	depSpecs   map[types.UID]map[int64]depSpec
+	scaled     map[types.UID]bool // ReplicaSets last grown by a step that may not be a Recreate rollout's
 	revisions  map[types.UID]int64
 	rv         uint64
 	violations []string
@@ -37,6 +39,7 @@ func check(history []record, deleted map[types.UID]bool, failed map[types.UID]in
 		s: newState(), deleted: deleted, failed: failed,
 		rssOf: map[types.UID]map[types.UID]bool{}, podsOf: map[types.UID]map[types.UID]bool{},
 		armed: map[types.UID]bool{}, specs: map[types.UID]map[int64]int32{}, revisions: map[types.UID]int64{},
+		depSpecs: map[types.UID]map[int64]depSpec{}, scaled: map[types.UID]bool{},
 	}
 	for _, rec := range history {
 		c.rv = rec.rv
@@ -63,6 +66,11 @@ func (c *checker) deployment(typ watch.EventType, d *appsv1.Deployment) {
 		delete(c.armed, d.UID)
 		return
 	}
+	if c.depSpecs[d.UID] == nil {
+		c.depSpecs[d.UID] = map[int64]depSpec{}
+	}
+	c.depSpecs[d.UID][d.Generation] = depSpec{replicas: *d.Spec.Replicas, paused: d.Spec.Paused,
+		recreate: d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType}
 	if prev != nil && (*prev.Spec.Replicas != *d.Spec.Replicas || !equality.Semantic.DeepEqual(prev.Spec.Strategy, d.Spec.Strategy)) {
 		c.armed[d.UID] = false // a resize: the bounds hold again once it is complete
 	}
@@ -75,9 +83,12 @@ func (c *checker) deployment(typ watch.EventType, d *appsv1.Deployment) {
 
 func (c *checker) replicaSet(typ watch.EventType, rs *appsv1.ReplicaSet) {
 	prev := c.s.rss[rs.UID]
-	prevOwner := types.UID("")
+	prevOwner, prevSpec := types.UID(""), int32(0)
 	if prev != nil {
-		prevOwner = controllerUID(prev)
+		prevOwner, prevSpec = controllerUID(prev), *prev.Spec.Replicas
+	}
+	if typ != watch.Deleted && *rs.Spec.Replicas > prevSpec {
+		c.scaled[rs.UID] = c.maybeScaling(controllerUID(rs)) // decided on the state before this write
 	}
 	c.s.apply(record{typ: typ, obj: rs})
 	c.reindex(c.rssOf, rs.UID, prevOwner, controllerUID(rs), typ)
@@ -124,7 +135,9 @@ func (c *checker) pod(typ watch.EventType, p *corev1.Pod) {
 }
 
 // created checks a new pod of ReplicaSet owner: the ReplicaSet asked for
-// it, and, for Recreate, no pod of another revision exists.
+// it, and, for Recreate, no pod of another revision exists, unless the
+// ReplicaSet's last growth may have been a scaling step (see
+// maybeScaling).
 func (c *checker) created(p *corev1.Pod, owner types.UID) {
 	rs := c.s.rss[owner]
 	if rs == nil {
@@ -135,7 +148,7 @@ func (c *checker) created(p *corev1.Pod, owner types.UID) {
 			p.Name, rs.Name, active, *rs.Spec.Replicas, c.maxSpec(rs), rs.Status.ObservedGeneration, c.failed[owner])
 	}
 	d := c.s.deps[controllerUID(rs)]
-	if d == nil || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+	if d == nil || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType || c.scaled[owner] {
 		return
 	}
 	for other := range c.rssOf[d.UID] {
@@ -150,6 +163,52 @@ func (c *checker) created(p *corev1.Pod, owner types.UID) {
 			}
 		}
 	}
+}
+
+// depSpec is what maybeScaling needs of one generation of a Deployment's
+// spec.
+type depSpec struct {
+	replicas         int32
+	paused, recreate bool
+}
+
+// maybeScaling reports whether the Deployment controller, growing a
+// ReplicaSet of Deployment uid now, may have done so in a step other than
+// a Recreate rollout's. Upstream guarantees no overlap of old and new pods
+// only there: rolloutRecreate grows the new ReplicaSet once no old pod is
+// running. A paused Deployment, or a scaling event (an active ReplicaSet's
+// desired-replicas annotation differs from spec.replicas), goes through
+// sync() and scale() instead, which size the only active ReplicaSet — or,
+// with none active, the newest — to spec.replicas at once, old pods
+// terminating or not; and a RollingUpdate step overlaps by design. The
+// controller decides from its cache, which may be behind: it acted on a
+// generation of the spec no older than the status's observedGeneration,
+// so every such generation counts. The ReplicaSets are taken as recorded
+// before this write; only this controller writes their annotations, and it
+// waits for its own writes.
+func (c *checker) maybeScaling(uid types.UID) bool {
+	d := c.s.deps[uid]
+	if d == nil {
+		return false
+	}
+	var rss []*appsv1.ReplicaSet
+	for rsUID := range c.rssOf[uid] {
+		rss = append(rss, c.s.rss[rsUID])
+	}
+	for gen, spec := range c.depSpecs[uid] {
+		if gen < d.Status.ObservedGeneration || gen > d.Generation {
+			continue
+		}
+		if spec.paused || !spec.recreate {
+			return true
+		}
+		for _, rs := range rollout.FilterActive(rss) {
+			if n, ok, _ := rollout.AnnotatedDesiredReplicas(rs); ok && n != spec.replicas {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // deleting checks a pod whose deletion starts: the ReplicaSet controller
