@@ -97,4 +97,10 @@
 //   - ReplicaSets are deleted with a UID precondition;
 //   - the Controller does not sync from a cached version its own last sync
 //     replaced (see above), so it does not conflict with itself.
+//
+// One is a different timing, not a defect fixed: a sync whose only writes
+// are ReplicaSet scales leaves the status to the sync their events
+// trigger (fewer writes; same decisions and final status). Set
+// [Reconciler.EagerStatus] or ControllerConfig.EagerStatus for upstream's
+// timing.
 package deployment

@@ -52,6 +52,11 @@
 //     informer.Cache.Behind): it waits for that write's event, which
 //     enqueues the ReplicaSet anyway, instead of writing the status on the
 //     old version and getting a Conflict.
+//   - A sync whose pod creations and deletions all succeed leaves the
+//     status to the sync their pod events trigger, which counts those pods
+//     (one status write per round instead of two; see
+//     [Reconciler.Reconcile]). Config.EagerStatus restores upstream's
+//     timing.
 //
 // # Usage
 //
