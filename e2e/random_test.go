@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -125,12 +124,13 @@ func (w *world) randomChange(rnd *rand.Rand, name string) {
 		w.tb.Logf("+%v %s: rollback to %s", w.now(), name, res.Target.Name)
 		w.rollback(name, res)
 	case 5:
+		// Draw the strategy once: update may apply it more than once.
 		next := d.DeepCopy()
 		randomStrategy(rnd, next)
-		w.tb.Logf("+%v %s: strategy %+v", w.now(), name, next.Spec.Strategy)
-		w.write("change strategy", func(ctx context.Context) error {
-			_, err := w.c.Deployments(ns).Update(ctx, next, metav1.UpdateOptions{})
-			return err
+		strategy := next.Spec.Strategy
+		w.tb.Logf("+%v %s: strategy %+v", w.now(), name, strategy)
+		w.update("change strategy of "+name, name, func(d *appsv1.Deployment) {
+			d.Spec.Strategy = *strategy.DeepCopy()
 		})
 	}
 }

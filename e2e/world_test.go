@@ -132,11 +132,17 @@ func (w *world) setFaults(f memcluster.Faults) {
 // not move while the condition runs), and fails the test if it fails.
 func (w *world) write(what string, f func(ctx context.Context) error) {
 	w.tb.Helper()
-	w.c.SetFaults(memcluster.Faults{})
-	defer w.c.SetFaults(w.faults)
-	if err := f(w.ctx); err != nil {
+	if err := w.try(f); err != nil {
 		w.tb.Fatalf("%s: %v %+v", what, err, apierrors.ReasonForError(err))
 	}
+}
+
+// try makes a request of the test itself with faults off, as write does,
+// and returns its error.
+func (w *world) try(f func(ctx context.Context) error) error {
+	w.c.SetFaults(memcluster.Faults{})
+	defer w.c.SetFaults(w.faults)
+	return f(w.ctx)
 }
 
 // now is the virtual time elapsed since the start.
@@ -255,6 +261,43 @@ func (w *world) patchAs(name string, pt types.PatchType, patch []byte) {
 		_, err := w.c.Deployments(ns).Patch(ctx, name, pt, patch, metav1.PatchOptions{})
 		return err
 	})
+}
+
+// updateAttempts and updatePause bound update's retries on Conflict, as
+// client-go's retry.DefaultRetry does (5 steps, 10ms apart).
+const (
+	updateAttempts = 5
+	updatePause    = 10 * time.Millisecond
+)
+
+// update is a user's read-modify-write of Deployment name: get it, apply
+// change, and send a full Update with the resourceVersion read. The
+// controllers write the Deployment (its status) meanwhile, so the Update
+// may fail with Conflict; like client-go's retry.RetryOnConflict, update
+// then re-reads and re-applies change, up to updateAttempts times, and
+// fails the test on any other error. change may run more than once: it
+// must not draw random numbers (decide the change before calling update,
+// so that a seeded run replays the same draws however often it retries).
+func (w *world) update(what, name string, change func(d *appsv1.Deployment)) {
+	w.tb.Helper()
+	for attempt := 1; ; attempt++ {
+		d := w.get(name)
+		change(d)
+		err := w.try(func(ctx context.Context) error {
+			_, err := w.c.Deployments(ns).Update(ctx, d, metav1.UpdateOptions{})
+			return err
+		})
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) || attempt == updateAttempts {
+			w.tb.Fatalf("%s (attempt %d of %d): %v %+v", what, attempt, updateAttempts, err, apierrors.ReasonForError(err))
+		}
+		w.tb.Logf("+%v %s: conflict, retrying: %v", w.now(), what, err)
+		// Wall-clock time: the virtual clock stands still here, and the
+		// pause only lets the controller's in-flight writes land.
+		time.Sleep(updatePause)
+	}
 }
 
 func (w *world) setImage(name, image string) {
