@@ -91,7 +91,9 @@ type Reconciler struct {
 // consecutive syncs, so a chain of them now writes the status once, at
 // its end, instead of once per link. Syncs that create, update or adopt a
 // ReplicaSet still write at once: their conditions (NewReplicaSetCreated,
-// say) are news that a later sync would not repeat.
+// say) are news that a later sync would not repeat. A caller that does not
+// sync a Deployment again on its ReplicaSets' events (a one-shot tool, say)
+// should set EagerStatus.
 func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (Result, error) {
 	d, err := r.Deployments.Get(key)
 	if apierrors.IsNotFound(err) {

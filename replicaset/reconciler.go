@@ -146,7 +146,8 @@ func (r *Reconciler) Expectations() *Expectations { return r.exp }
 // the result asks for a sync once the expectations have expired
 // ([ExpectationsTimeout]), which upstream leaves to the next event. A
 // failed create or delete is written at once, as upstream does: the
-// ReplicaFailure condition is news.
+// ReplicaFailure condition is news. A caller that does not sync a
+// ReplicaSet again on its pods' events should set EagerStatus.
 //
 // Every error is returned wrapped with the key.
 func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (Result, error) {
