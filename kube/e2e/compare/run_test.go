@@ -143,14 +143,7 @@ func (s *run) waitComplete() time.Time {
 // harness's own writes, which are then subtracted.
 func (s *run) execute(sc scenario, writes func() map[kube.Request]int, countsHarness bool) result {
 	s.t.Helper()
-	ctx, cancel := context.WithCancel(s.ctx)
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	ready := make(chan struct{})
-	wg.Go(func() { s.rec.Run(ctx, ready) })
-	<-ready
-	kubelet := &cluster.Kubelet{Client: s.cs, Namespace: s.ns, ReadyDelay: readyDelay}
-	wg.Go(func() { _ = kubelet.Run(ctx) })
+	defer observe(s.ctx, s.rec, s.cs, s.ns)()
 	if sc.setup != nil {
 		sc.setup(s)
 		time.Sleep(time.Second) // let trailing writes of the setup land
@@ -171,6 +164,19 @@ func (s *run) execute(sc scenario, writes func() map[kube.Request]int, countsHar
 		}
 	}
 	return result{converge: done.Sub(start), writes: w, entries: s.rec.Since(start), final: s.finalState()}
+}
+
+// observe starts rec, waits until it has listed, and starts the simulated
+// kubelet of namespace ns; the returned stop ends both and waits for them.
+func observe(ctx context.Context, rec *cluster.Recorder, cs kubernetes.Interface, ns string) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	ready := make(chan struct{})
+	wg.Go(func() { rec.Run(ctx, ready) })
+	<-ready
+	kubelet := &cluster.Kubelet{Client: cs, Namespace: ns, ReadyDelay: readyDelay}
+	wg.Go(func() { _ = kubelet.Run(ctx) })
+	return func() { cancel(); wg.Wait() }
 }
 
 func diff(after, before map[kube.Request]int) map[kube.Request]int {

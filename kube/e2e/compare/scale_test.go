@@ -186,14 +186,7 @@ func scaleName(i int) string { return fmt.Sprintf("web-%03d", i) }
 // writes (including the harness's if countsHarness, which are then
 // subtracted).
 func (s *scaleRun) phases(pid int, writes func() map[kube.Request]int, countsHarness bool) []scalePhase {
-	ctx, cancel := context.WithCancel(s.ctx)
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	ready := make(chan struct{})
-	wg.Go(func() { s.rec.Run(ctx, ready) })
-	<-ready
-	kubelet := &cluster.Kubelet{Client: s.cs, Namespace: s.ns, ReadyDelay: readyDelay}
-	wg.Go(func() { _ = kubelet.Run(ctx) })
+	defer observe(s.ctx, s.rec, s.cs, s.ns)()
 
 	create := s.measure(fmt.Sprintf("create %d × 4", s.n), pid, writes, countsHarness, func(i int) error {
 		d := webDeployment(4, "nginx:1", "", "")
