@@ -6,7 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -276,9 +279,43 @@ func (s *scaleRun) measure(name string, pid int, writes func() map[kube.Request]
 		t.Logf("%s: %d writes without events by the controller's count, %d by the apiserver's", name, total(w, notEvent), total(a, notEvent))
 	}
 	p := scalePhase{name: name, wall: done.Sub(start), writes: w, cpu: p1.CPU - p0.CPU, peakRSS: p1.PeakRSS}
+	s.dump(name, start)
 	t.Logf("%s (%s): %.1f s, %.1f CPU s, peak RSS %.0f MiB, %d writes without events, %d events; %s", name, s.ns,
 		p.wall.Seconds(), p.cpu.Seconds(), mib(p.peakRSS), total(w, notEvent), total(w, isEvent), summarize(w))
 	return p
+}
+
+// dump writes, if CTRLKIT_E2E_SCALE_TRACE names a directory, the phase's
+// observed states (one per line, seconds since start) and the count of
+// events in the namespace by source and reason (those written by the time
+// the phase ended), for offline analysis.
+func (s *scaleRun) dump(phase string, start time.Time) {
+	dir := os.Getenv("CTRLKIT_E2E_SCALE_TRACE")
+	if dir == "" {
+		return
+	}
+	var b strings.Builder
+	for _, e := range s.rec.Since(start) {
+		fmt.Fprintf(&b, "%.3f %s\n", e.At.Sub(start).Seconds(), e)
+	}
+	evs, err := s.cs.CoreV1().Events(s.ns).List(s.ctx, metav1.ListOptions{})
+	if err != nil {
+		s.t.Error(err)
+		return
+	}
+	bySource := map[string]int{}
+	for _, e := range evs.Items {
+		if !e.LastTimestamp.Time.Before(start) {
+			bySource[e.Source.Component+" "+e.Reason] += int(e.Count)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(bySource)) {
+		fmt.Fprintf(&b, "events %s %d\n", k, bySource[k])
+	}
+	name := strings.ReplaceAll(fmt.Sprintf("%s-%s.txt", s.ns, phase), " ", "_")
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o644); err != nil {
+		s.t.Error(err)
+	}
 }
 
 // allComplete: every Deployment has observed the test's last write to it
