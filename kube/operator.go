@@ -51,6 +51,18 @@ type Operator struct {
 	// status to the sync its writes' events trigger (see the controllers'
 	// ControllerConfig.EagerStatus).
 	EagerStatus bool
+	// LowPriorityEvents lets each controller's writes go before its
+	// events. They still share one budget of Config.QPS and Burst, but an
+	// event is sent only when none of the controller's requests waits for
+	// a token (see [PriorityLimiter]). kube-controller-manager makes them
+	// take turns: throttled, its event sink is one waiter beside five
+	// workers and takes a sixth of the budget, while it still drops most
+	// events (client-go's broadcaster queues 1,000 and drops the rest).
+	// With this set a throttled controller converges sooner and its events
+	// wait for it to go quiet, so more of them are dropped. It needs
+	// Config.RateLimiter unset, and does nothing with a negative QPS (no
+	// limit).
+	LowPriorityEvents bool
 	// Metrics, if set, receives the operator's measurements and counts its
 	// API requests.
 	Metrics *Metrics
@@ -96,15 +108,43 @@ func (o *Operator) Run(ctx context.Context) error {
 	// kube-controller-manager builds them: the informers and each
 	// controller do not throttle one another, and a controller's events
 	// share its client (and its rate limit) with its writes.
-	var clients [3]kubernetes.Interface
+	// With LowPriorityEvents each controller's events have a client of
+	// their own that draws on the controller's budget through the low door.
+	if o.LowPriorityEvents && cfg.RateLimiter != nil {
+		return errors.New("kube: Operator.LowPriorityEvents needs Config.QPS and Burst, not Config.RateLimiter")
+	}
+	var clients, events [3]kubernetes.Interface
 	for i, role := range []string{"shared-informers", "deployment-controller", "replicaset-controller"} {
 		c := rest.CopyConfig(cfg)
 		c.UserAgent = rest.DefaultKubernetesUserAgent() + "/ctrlkit/" + role
+		var ev *rest.Config
+		if i > 0 && o.LowPriorityEvents && c.QPS >= 0 {
+			qps, burst := c.QPS, c.Burst
+			if qps == 0 {
+				qps = rest.DefaultQPS
+			}
+			if burst == 0 {
+				burst = rest.DefaultBurst
+			}
+			l, err := NewPriorityLimiter(qps, burst)
+			if err != nil {
+				return err
+			}
+			ev = rest.CopyConfig(c)
+			c.RateLimiter, ev.RateLimiter = l.High(), l.Low()
+		}
 		if clients[i], err = kubernetes.NewForConfig(c); err != nil {
 			return fmt.Errorf("kube: %w", err)
 		}
+		events[i] = clients[i]
+		if ev != nil {
+			if events[i], err = kubernetes.NewForConfig(ev); err != nil {
+				return fmt.Errorf("kube: %w", err)
+			}
+		}
 	}
 	r := operatorRun{informers: clients[0], deployments: clients[1], replicaSets: clients[2],
+		deploymentEvents: events[1], replicaSetEvents: events[2],
 		namespace: o.Namespace, workers: o.Workers, grace: o.Grace, batch: o.BatchPeriod, eager: o.EagerStatus, metrics: o.Metrics}
 	if r.workers <= 0 {
 		r.workers = 5
@@ -118,6 +158,9 @@ func (o *Operator) Run(ctx context.Context) error {
 // operatorRun is one run of an Operator, on its clients.
 type operatorRun struct {
 	informers, deployments, replicaSets kubernetes.Interface
+	// The controllers' events go through these; nil means the
+	// controllers' own clients.
+	deploymentEvents, replicaSetEvents kubernetes.Interface
 
 	namespace string
 	workers   int
@@ -137,9 +180,16 @@ func (o *operatorRun) run(ctx context.Context) error {
 	// Each controller records its events through its own client, as in
 	// kube-controller-manager. Events of the syncs that drain after ctx is
 	// cancelled are still recorded; Shutdown flushes them.
-	dEvents := StartEvents(context.WithoutCancel(ctx), o.deployments)
+	dEventsClient, rsEventsClient := o.deploymentEvents, o.replicaSetEvents
+	if dEventsClient == nil {
+		dEventsClient = o.deployments
+	}
+	if rsEventsClient == nil {
+		rsEventsClient = o.replicaSets
+	}
+	dEvents := StartEvents(context.WithoutCancel(ctx), dEventsClient)
 	defer dEvents.Shutdown()
-	rsEvents := StartEvents(context.WithoutCancel(ctx), o.replicaSets)
+	rsEvents := StartEvents(context.WithoutCancel(ctx), rsEventsClient)
 	defer rsEvents.Shutdown()
 
 	dLimiter := workqueue.DefaultControllerRateLimiter[types.NamespacedName]()

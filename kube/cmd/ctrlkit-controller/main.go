@@ -37,23 +37,24 @@ import (
 )
 
 type options struct {
-	kubeconfig     string
-	namespace      string
-	workers        int
-	batchPeriod    time.Duration
-	eagerStatus    bool
-	contentType    string
-	profiling      bool
-	qps            float64
-	burst          int
-	bindAddress    string
-	shutdownGrace  time.Duration
-	leaderElect    bool
-	leaseNamespace string
-	leaseName      string
-	leaseDuration  time.Duration
-	renewDeadline  time.Duration
-	retryPeriod    time.Duration
+	kubeconfig        string
+	namespace         string
+	workers           int
+	batchPeriod       time.Duration
+	eagerStatus       bool
+	lowPriorityEvents bool
+	contentType       string
+	profiling         bool
+	qps               float64
+	burst             int
+	bindAddress       string
+	shutdownGrace     time.Duration
+	leaderElect       bool
+	leaseNamespace    string
+	leaseName         string
+	leaseDuration     time.Duration
+	renewDeadline     time.Duration
+	retryPeriod       time.Duration
 }
 
 func main() {
@@ -66,6 +67,8 @@ func main() {
 		"a burst of them costs one sync and one status write; 0 syncs at once, like kube-controller-manager")
 	fs.BoolVar(&o.eagerStatus, "eager-status", false, "write statuses with kube-controller-manager's timing, also in syncs that only create or delete\n"+
 		"pods or only scale ReplicaSets (more writes); by default the sync their events trigger writes the status")
+	fs.BoolVar(&o.lowPriorityEvents, "low-priority-events", false, "send a controller's events only when none of its writes waits for the client's rate limit\n"+
+		"(they still share one budget); kube-controller-manager makes them take turns")
 	fs.Float64Var(&o.qps, "kube-api-qps", 20, "queries per second to the API server")
 	fs.IntVar(&o.burst, "kube-api-burst", 30, "burst of queries to the API server")
 	fs.BoolVar(&o.profiling, "profiling", true, "serve /debug/pprof on --bind-address, like kube-controller-manager")
@@ -104,7 +107,7 @@ func run(ctx context.Context, o options) error {
 	cfg.UserAgent = rest.DefaultKubernetesUserAgent() + "/ctrlkit-controller"
 
 	metrics := new(kube.Metrics)
-	op := &kube.Operator{Config: cfg, Namespace: o.namespace, Workers: o.workers, BatchPeriod: o.batchPeriod, EagerStatus: o.eagerStatus, Metrics: metrics,
+	op := &kube.Operator{Config: cfg, Namespace: o.namespace, Workers: o.workers, BatchPeriod: o.batchPeriod, EagerStatus: o.eagerStatus, LowPriorityEvents: o.lowPriorityEvents, Metrics: metrics,
 		Grace: o.shutdownGrace, Logger: log}
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	if o.bindAddress != "" {

@@ -38,8 +38,9 @@ import (
 // both sides (--kube-api-qps; burst 1.5×), CTRLKIT_E2E_BATCH our
 // --sync-batch-period, CTRLKIT_E2E_SCALE_KCM kube-controller-manager's
 // --controllers (default deployment-controller,replicaset-controller: the
-// two controllers ours replaces, nothing else using its CPU), and
-// CTRLKIT_E2E_SCALE_SIDES=ours skips upstream.
+// two controllers ours replaces, nothing else using its CPU),
+// CTRLKIT_E2E_SCALE_FLAGS more flags of ours (space-separated, e.g.
+// --low-priority-events), and CTRLKIT_E2E_SCALE_SIDES=ours skips upstream.
 func TestScale(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("CTRLKIT_E2E_SCALE"))
 	if n <= 0 {
@@ -71,7 +72,9 @@ func TestScale(t *testing.T) {
 
 	// Ours.
 	ours := newScaleRun(t, ctx, "scale-ctrlkit", n)
-	ctl := startController(t, bin, ours.ns, append(limits, "--sync-batch-period="+batch.String())...)
+	extra := strings.Fields(os.Getenv("CTRLKIT_E2E_SCALE_FLAGS"))
+	flags := append(append(slices.Clone(limits), "--sync-batch-period="+batch.String()), extra...)
+	ctl := startController(t, bin, ours.ns, flags...)
 	time.Sleep(3 * time.Second)
 	ourPhases := ours.phases(ctl.pid(), func() map[kube.Request]int {
 		w, err := ctl.writes(ctx)
@@ -86,7 +89,7 @@ func TestScale(t *testing.T) {
 	ctl.stop(t)
 
 	title := fmt.Sprintf("Scale: %d Deployments × 4 replicas, client QPS %g / burst %d (each side, per client), "+
-		"kube-controller-manager --controllers=%s, ours --sync-batch-period=%v", n, qps, burst, controllers, batch)
+		"kube-controller-manager --controllers=%s, ours %s", n, qps, burst, controllers, strings.Join(flags[len(limits):], " "))
 	scaleReport(t, title, upPhases, ourPhases)
 }
 
