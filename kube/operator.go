@@ -53,13 +53,14 @@ type Operator struct {
 	EagerStatus bool
 	// LowPriorityEvents lets each controller's writes go before its
 	// events. They still share one budget of Config.QPS and Burst, but an
-	// event is sent only when none of the controller's requests waits for
-	// a token (see [PriorityLimiter]). kube-controller-manager makes them
-	// take turns: throttled, its event sink is one waiter beside five
-	// workers and takes a sixth of the budget, while it still drops most
-	// events (client-go's broadcaster queues 1,000 and drops the rest).
-	// With this set a throttled controller converges sooner and its events
-	// wait for it to go quiet, so more of them are dropped. It needs
+	// event is sent when none of the controller's requests waits for a
+	// token, or when it has waited through 19 of theirs (see
+	// [PriorityLimiter]). kube-controller-manager makes them take turns:
+	// throttled, its event sink is one waiter beside five workers and
+	// takes a sixth of the budget, and client-go's broadcaster drops what
+	// does not fit in its queue of 1,000. With this set a throttled
+	// controller converges sooner, sends a twentieth of its requests as
+	// events instead of a sixth, and drops more of them. It needs
 	// Config.RateLimiter unset, and does nothing with a negative QPS (no
 	// limit).
 	LowPriorityEvents bool

@@ -25,8 +25,11 @@ import (
 // controller's requests on events (its event sink is one more waiter
 // beside five workers) and still drops most of them.
 //
-// Within a door requests are served in arrival order. Stop does nothing,
-// as for client-go's token bucket: the doors share the bucket.
+// Low is never starved: while it waits, at least one token in
+// [LowShare] goes to it, so a controller that never goes quiet still
+// sends an event a second at 20 QPS. Within a door requests are served in
+// arrival order. Stop does nothing, as for client-go's token bucket: the
+// doors share the bucket.
 type PriorityLimiter struct {
 	qps   float64
 	burst float64
@@ -37,7 +40,14 @@ type PriorityLimiter struct {
 	last    time.Time
 	waiting [2]list.List // of *tokenWaiter; [0] high, [1] low
 	timer   clock.Timer  // armed while someone waits
+	// passed counts the tokens High has taken while Low waited, since
+	// Low's last.
+	passed int
 }
+
+// LowShare is the least share of a [PriorityLimiter]'s tokens that goes to
+// Low while it waits: one in LowShare.
+const LowShare = 20
 
 type tokenWaiter struct {
 	granted chan struct{}
@@ -73,16 +83,25 @@ func (l *PriorityLimiter) refill() {
 	l.last = now
 }
 
-// free reports whether a request through door p may take a token now,
-// that is whether no one it must let go first is waiting. Called with mu
-// held.
-func (l *PriorityLimiter) free(p int) bool {
-	for q := 0; q <= p; q++ {
-		if l.waiting[q].Len() > 0 {
-			return false
-		}
+// next returns the door whose turn it is (0 High, 1 Low) among those
+// with a request: High's, unless Low has waited through LowShare-1 of
+// High's tokens. Called with mu held.
+func (l *PriorityLimiter) next(highWaits, lowWaits bool) int {
+	if lowWaits && (!highWaits || l.passed >= LowShare-1) {
+		return 1
 	}
-	return true
+	return 0
+}
+
+// take takes a token for door p. Called with mu held.
+func (l *PriorityLimiter) take(p int) {
+	l.tokens--
+	switch {
+	case p == 1:
+		l.passed = 0
+	case l.waiting[1].Len() > 0:
+		l.passed++
+	}
 }
 
 // dispatch hands the tokens there are to the waiters, High's first, and
@@ -90,19 +109,12 @@ func (l *PriorityLimiter) free(p int) bool {
 // mu held.
 func (l *PriorityLimiter) dispatch() {
 	l.refill()
-	for l.tokens >= 1 {
-		q := 0
-		if l.waiting[0].Len() == 0 {
-			q = 1
-		}
-		front := l.waiting[q].Front()
-		if front == nil {
-			break
-		}
-		w := l.waiting[q].Remove(front).(*tokenWaiter)
+	for l.tokens >= 1 && l.waiting[0].Len()+l.waiting[1].Len() > 0 {
+		q := l.next(l.waiting[0].Len() > 0, l.waiting[1].Len() > 0)
+		w := l.waiting[q].Remove(l.waiting[q].Front()).(*tokenWaiter)
 		w.done = true
 		close(w.granted)
-		l.tokens--
+		l.take(q)
 	}
 	if l.timer != nil {
 		l.timer.Stop()
@@ -126,11 +138,13 @@ func (l *PriorityLimiter) tryAccept(p int) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.refill()
-	if l.free(p) && l.tokens >= 1 {
-		l.tokens--
-		return true
+	// A request goes at once only if no one of its door waits and its
+	// door's turn comes before the other's.
+	if l.tokens < 1 || l.waiting[p].Len() > 0 || l.next(p == 0 || l.waiting[0].Len() > 0, p == 1 || l.waiting[1].Len() > 0) != p {
+		return false
 	}
-	return false
+	l.take(p)
+	return true
 }
 
 func (l *PriorityLimiter) wait(ctx context.Context, p int) error {
@@ -158,6 +172,9 @@ func (l *PriorityLimiter) wait(ctx context.Context, p int) error {
 		}
 		w.done = true
 		l.waiting[p].Remove(e)
+		if l.waiting[1].Len() == 0 {
+			l.passed = 0
+		}
 		// Those behind may be served now (a Low waiter, once the last
 		// High one leaves).
 		l.dispatch()

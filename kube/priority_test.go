@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,14 @@ func (c fakeClock) AfterFunc(d time.Duration, f func()) clock.Timer {
 }
 
 func newFakeClock() fakeClock { return fakeClock{clocktesting.NewFakeClock(time.Unix(1000, 0))} }
+
+// step moves the clock on once the limiter has armed its timer: a waiter
+// may see its grant before the dispatch that made it arms the next one.
+func (c fakeClock) step(t *testing.T, d time.Duration) {
+	t.Helper()
+	waitFor(t, "the limiter's timer", c.HasWaiters)
+	c.Step(d)
+}
 
 // grants records the order in which waiters got their tokens.
 type grants struct {
@@ -124,7 +133,7 @@ func TestPriorityLimiterHighGoesFirst(t *testing.T) {
 	}
 	want := []string{"high1", "high2", "low1", "low2"}
 	for i := range want {
-		clk.Step(time.Second)
+		clk.step(t, time.Second)
 		waitFor(t, want[i], func() bool { return len(g.get()) == i+1 })
 	}
 	wg.Wait()
@@ -158,6 +167,91 @@ func TestPriorityLimiterHighPassesWaitingLow(t *testing.T) {
 	clk.Step(2 * time.Millisecond)
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// While High always has waiters, Low still gets one token in LowShare.
+func TestPriorityLimiterLowIsNotStarved(t *testing.T) {
+	clk := newFakeClock()
+	l, err := newPriorityLimiter(1, 1, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.High().Accept()
+	var g grants
+	var wg sync.WaitGroup
+	enqueue := func(name string, door func() error) {
+		n := waiters(l)
+		wg.Go(func() {
+			if err := door(); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+			g.add(name)
+		})
+		waitFor(t, name+" to queue", func() bool { return waiters(l) == n+1 })
+	}
+	ctx := context.Background()
+	enqueue("low", func() error { return l.Low().Wait(ctx) })
+	const highs = 2 * LowShare
+	for i := range highs {
+		enqueue(fmt.Sprintf("high%d", i), func() error { return l.High().Wait(ctx) })
+	}
+	for i := range highs + 1 {
+		clk.step(t, time.Second)
+		waitFor(t, fmt.Sprintf("grant %d", i+1), func() bool { return len(g.get()) == i+1 })
+	}
+	wg.Wait()
+	got := g.get()
+	if got[LowShare-1] != "low" {
+		t.Fatalf("grants %v: want Low's as number %d, after %d of High's", got, LowShare, LowShare-1)
+	}
+	for i, name := range got[:LowShare-1] {
+		if want := fmt.Sprintf("high%d", i); name != want {
+			t.Fatalf("grants %v: want High's in arrival order", got)
+		}
+	}
+}
+
+// stillClock's timers never fire, so that tokens pile up beside waiters
+// until the test dispatches them.
+type stillClock struct{ *clocktesting.FakeClock }
+
+func (stillClock) AfterFunc(time.Duration, func()) clock.Timer { return stillTimer{} }
+
+type stillTimer struct{}
+
+func (stillTimer) C() <-chan time.Time      { return nil }
+func (stillTimer) Stop() bool               { return true }
+func (stillTimer) Reset(time.Duration) bool { return true }
+
+// TryAccept through High passes a waiting Low only until it is Low's turn.
+func TestPriorityLimiterTryAcceptKeepsLowsTurn(t *testing.T) {
+	clk := stillClock{clocktesting.NewFakeClock(time.Unix(1000, 0))}
+	l, err := newPriorityLimiter(1, 1, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.High().Accept()
+	done := make(chan error, 1)
+	go func() { done <- l.Low().Wait(context.Background()) }()
+	waitFor(t, "low to queue", func() bool { return waiters(l) == 1 })
+	for i := range LowShare - 1 {
+		clk.Step(time.Second)
+		if !l.High().TryAccept() {
+			t.Fatalf("TryAccept through High refused with a token there, %d after Low's last", i)
+		}
+	}
+	clk.Step(time.Second)
+	if l.High().TryAccept() {
+		t.Fatalf("TryAccept through High took the token after %d of High's, Low's turn", LowShare-1)
+	}
+	l.fire()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Second)
+	if !l.High().TryAccept() {
+		t.Fatal("TryAccept through High refused after Low's turn")
 	}
 }
 

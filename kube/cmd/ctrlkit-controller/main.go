@@ -67,8 +67,8 @@ func main() {
 		"a burst of them costs one sync and one status write; 0 syncs at once, like kube-controller-manager")
 	fs.BoolVar(&o.eagerStatus, "eager-status", false, "write statuses with kube-controller-manager's timing, also in syncs that only create or delete\n"+
 		"pods or only scale ReplicaSets (more writes); by default the sync their events trigger writes the status")
-	fs.BoolVar(&o.lowPriorityEvents, "low-priority-events", false, "send a controller's events only when none of its writes waits for the client's rate limit\n"+
-		"(they still share one budget); kube-controller-manager makes them take turns")
+	fs.BoolVar(&o.lowPriorityEvents, "low-priority-events", false, "let a controller's writes go before its events within the one rate limit they share\n"+
+		"(events still get one request in 20 while they wait); kube-controller-manager makes them take turns")
 	fs.Float64Var(&o.qps, "kube-api-qps", 20, "queries per second to the API server")
 	fs.IntVar(&o.burst, "kube-api-burst", 30, "burst of queries to the API server")
 	fs.BoolVar(&o.profiling, "profiling", true, "serve /debug/pprof on --bind-address, like kube-controller-manager")
