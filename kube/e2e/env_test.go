@@ -40,6 +40,8 @@ type envOptions struct {
 	readyDelay time.Duration
 	neverReady func(*corev1.Pod) bool
 	noOperator bool
+	// lowPriorityEvents sets the operator's LowPriorityEvents.
+	lowPriorityEvents bool
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -63,7 +65,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	e.kubelet = &cluster.Kubelet{Client: cs, Namespace: ns, ReadyDelay: o.readyDelay, NeverReady: o.neverReady}
 	wg.Go(func() { _ = e.kubelet.Run(ctx) })
 	if !o.noOperator {
-		e.startOperator(ctx, &wg)
+		e.startOperator(ctx, &wg, o.lowPriorityEvents)
 	}
 	t.Cleanup(func() {
 		cancel()
@@ -78,8 +80,8 @@ func newEnv(t *testing.T, o envOptions) *env {
 	return e
 }
 
-func (e *env) startOperator(ctx context.Context, wg *sync.WaitGroup) {
-	op := &kube.Operator{Config: cp.Config(20, 30), Namespace: e.ns, Metrics: e.metrics}
+func (e *env) startOperator(ctx context.Context, wg *sync.WaitGroup, lowPriorityEvents bool) {
+	op := &kube.Operator{Config: cp.Config(20, 30), Namespace: e.ns, Metrics: e.metrics, LowPriorityEvents: lowPriorityEvents}
 	wg.Go(func() {
 		if err := op.Run(ctx); err != nil {
 			e.t.Errorf("operator: %v", err)

@@ -131,7 +131,7 @@ func TestConcurrentWriters(t *testing.T) {
 	e := newEnv(t, envOptions{readyDelay: 100 * time.Millisecond})
 	ctx, stop := context.WithCancel(e.ctx)
 	var wg sync.WaitGroup
-	e.startOperator(ctx, &wg) // a second, independent operator
+	e.startOperator(ctx, &wg, false) // a second, independent operator
 	defer func() { stop(); wg.Wait() }()
 	e.create(deployment("web", 4, "nginx:1"))
 	for i, n := range []int32{6, 3, 8, 5} {

@@ -15,7 +15,12 @@ import (
 )
 
 func TestCreateScaleEvents(t *testing.T) {
-	e := newEnv(t, envOptions{readyDelay: 200 * time.Millisecond})
+	t.Run("events take turns with writes", func(t *testing.T) { testCreateScaleEvents(t, false) })
+	t.Run("LowPriorityEvents", func(t *testing.T) { testCreateScaleEvents(t, true) })
+}
+
+func testCreateScaleEvents(t *testing.T, lowPriorityEvents bool) {
+	e := newEnv(t, envOptions{readyDelay: 200 * time.Millisecond, lowPriorityEvents: lowPriorityEvents})
 	e.create(deployment("web", 3, "nginx:1"))
 	e.waitComplete("web", 30*time.Second)
 	rss := e.replicaSets()
