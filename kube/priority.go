@@ -16,14 +16,15 @@ import (
 // default limiter it holds up to burst tokens and gains qps a second, and
 // every request takes one; unlike it, a request through [PriorityLimiter.Low]
 // gets a token only when no request through [PriorityLimiter.High] is
-// waiting for one. Both doors are [flowcontrol.RateLimiter]s, for
-// rest.Config.RateLimiter.
+// waiting for one, or once it has let LowShare-1 of them pass. Both doors
+// are [flowcontrol.RateLimiter]s, for rest.Config.RateLimiter.
 //
 // The operator uses it, when asked (Operator.LowPriorityEvents), to let a
 // controller's writes go before its events within the one budget they
 // share: throttled, kube-controller-manager spends a sixth of each
 // controller's requests on events (its event sink is one more waiter
-// beside five workers) and still drops most of them.
+// beside five workers), and client-go's broadcaster drops the events that
+// do not fit in its queue either way.
 //
 // Low is never starved: while it waits, at least one token in
 // [LowShare] goes to it, so a controller that never goes quiet still

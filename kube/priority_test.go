@@ -48,6 +48,32 @@ func (g *grants) get() []string {
 	return append([]string(nil), g.order...)
 }
 
+// lineUp runs door in a goroutine of wg that records name once it has its
+// token, and returns when that goroutine waits in l's queue.
+func (g *grants) lineUp(t *testing.T, wg *sync.WaitGroup, l *PriorityLimiter, name string, door func() error) {
+	t.Helper()
+	n := waiters(l)
+	wg.Go(func() {
+		if err := door(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		g.add(name)
+	})
+	waitFor(t, name+" to queue", func() bool { return waiters(l) == n+1 })
+}
+
+// release moves clk on a second at a time, n times, waiting each time for
+// the token of that second (the limiters here earn one a second) to reach
+// its waiter.
+func (g *grants) release(t *testing.T, clk fakeClock, n int) {
+	t.Helper()
+	for range n {
+		had := len(g.get())
+		clk.step(t, time.Second)
+		waitFor(t, fmt.Sprintf("grant %d", had+1), func() bool { return len(g.get()) == had+1 })
+	}
+}
+
 // waitFor polls until cond holds; the limiter's timers fire in their own
 // goroutines.
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -112,30 +138,17 @@ func TestPriorityLimiterHighGoesFirst(t *testing.T) {
 	}
 	var g grants
 	var wg sync.WaitGroup
-	start := func(name string, door func() error) {
-		n := waiters(l)
-		wg.Go(func() {
-			if err := door(); err != nil {
-				t.Errorf("%s: %v", name, err)
-			}
-			g.add(name)
-		})
-		waitFor(t, name+" to queue", func() bool { return waiters(l) == n+1 })
-	}
 	ctx := context.Background()
 	// Low waiters arrive first, High ones after; each second one token.
-	start("low1", func() error { return l.Low().Wait(ctx) })
-	start("low2", func() error { return l.Low().Wait(ctx) })
-	start("high1", func() error { return l.High().Wait(ctx) })
-	start("high2", func() error { l.High().Accept(); return nil })
+	g.lineUp(t, &wg, l, "low1", func() error { return l.Low().Wait(ctx) })
+	g.lineUp(t, &wg, l, "low2", func() error { return l.Low().Wait(ctx) })
+	g.lineUp(t, &wg, l, "high1", func() error { return l.High().Wait(ctx) })
+	g.lineUp(t, &wg, l, "high2", func() error { l.High().Accept(); return nil })
 	if l.Low().TryAccept() || l.High().TryAccept() {
 		t.Fatal("TryAccept jumped the queue")
 	}
 	want := []string{"high1", "high2", "low1", "low2"}
-	for i := range want {
-		clk.step(t, time.Second)
-		waitFor(t, want[i], func() bool { return len(g.get()) == i+1 })
-	}
+	g.release(t, clk, len(want))
 	wg.Wait()
 	got := g.get()
 	for i := range want {
@@ -180,26 +193,13 @@ func TestPriorityLimiterLowIsNotStarved(t *testing.T) {
 	l.High().Accept()
 	var g grants
 	var wg sync.WaitGroup
-	enqueue := func(name string, door func() error) {
-		n := waiters(l)
-		wg.Go(func() {
-			if err := door(); err != nil {
-				t.Errorf("%s: %v", name, err)
-			}
-			g.add(name)
-		})
-		waitFor(t, name+" to queue", func() bool { return waiters(l) == n+1 })
-	}
 	ctx := context.Background()
-	enqueue("low", func() error { return l.Low().Wait(ctx) })
+	g.lineUp(t, &wg, l, "low", func() error { return l.Low().Wait(ctx) })
 	const highs = 2 * LowShare
 	for i := range highs {
-		enqueue(fmt.Sprintf("high%d", i), func() error { return l.High().Wait(ctx) })
+		g.lineUp(t, &wg, l, fmt.Sprintf("high%d", i), func() error { return l.High().Wait(ctx) })
 	}
-	for i := range highs + 1 {
-		clk.step(t, time.Second)
-		waitFor(t, fmt.Sprintf("grant %d", i+1), func() bool { return len(g.get()) == i+1 })
-	}
+	g.release(t, clk, highs+1)
 	wg.Wait()
 	got := g.get()
 	if got[LowShare-1] != "low" {
