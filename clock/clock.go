@@ -15,15 +15,24 @@ type Clock interface {
 	// NewTimer returns a timer that sends the current time on its channel
 	// once d has elapsed. A d ≤ 0 fires immediately.
 	NewTimer(d time.Duration) Timer
+	// AfterFunc returns a timer that calls f once d has elapsed, as
+	// [time.AfterFunc] does. Its C method returns nil. On a [Fake], f is
+	// tracked work (see [Source]): virtual time does not move on while f
+	// runs, and whatever f hands to other goroutines is accounted for
+	// before f returns. f must not block for long.
+	AfterFunc(d time.Duration, f func()) Timer
 }
 
 // Timer is the part of [time.Timer] this library uses.
 type Timer interface {
-	// C returns the channel the firing time is sent on. It has a buffer of
-	// one, so a timer that fires while nobody reads does not block the clock.
+	// C returns the channel the firing time is sent on; nil for a timer
+	// made by AfterFunc. It has a buffer of one, so a timer that fires
+	// while nobody reads does not block the clock.
 	C() <-chan time.Time
 	// Stop prevents the timer from firing. It reports whether the call
-	// stopped it (false if it had already fired or been stopped).
+	// stopped it (false if it had already fired or been stopped). For a
+	// timer made by AfterFunc, false means f has run, is running or is
+	// about to run.
 	Stop() bool
 }
 
@@ -37,6 +46,9 @@ func (Real) Now() time.Time { return time.Now() }
 
 // NewTimer wraps [time.NewTimer].
 func (Real) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+
+// AfterFunc wraps [time.AfterFunc]: f runs on its own goroutine.
+func (Real) AfterFunc(d time.Duration, f func()) Timer { return realTimer{time.AfterFunc(d, f)} }
 
 type realTimer struct{ t *time.Timer }
 

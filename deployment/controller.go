@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -140,10 +141,15 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 		// of a burst sets the time of the one sync for all of it.
 		h.later = func(key types.NamespacedName) { c.queue.AddAfter(key, cfg.BatchPeriod) }
 	}
+	// The queue is served once every handler has seen its informer's
+	// first list; see workqueue.Queue.Serve.
+	synced := serveWhenSynced(c.queue, 3)
+	dh, rh, ph := h.deploymentHandler(), h.replicaSetHandler(), h.podHandler()
+	dh.OnSynced, rh.OnSynced, ph.OnSynced = synced, synced, synced
 	for _, add := range []func() (*informer.Registration, error){
-		func() (*informer.Registration, error) { return cfg.Deployments.AddHandler(h.deploymentHandler()) },
-		func() (*informer.Registration, error) { return cfg.ReplicaSets.AddHandler(h.replicaSetHandler()) },
-		func() (*informer.Registration, error) { return cfg.Pods.AddHandler(h.podHandler()) },
+		func() (*informer.Registration, error) { return cfg.Deployments.AddHandler(dh) },
+		func() (*informer.Registration, error) { return cfg.ReplicaSets.AddHandler(rh) },
+		func() (*informer.Registration, error) { return cfg.Pods.AddHandler(ph) },
 	} {
 		reg, err := add()
 		if err != nil {
@@ -339,6 +345,18 @@ func (h handlers) enqueueSelecting(rs *appsv1.ReplicaSet) {
 			continue
 		}
 		h.enqueue(keyOf(d))
+	}
+}
+
+// serveWhenSynced returns an OnSynced callback for n handlers that serves
+// q once all n have synced.
+func serveWhenSynced(q *workqueue.Queue[types.NamespacedName], n int) func() {
+	var left atomic.Int32
+	left.Store(int32(n))
+	return func() {
+		if left.Add(-1) == 0 {
+			q.Serve()
+		}
 	}
 }
 

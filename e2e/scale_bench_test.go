@@ -59,7 +59,7 @@ func BenchmarkScale(b *testing.B) {
 // measures the library, not the test harness.
 func scaleRun(b *testing.B, deployments int, replicas int32) time.Duration {
 	fc := clock.NewFake(epoch)
-	c := memcluster.New(memcluster.Config{Clock: fc, Seed: 1, SettleWindow: 2 * time.Millisecond,
+	c := memcluster.New(memcluster.Config{Clock: fc, Seed: 1,
 		WatchBuffer: 1 << 30}) // every watcher here keeps up; none may be cut off
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

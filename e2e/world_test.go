@@ -55,8 +55,7 @@ func newWorld(tb testing.TB, cfg worldConfig) *world {
 	tb.Helper()
 	fc := clock.NewFake(epoch)
 	// Watches must not lose events: the recorder sees every one of them.
-	c := memcluster.New(memcluster.Config{Clock: fc, Seed: cfg.Seed, WatchHistory: 1 << 30, WatchBuffer: 1 << 30,
-		SettleWindow: 2 * time.Millisecond})
+	c := memcluster.New(memcluster.Config{Clock: fc, Seed: cfg.Seed, WatchHistory: 1 << 30, WatchBuffer: 1 << 30})
 	if cfg.Model == nil {
 		cfg.Model = memcluster.FixedModel(memcluster.PodBehavior{StartDelay: time.Second, ReadyDelay: 2 * time.Second, ShutdownDelay: time.Second})
 	}

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -73,14 +72,12 @@ func Example() {
 
 	// 5. The worker: Get, reconcile, then Forget and requeue as the Result
 	// asks, or retry with backoff; Done in every case.
-	var busy atomic.Int32
 	worker := func() {
 		for {
 			key, shutdown := queue.Get()
 			if shutdown {
 				return
 			}
-			busy.Add(1)
 			res, err := reconciler.Reconcile(ctx, key)
 			switch {
 			case err == nil:
@@ -93,13 +90,11 @@ func Example() {
 			default:
 				queue.AddRateLimited(key)
 			}
-			queue.Done(key)
-			busy.Add(-1)
+			queue.Done(key) // last: what the sync started is accounted for
 		}
 	}
-	// The cluster cannot see our queue: tell its simulation when we are
-	// idle, so that it moves the clock only then.
-	c.AddIdleCheck(func() bool { return queue.Len() == 0 && busy.Load() == 0 })
+	// The queue and informers run on the cluster's fake clock, so they
+	// tell it about their work: it moves time only when none is left.
 
 	// The ReplicaSet controller, packaged: the same loop, ready made.
 	rsController, err := replicaset.NewController(replicaset.ControllerConfig{

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ctrlkit/ctrlkit/clock"
 )
 
 // Handler receives the changes an [Informer] applies to its cache. Each
@@ -24,6 +26,14 @@ type Handler[T Object] struct {
 	OnUpdate func(oldObj, newObj T)
 	// OnDelete is called when an object leaves the cache.
 	OnDelete func(d Deleted[T])
+	// OnSynced is called once, after the calls for every object of the
+	// informer's first list (or, for a handler added later, of the cache's
+	// contents when it was added): when [Registration.HasSynced] becomes
+	// true. On a fake clock it runs as part of the informer's tracked work
+	// (see [clock.Source]), so a consumer that starts serving its work
+	// queue from here hands over to its workers without a gap in which
+	// virtual time could move on.
+	OnSynced func()
 }
 
 // Deleted describes an object that left the cache.
@@ -88,37 +98,88 @@ type note[T Object] struct {
 // listener owns a handler's unbounded queue and the goroutine that drains
 // it. Producers never block: push appends under a short lock and wakes the
 // goroutine.
+//
+// On a fake clock each push is a unit of tracked work (see
+// [clock.Source]), finished once the handler has returned from its
+// notifications; on a deterministic clock the notes of a push are
+// delivered only once its turn has come.
 type listener[T Object] struct {
 	h    Handler[T]
 	reg  *Registration
 	wake chan struct{} // capacity 1
+	src  *clock.Source
 
-	mu  sync.Mutex
-	buf []note[T]
+	mu    sync.Mutex
+	buf   []note[T]
+	avail int         // notes at the front of buf that may be delivered
+	works []*pushWork // tracked pushes not finished, oldest first
+	ended bool        // run has returned: pushes are dropped
 }
 
-func newListener[T Object](h Handler[T]) *listener[T] {
+// pushWork is the tracked work of one push of n notes.
+type pushWork struct {
+	n     int
+	w     clock.Work
+	ready bool // released: its notes count in avail
+	taken bool // its notes are out of buf, being delivered
+}
+
+func newListener[T Object](h Handler[T], src *clock.Source) *listener[T] {
 	return &listener[T]{
 		h:    h,
 		reg:  &Registration{synced: make(chan struct{}), quit: make(chan struct{})},
 		wake: make(chan struct{}, 1),
+		src:  src,
 	}
 }
 
-func (l *listener[T]) push(notes []note[T]) {
-	if len(notes) == 0 {
+// push queues notes, followed by the synced marker if synced is set.
+func (l *listener[T]) push(notes []note[T], synced bool) {
+	n := len(notes)
+	if synced {
+		n++
+	}
+	if n == 0 {
 		return
 	}
 	l.reg.pending.Add(int64(len(notes)))
 	l.mu.Lock()
+	if l.ended {
+		l.mu.Unlock()
+		return
+	}
 	l.buf = append(l.buf, notes...)
+	if synced {
+		l.buf = append(l.buf, note[T]{kind: noteSynced})
+	}
+	if l.src == nil {
+		l.avail += n
+		l.mu.Unlock()
+		l.signal()
+		return
+	}
+	pw := &pushWork{n: n}
+	var now bool
+	pw.w, now = l.src.Start(func() { l.release(pw) })
+	l.works = append(l.works, pw)
+	if now {
+		pw.ready = true
+		l.avail += n
+	}
 	l.mu.Unlock()
-	l.signal()
+	if now {
+		l.signal()
+	}
 }
 
-func (l *listener[T]) pushSynced() {
+// release lets the notes of pw be delivered, when its turn comes on a
+// deterministic clock. Turns come in the order of the pushes.
+func (l *listener[T]) release(pw *pushWork) {
 	l.mu.Lock()
-	l.buf = append(l.buf, note[T]{kind: noteSynced})
+	if !pw.ready && !l.ended {
+		pw.ready = true
+		l.avail += pw.n
+	}
 	l.mu.Unlock()
 	l.signal()
 }
@@ -135,9 +196,12 @@ func (l *listener[T]) signal() {
 const maxIdleBuf = 4096
 
 // run delivers notifications until done or the registration's quit channel
-// is closed. Notifications still queued then are dropped.
+// is closed. Notifications still queued then are dropped, and their work
+// is finished.
 func (l *listener[T]) run(done <-chan struct{}) {
 	var batch []note[T]
+	var finished []*pushWork
+	defer l.end()
 	for {
 		select {
 		case <-done:
@@ -148,11 +212,29 @@ func (l *listener[T]) run(done <-chan struct{}) {
 		}
 		for {
 			l.mu.Lock()
-			batch, l.buf = l.buf, batch[:0]
-			l.mu.Unlock()
-			if len(batch) == 0 {
+			n := l.avail
+			if n == 0 {
+				l.mu.Unlock()
 				break
 			}
+			if n == len(l.buf) {
+				batch, l.buf = l.buf, batch[:0]
+			} else {
+				batch = append(batch[:0], l.buf[:n]...)
+				rest := copy(l.buf, l.buf[n:])
+				clear(l.buf[rest:])
+				l.buf = l.buf[:rest]
+			}
+			l.avail = 0
+			finished = finished[:0]
+			for _, pw := range l.works {
+				if !pw.ready || pw.taken {
+					break
+				}
+				pw.taken = true
+				finished = append(finished, pw)
+			}
+			l.mu.Unlock()
 			for i := range batch {
 				select {
 				case <-done:
@@ -164,6 +246,7 @@ func (l *listener[T]) run(done <-chan struct{}) {
 				l.deliver(batch[i])
 				batch[i] = note[T]{}
 			}
+			l.finish(len(finished))
 			if cap(batch) > maxIdleBuf {
 				batch = nil
 			}
@@ -171,9 +254,39 @@ func (l *listener[T]) run(done <-chan struct{}) {
 	}
 }
 
+// finish ends the work of the k oldest pushes, whose notes have been
+// delivered.
+func (l *listener[T]) finish(k int) {
+	if k == 0 {
+		return
+	}
+	l.mu.Lock()
+	done := l.works[:k]
+	l.works = l.works[k:]
+	l.mu.Unlock()
+	for _, pw := range done {
+		pw.w.Done()
+	}
+}
+
+// end drops what is left when run returns, finishing its work.
+func (l *listener[T]) end() {
+	l.mu.Lock()
+	l.ended = true
+	works := l.works
+	l.works, l.buf, l.avail = nil, nil, 0
+	l.mu.Unlock()
+	for _, pw := range works {
+		pw.w.Done()
+	}
+}
+
 func (l *listener[T]) deliver(n note[T]) {
 	if n.kind == noteSynced {
 		close(l.reg.synced)
+		if l.h.OnSynced != nil {
+			l.h.OnSynced()
+		}
 		return
 	}
 	switch n.kind {

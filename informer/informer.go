@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -53,6 +54,15 @@ type Informer[T Object] struct {
 
 	synced chan struct{} // closed once the first list is in the cache
 
+	// On a fake clock the informer's work is tracked (see clock.Source):
+	// from New until its first list has been handed to the handlers, and
+	// whenever its loop runs rather than waits for the next event.
+	work      *clock.Source
+	start     clock.Work    // the first list; done once it is handed over
+	startOnce sync.Once     // finishes start
+	gate      chan struct{} // closed when start's turn comes
+	rnd       *rand.Rand    // backoff jitter; only Run's goroutine uses it
+
 	// mu serialises every cache write with the queuing of its
 	// notifications, so each handler sees the changes in cache order, and
 	// guards the fields below. Handlers never run under it.
@@ -61,6 +71,7 @@ type Informer[T Object] struct {
 	done      <-chan struct{} // Run's ctx.Done(), for handler goroutines
 	listeners []*listener[T]
 	scratch   []note[T]
+	resyncT   clock.Timer
 	wg        sync.WaitGroup
 }
 
@@ -74,14 +85,30 @@ const (
 
 // New returns an informer that fills a new cache from lw. It starts
 // nothing: call [Informer.Run].
+//
+// On a [clock.Fake] the informer is tracked work from now until its first
+// list has reached its handlers, so a simulation ([clock.Fake.RunUntil])
+// waits for Run rather than moving time on without it: run every informer
+// you create on such a clock.
 func New[T Object](lw ListWatcher[T], cfg Config[T]) *Informer[T] {
-	return &Informer[T]{
+	inf := &Informer[T]{
 		lw:     lw,
 		cfg:    cfg,
 		clock:  clock.OrReal(cfg.Clock),
 		cache:  NewCache(cfg.Cache),
 		synced: make(chan struct{}),
+		gate:   make(chan struct{}),
 	}
+	var zero T
+	name := fmt.Sprintf("informer %T", zero)
+	inf.work = clock.NewSource(inf.clock, name)
+	inf.rnd = newJitter(inf.clock, name)
+	var now bool
+	inf.start, now = inf.work.Start(func() { close(inf.gate) })
+	if now {
+		close(inf.gate)
+	}
+	return inf
 }
 
 // Cache returns the informer's cache. Readers may use it at any time; it
@@ -113,15 +140,14 @@ func (inf *Informer[T]) AddHandler(h Handler[T]) (*Registration, error) {
 	if inf.state == stopped {
 		return nil, errors.New("informer: add handler: informer has stopped")
 	}
-	l := newListener(h)
+	l := newListener(h, inf.work)
 	if inf.HasSynced() {
 		objs := inf.cache.AppendList(nil, "", nil)
 		notes := make([]note[T], len(objs))
 		for i, obj := range objs {
 			notes[i] = note[T]{kind: noteAdd, obj: obj}
 		}
-		l.push(notes)
-		l.pushSynced()
+		l.push(notes, true)
 	}
 	inf.listeners = append(inf.listeners, l)
 	if inf.state == running {
@@ -158,6 +184,7 @@ func (inf *Informer[T]) RemoveHandler(reg *Registration) error {
 // for an invalid configuration or when called more than once.
 func (inf *Informer[T]) Run(ctx context.Context) error {
 	if err := inf.validate(); err != nil {
+		inf.finishStart()
 		return err
 	}
 	inf.mu.Lock()
@@ -171,18 +198,29 @@ func (inf *Informer[T]) Run(ctx context.Context) error {
 		inf.startLocked(l)
 	}
 	if inf.cfg.ResyncPeriod > 0 {
-		inf.wg.Go(func() { inf.resyncLoop(ctx) })
+		inf.armResyncLocked()
 	}
 	inf.mu.Unlock()
 
-	inf.listAndWatch(ctx)
+	select {
+	case <-inf.gate: // at once, except on a deterministic clock
+		inf.listAndWatch(ctx)
+	case <-ctx.Done():
+	}
+	inf.finishStart()
 
 	inf.mu.Lock()
 	inf.state = stopped
+	if inf.resyncT != nil {
+		inf.resyncT.Stop()
+	}
 	inf.mu.Unlock()
 	inf.wg.Wait()
 	return nil
 }
+
+// finishStart ends the tracked work of the first list, once.
+func (inf *Informer[T]) finishStart() { inf.startOnce.Do(inf.start.Done) }
 
 func (inf *Informer[T]) validate() error {
 	switch {
@@ -204,27 +242,24 @@ func (inf *Informer[T]) startLocked(l *listener[T]) {
 // notifyLocked queues notes for every handler. inf.mu must be held.
 func (inf *Informer[T]) notifyLocked(notes ...note[T]) {
 	for _, l := range inf.listeners {
-		l.push(notes)
+		l.push(notes, false)
 	}
 }
 
-func (inf *Informer[T]) resyncLoop(ctx context.Context) {
-	for {
-		t := inf.clock.NewTimer(inf.cfg.ResyncPeriod)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C():
-		}
-		inf.resync()
-	}
+// armResyncLocked sets the timer of the next resync. inf.mu is held.
+func (inf *Informer[T]) armResyncLocked() {
+	inf.resyncT = inf.clock.AfterFunc(inf.cfg.ResyncPeriod, inf.resync)
 }
 
-// resync queues an update with oldObj == newObj for every cached object.
+// resync queues an update with oldObj == newObj for every cached object,
+// and sets the timer of the next one.
 func (inf *Informer[T]) resync() {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
+	if inf.state != running {
+		return
+	}
+	inf.armResyncLocked()
 	if !inf.HasSynced() || len(inf.listeners) == 0 {
 		return
 	}

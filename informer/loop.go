@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -12,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/ctrlkit/ctrlkit/clock"
 )
 
 const (
@@ -26,7 +29,7 @@ const (
 // number of consecutive failures: nothing after the first, so that a single
 // hiccup is retried at once, then a random
 // duration in [d/2, d] where d doubles from backoffBase up to backoffMax.
-func backoff(failures int) time.Duration {
+func backoff(rnd *rand.Rand, failures int) time.Duration {
 	if failures <= 1 {
 		return 0
 	}
@@ -34,23 +37,26 @@ func backoff(failures int) time.Duration {
 	if shift := failures - 2; shift < 16 {
 		d = min(backoffBase<<shift, backoffMax)
 	}
-	return d/2 + rand.N(d/2+1)
+	return d/2 + time.Duration(rnd.Int64N(int64(d/2)+1))
+}
+
+// newJitter returns the random source of the backoff: seeded from the
+// informer's name on a fake clock, so that simulations replay exactly, and
+// at random otherwise, so that informers of many processes do not retry in
+// step.
+func newJitter(c clock.Clock, name string) *rand.Rand {
+	if _, ok := c.(*clock.Fake); ok {
+		h := fnv.New64a()
+		h.Write([]byte(name))
+		return rand.New(rand.NewPCG(h.Sum64(), 0x6a6974746572))
+	}
+	return rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 }
 
 // wait blocks for d on the informer's clock and reports false if ctx ended
-// first.
+// first. On a fake clock the loop is not busy meanwhile (see clock.Sleep).
 func (inf *Informer[T]) wait(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := inf.clock.NewTimer(d)
-	select {
-	case <-ctx.Done():
-		t.Stop()
-		return false
-	case <-t.C():
-		return true
-	}
+	return clock.Sleep(ctx, inf.clock, d) == nil
 }
 
 // isExpired reports whether err says the requested resource version is no
@@ -72,14 +78,21 @@ const (
 	endError                   // any other Error event
 )
 
+// listAndWatch runs until ctx ends. On a fake clock its goroutine is
+// tracked work whenever it is not waiting for the next watch event: it
+// starts with the informer's first-list work, finishes its work before it
+// blocks on a watch, and takes new work (before acknowledging the event
+// that ended the watch) when the watch ends.
 func (inf *Informer[T]) listAndWatch(ctx context.Context) {
 	var (
 		rv       string
 		relist   = true
 		failures int
+		work     = func() { inf.finishStart() } // finishes the loop's current work
 	)
+	defer func() { work() }()
 	for {
-		if !inf.wait(ctx, backoff(failures)) {
+		if !inf.wait(ctx, backoff(inf.rnd, failures)) {
 			return
 		}
 		if relist {
@@ -116,8 +129,14 @@ func (inf *Informer[T]) listAndWatch(ctx context.Context) {
 			failures++
 			continue
 		}
-		end, healthy, err := inf.consume(ctx, w, &rv)
-		w.Stop()
+		acks, _ := w.(AckWatcher)
+		if acks != nil {
+			acks.AckEvents()
+		}
+		work()
+		end, healthy, err := inf.consume(ctx, w, acks, &rv)
+		work = inf.work.Begin().Done
+		w.Stop() // finishes the work of the event that ended the watch
 		switch end {
 		case endCtx:
 			return
@@ -147,7 +166,7 @@ func (inf *Informer[T]) listAndWatch(ctx context.Context) {
 // consume applies the events of w until it ends, keeping *rv at the
 // resource version of the last event. healthy reports whether the watch
 // delivered an event or lasted at least healthyWatch.
-func (inf *Informer[T]) consume(ctx context.Context, w watch.Interface, rv *string) (end watchEnd, healthy bool, err error) {
+func (inf *Informer[T]) consume(ctx context.Context, w watch.Interface, acks AckWatcher, rv *string) (end watchEnd, healthy bool, err error) {
 	start := inf.clock.Now()
 	defer func() {
 		healthy = healthy || inf.clock.Now().Sub(start) >= healthyWatch
@@ -168,6 +187,9 @@ func (inf *Informer[T]) consume(ctx context.Context, w watch.Interface, rv *stri
 			obj, ok := ev.Object.(T)
 			if !ok || isNil(obj) {
 				inf.report(fmt.Errorf("informer: %s event carries %T, want a non-nil %T", ev.Type, ev.Object, obj))
+				if acks != nil {
+					acks.Ack()
+				}
 				continue
 			}
 			healthy = true
@@ -175,10 +197,16 @@ func (inf *Informer[T]) consume(ctx context.Context, w watch.Interface, rv *stri
 			if err := inf.apply(ev.Type, obj); err != nil {
 				inf.report(err)
 			}
+			if acks != nil {
+				acks.Ack()
+			}
 		case watch.Bookmark:
 			healthy = true
 			if m, ok := ev.Object.(metav1.Object); ok && !isNilValue(m) {
 				*rv = m.GetResourceVersion()
+			}
+			if acks != nil {
+				acks.Ack()
 			}
 		case watch.Error:
 			err := apierrors.FromObject(ev.Object)
@@ -188,6 +216,9 @@ func (inf *Informer[T]) consume(ctx context.Context, w watch.Interface, rv *stri
 			return endError, healthy, err
 		default:
 			inf.report(fmt.Errorf("informer: unknown watch event type %q", ev.Type))
+			if acks != nil {
+				acks.Ack()
+			}
 		}
 	}
 }
@@ -311,10 +342,7 @@ func (inf *Informer[T]) replace(items []T) {
 		close(inf.synced)
 	}
 	for _, l := range inf.listeners {
-		l.push(notes)
-		if first {
-			l.pushSynced()
-		}
+		l.push(notes, first)
 	}
 	inf.releaseScratchLocked(notes)
 	inf.mu.Unlock()

@@ -60,3 +60,22 @@ func (f ListWatchFuncs[T]) Watch(ctx context.Context, resourceVersion string) (w
 	}
 	return f.WatchFunc(ctx, resourceVersion)
 }
+
+// AckWatcher is a watch that tracks each event it delivers as work on a
+// fake clock (see [clock.Source]) until its consumer says it has handled
+// the event, rather than only until the event is received. memcluster's
+// watches implement it. The informer calls AckEvents once, before it reads
+// the first event, then Ack after each event it has applied to its cache
+// and handed to its handlers, and Stop when it is done with the watch,
+// after it has taken work of its own for what follows; Stop finishes
+// whatever is not acknowledged, including the end of the watch.
+//
+// A consumer that never calls AckEvents gets the default: the work of an
+// event ends when the event is received.
+type AckWatcher interface {
+	watch.Interface
+	// AckEvents makes every event's work last until its Ack.
+	AckEvents()
+	// Ack ends the work of the oldest unacknowledged event.
+	Ack()
+}

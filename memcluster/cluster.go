@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ctrlkit/ctrlkit/clock"
@@ -48,10 +47,6 @@ type Config struct {
 	// watch that allows bookmarks after each interval of (virtual) time.
 	// Zero means bookmarks are sent only by [Cluster.Bookmark].
 	BookmarkInterval time.Duration
-	// SettleWindow is how long, in wall-clock time, [Cluster.RunUntil]
-	// requires the system to stay quiet before it moves virtual time on.
-	// Zero means 2ms.
-	SettleWindow time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -60,9 +55,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WatchBuffer <= 0 {
 		c.WatchBuffer = 1000
-	}
-	if c.SettleWindow <= 0 {
-		c.SettleWindow = 2 * time.Millisecond
 	}
 	c.Clock = clock.OrReal(c.Clock)
 	return c
@@ -86,10 +78,7 @@ type Cluster struct {
 	order    []collector
 	kubelets []*Kubelet
 
-	faults     faultInjector
-	activity   atomic.Uint64 // bumped by every request and delivery; see Idle
-	idleMu     sync.Mutex
-	idleChecks []func() bool
+	faults faultInjector
 
 	pods        *Resource[*corev1.Pod]
 	replicaSets *Resource[*appsv1.ReplicaSet]

@@ -1,6 +1,8 @@
 package memcluster
 
 import (
+	"github.com/ctrlkit/ctrlkit/clock"
+
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -129,21 +131,19 @@ func (fi *faultInjector) watchDelivery() (time.Duration, bool) {
 // admit runs before every request: it counts the request, waits for any
 // injected latency, and decides the injected error. err fails the request
 // before it takes effect; after is returned once it has taken effect.
+//
+// Injected latency waits on the cluster clock with [clock.Sleep]: on a fake
+// clock the caller must be doing tracked work (a controller's sync, an
+// informer's list), as every request of a simulated controller is.
 func (c *Cluster) admit(ctx context.Context, verb Verb, gr schema.GroupResource, name string) (after, err error) {
-	c.activity.Add(1)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	lat, rule := c.faults.decide(verb, gr.Resource)
 	if lat > 0 {
-		t := c.clock.NewTimer(lat)
-		select {
-		case <-t.C():
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
+		if err := clock.Sleep(ctx, c.clock, lat); err != nil {
+			return nil, err
 		}
-		c.activity.Add(1)
 	}
 	if rule == nil {
 		return nil, nil

@@ -1,6 +1,8 @@
 package memcluster
 
 import (
+	"github.com/ctrlkit/ctrlkit/clock"
+
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -99,7 +101,11 @@ func TestFaultLatencyIsVirtual(t *testing.T) {
 	c.SetFaults(Faults{Rules: []FaultRule{{Verb: VerbGet, Latency: 10 * time.Second}}})
 	var done atomic.Bool
 	var wg sync.WaitGroup
+	// The request runs on a goroutine of its own: tracked work, as a
+	// controller's requests are, so that the simulation waits for it.
+	work, _ := clock.NewSource(fc, "test client").Start(nil)
 	wg.Go(func() {
+		defer work.Done()
 		if _, err := c.Pods("ns").Get(ctxT(t), "p", metav1.GetOptions{}); err != nil {
 			t.Errorf("Get() = %v", err)
 		}
@@ -120,11 +126,19 @@ func TestWatchFaults(t *testing.T) {
 		c.SetFaults(Faults{WatchLag: 5 * time.Second})
 		w := must(c.Pods("ns").Watch(ctxT(t), metav1.ListOptions{}))(t)
 		defer w.Stop()
+		// The event's work lasts until it is acknowledged, after it has
+		// been recorded: the simulation cannot check before.
+		acks := w.(interface {
+			AckEvents()
+			Ack()
+		})
+		acks.AckEvents()
 		var got atomic.Value
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			ev := <-w.ResultChan()
 			got.Store(fmt.Sprint(ev.Type, " at +", fc.Now().Sub(t0)))
+			acks.Ack()
 		})
 		must(c.Pods("ns").Create(ctxT(t), pod("p", "", ""), metav1.CreateOptions{}))(t)
 		if err := c.RunUntil(ctxT(t), func() bool { return got.Load() != nil }, time.Minute); err != nil {

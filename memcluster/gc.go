@@ -3,7 +3,6 @@ package memcluster
 import (
 	"cmp"
 	"slices"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -35,8 +34,6 @@ type collector interface {
 	orphanLocked(owner types.UID)
 	// bookmarkLocked sends a bookmark at rv to the watchers that allow it.
 	bookmarkLocked(rv uint64)
-	// busy reports whether a watcher holds an event due at now.
-	busy(now time.Time) bool
 }
 
 func (c *Cluster) collectDependentsLocked(owner types.UID) {

@@ -59,10 +59,16 @@ type Kubelet struct {
 	bound   int                               // pods bound so far, for round-robin
 	ips     int                               // pod IPs handed out so far
 
+	// Run's wake-ups: a pod write, or the next transition due. On a fake
+	// clock each is tracked work (clock.Source) until the Sync it causes
+	// has finished; a wake-up that is pending absorbs the ones that
+	// follow, as its Sync sees their writes too.
+	work    *clock.Source
 	mu      sync.Mutex
-	next    time.Time // zero: nothing due
-	armed   time.Time // the deadline Run has a timer for
-	woken   bool
+	woken   bool       // a wake-up is pending
+	ready   bool       // ... and its turn has come
+	wakeW   clock.Work // ... and this is its work
+	dueT    clock.Timer
 	running bool
 	wakeC   chan struct{}
 }
@@ -142,7 +148,8 @@ func (st *podState) settle(rv string, due time.Time) time.Time {
 }
 
 // NewKubelet attaches a kubelet to c. It does nothing until Sync or Run is
-// called.
+// called. On a fake clock it is tracked work until Run's first Sync, so
+// that a simulation does not move time on before the kubelet has started.
 func NewKubelet(c *Cluster, cfg KubeletConfig) *Kubelet {
 	if cfg.Nodes <= 0 {
 		cfg.Nodes = 3
@@ -159,10 +166,12 @@ func NewKubelet(c *Cluster, cfg KubeletConfig) *Kubelet {
 		dirty:   map[types.NamespacedName]struct{}{},
 		all:     true, // pods created before the kubelet
 		wakeC:   make(chan struct{}, 1),
+		work:    clock.NewSource(c.clock, "memcluster: kubelet"),
 	}
 	for i := range cfg.Nodes {
 		k.nodes = append(k.nodes, fmt.Sprintf("node-%d", i))
 	}
+	k.wake()
 	c.mu.Lock()
 	c.kubelets = append(c.kubelets, k)
 	c.mu.Unlock()
@@ -183,30 +192,39 @@ func (k *Kubelet) Run(ctx context.Context) {
 	defer func() {
 		k.mu.Lock()
 		k.running = false
+		if k.dueT != nil {
+			k.dueT.Stop()
+			k.dueT = nil
+		}
 		k.mu.Unlock()
 	}()
 	for {
-		next := k.Sync()
-		var due clock.Timer
-		var dueC <-chan time.Time
-		if !next.IsZero() {
-			due = k.c.clock.NewTimer(next.Sub(k.c.clock.Now()))
-			dueC = due.C()
-		}
 		k.mu.Lock()
-		k.armed = next
+		for !(k.woken && k.ready) {
+			k.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return
+			case <-k.wakeC:
+			}
+			k.mu.Lock()
+		}
+		w := k.wakeW
+		k.woken, k.ready, k.wakeW = false, false, clock.Work{}
 		k.mu.Unlock()
-		select {
-		case <-ctx.Done():
-		case <-k.wakeC:
-		case <-dueC:
+
+		next := k.Sync()
+
+		k.mu.Lock()
+		if k.dueT != nil {
+			k.dueT.Stop()
+			k.dueT = nil
 		}
-		if due != nil {
-			due.Stop()
+		if !next.IsZero() {
+			k.dueT = k.c.clock.AfterFunc(next.Sub(k.c.clock.Now()), k.wake)
 		}
-		if ctx.Err() != nil {
-			return
-		}
+		k.mu.Unlock()
+		w.Done()
 	}
 }
 
@@ -223,25 +241,33 @@ func (k *Kubelet) podWrittenLocked(key types.NamespacedName) {
 // wake makes Run call Sync again.
 func (k *Kubelet) wake() {
 	k.mu.Lock()
+	if k.woken {
+		k.mu.Unlock()
+		return
+	}
 	k.woken = true
+	var now bool
+	k.wakeW, now = k.work.Start(k.release)
+	k.ready = now
 	k.mu.Unlock()
+	if now {
+		k.signal()
+	}
+}
+
+// release gives a pending wake-up its turn on a deterministic clock.
+func (k *Kubelet) release() {
+	k.mu.Lock()
+	k.ready = true
+	k.mu.Unlock()
+	k.signal()
+}
+
+func (k *Kubelet) signal() {
 	select {
 	case k.wakeC <- struct{}{}:
 	default:
 	}
-}
-
-// busy reports whether the kubelet has work it has not done yet: a pod
-// write it has not synced (even before Run has started, so a simulation
-// cannot outrun a kubelet goroutine that is still starting), or, while
-// running, a transition that is due or has no timer yet.
-func (k *Kubelet) busy(now time.Time) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.woken {
-		return true
-	}
-	return k.running && !k.next.IsZero() && (!k.next.After(now) || !k.armed.Equal(k.next))
 }
 
 // Sync brings every pod up to date with the cluster clock and returns the
@@ -253,9 +279,6 @@ func (k *Kubelet) busy(now time.Time) bool {
 func (k *Kubelet) Sync() time.Time {
 	k.syncMu.Lock()
 	defer k.syncMu.Unlock()
-	k.mu.Lock()
-	k.woken = false
-	k.mu.Unlock()
 
 	c := k.c
 	c.mu.Lock()
@@ -311,12 +334,7 @@ func (k *Kubelet) Sync() time.Time {
 		}
 		k.dues.pop()
 	}
-	c.activity.Add(1)
 	c.mu.Unlock()
-
-	k.mu.Lock()
-	k.next = next
-	k.mu.Unlock()
 	return next
 }
 

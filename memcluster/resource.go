@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/ctrlkit/ctrlkit/clock"
 )
 
 // Resource is the storage of one kind. Objects are stored as immutable
@@ -26,6 +28,7 @@ type Resource[T Object] struct {
 	objs     map[types.NamespacedName]T // guarded by c.mu
 	hist     history[T]                 // guarded by c.mu
 	watchers []*watcher[T]              // guarded by c.mu, in creation order
+	work     *clock.Source              // watch events as tracked work; nil on a real clock
 }
 
 // NewResource adds a kind to the cluster and returns its storage. Adding a
@@ -37,6 +40,7 @@ func NewResource[T Object](c *Cluster, k Kind[T]) *Resource[T] {
 		objs: map[types.NamespacedName]T{},
 	}
 	r.hist.limit = c.cfg.WatchHistory
+	r.work = clock.NewSource(c.clock, "memcluster: watch "+k.Resource)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	gk := k.groupKind()

@@ -1,172 +1,142 @@
 package memcluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
+	"maps"
 	"slices"
+	"strings"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/clock"
 )
 
-// Errors returned by [Cluster.RunUntil].
+// Errors returned by [Cluster.RunUntil]. They are the clock's own, so
+// errors.Is matches either name.
 var (
 	// ErrNotFake means the cluster does not run on a *clock.Fake.
 	ErrNotFake = errors.New("memcluster: RunUntil needs a cluster on a *clock.Fake")
-	// ErrStalled means the condition does not hold, the system is quiet and
-	// no timer is pending: nothing will ever happen again.
-	ErrStalled = errors.New("memcluster: stalled: condition not met and no timer pending")
+	// ErrStalled means the condition does not hold, no tracked work is
+	// left and no timer is pending: nothing will ever happen again.
+	ErrStalled = clock.ErrStalled
 	// ErrTimeLimit means the next timer lies beyond the virtual time limit.
-	ErrTimeLimit = errors.New("memcluster: virtual time limit reached")
+	ErrTimeLimit = clock.ErrTimeLimit
 )
 
-// AddIdleCheck registers a probe for [Cluster.Idle]: idle must report
-// whether the component it watches (a work queue, say) has nothing to do.
-// Registering the queues of the controllers under test closes the gap the
-// cluster cannot see: between an informer receiving an event and the
-// controller's next request.
-func (c *Cluster) AddIdleCheck(idle func() bool) {
-	c.idleMu.Lock()
-	defer c.idleMu.Unlock()
-	c.idleChecks = append(c.idleChecks, idle)
-}
-
-// Idle reports whether the cluster knows of no pending work at the current
-// time: no watch holds an event that is due and undelivered (an event
-// counts until a consumer has received it), no running kubelet has a
-// wake-up or transition due, and every check added with
-// [Cluster.AddIdleCheck] reports idle. Work scheduled for later on the
-// clock (lagging watch events, kubelet transitions, timers of queues) does
-// not count: stepping the clock releases it.
-func (c *Cluster) Idle() bool {
-	now := c.clock.Now()
-	c.mu.Lock()
-	kinds, kubelets := slices.Clone(c.order), slices.Clone(c.kubelets)
-	c.mu.Unlock()
-	for _, k := range kinds {
-		if k.busy(now) {
-			return false
-		}
-	}
-	for _, k := range kubelets {
-		if k.busy(now) {
-			return false
-		}
-	}
-	c.idleMu.Lock()
-	checks := slices.Clone(c.idleChecks)
-	c.idleMu.Unlock()
-	for _, idle := range checks {
-		if !idle() {
-			return false
-		}
-	}
-	return true
-}
-
-// RunUntil runs a simulation on the cluster's fake clock until cond holds.
-// It repeats two steps: let the system settle in wall-clock time, then, if
-// cond is still false, move the clock to the earliest pending timer
-// ([clock.Fake.NextDeadline]), which wakes whatever waits for it. It
-// returns nil once cond holds after settling, [ErrTimeLimit] when the next
-// timer is more than maxVirtual past the start, [ErrStalled] when the
-// system is quiet (or stuck) and nothing is pending at all, or ctx's error.
+// RunUntil runs a simulation on the cluster's fake clock until cond holds:
+// it is [clock.Fake.RunUntil] (see there), with a description of the
+// cluster added to a stall. Virtual time moves on only when no work is
+// left at the current instant, a fact the components report: the
+// cluster's watches and kubelet, and the work queues and informers of this
+// library on the same clock (your own components take part through
+// [clock.Source]). So a run takes the same virtual time, and on a clock
+// from [clock.NewDeterministic] does exactly the same things, however
+// busy the machine is.
 //
-// Settling is the hard part, and it is a heuristic. The system is settled
-// when [Cluster.Idle] holds and no request, watch delivery or kubelet pass
-// happened for [Config.SettleWindow] of wall-clock time (checked four
-// times, yielding the processor in between). What the cluster cannot see
-// is a goroutine computing between receiving an event and making its next
-// request: if that takes longer than the window, the clock moves on early.
-// The consequence is bounded: virtual time only moves to the next timer,
-// so the late work still happens, at a later virtual time than an ideal
-// run. Register your queues with [Cluster.AddIdleCheck] to close the gap.
-//
-// A busy system is waited for as long as it makes progress (requests and
-// deliveries keep happening), however long that takes in wall-clock time:
-// a burst of 100,000 pod creations is not cut short. Two cases are stepped
-// anyway, so that a run cannot hang: a system that is not idle but made no
-// progress for a second (a watch nobody reads), and one that has kept busy
-// for [settleCap] (a hot loop). Neither counts as quiet: with no timer
-// pending, RunUntil settles again rather than report a stall while work is
-// still under way, and reports [ErrStalled] only for a quiet or stuck
-// system.
+// It returns nil once cond holds, an error wrapping [ErrTimeLimit] when
+// the next timer is more than maxVirtual past the start, an error wrapping
+// [ErrStalled] at once when nothing is left to do and no timer is pending
+// (the error lists the Deployments that are not rolled out and the pods
+// that are not ready, the usual reasons), or, if ctx ends first, its error
+// with the work that is still unfinished.
 func (c *Cluster) RunUntil(ctx context.Context, cond func() bool, maxVirtual time.Duration) error {
 	fc, ok := c.clock.(*clock.Fake)
 	if !ok {
 		return ErrNotFake
 	}
-	limit := fc.Now().Add(maxVirtual)
-	for {
-		busy, err := c.settle(ctx)
-		if err != nil {
-			return err
+	err := fc.RunUntil(ctx, cond, maxVirtual)
+	if errors.Is(err, clock.ErrStalled) {
+		if d := c.describeUnsettled(); d != "" {
+			return fmt.Errorf("%w at %s\n%s", err, fc.Now().Format(time.RFC3339), d)
 		}
-		if cond() {
-			return nil
-		}
-		next, ok := fc.NextDeadline()
-		if !ok {
-			if busy {
-				continue
-			}
-			return ErrStalled
-		}
-		if next.After(limit) {
-			return fmt.Errorf("%w (%v)", ErrTimeLimit, maxVirtual)
-		}
-		fc.SetTime(next)
 	}
+	return err
 }
 
-// Limits of one settle; see RunUntil.
-const (
-	// stuckAfter is how long a system that is not idle may make no
-	// progress before it is stepped anyway.
-	stuckAfter = time.Second
-	// settleCap bounds one settle of a system that never quiets down.
-	settleCap = 30 * time.Second
-)
+// Settle lets the tracked work of the current instant finish, without
+// moving time: [clock.Fake.Settle] on the cluster's clock.
+func (c *Cluster) Settle(ctx context.Context) error {
+	fc, ok := c.clock.(*clock.Fake)
+	if !ok {
+		return ErrNotFake
+	}
+	return fc.Settle(ctx)
+}
 
-// settle waits until the system is idle and quiet; see RunUntil. busy
-// reports that it gave up on a system still making progress (at
-// settleCap), so that "nothing pending" does not mean "nothing will
-// happen".
-func (c *Cluster) settle(ctx context.Context) (busy bool, err error) {
-	const checks = 4
-	poll := c.cfg.SettleWindow / checks
-	start := time.Now()
-	progressed := start
-	last := c.activity.Load()
-	quiet := 0
-	for quiet < checks {
-		for range 16 {
-			runtime.Gosched()
+// maxDescribed bounds the objects of each kind describeUnsettled lists.
+const maxDescribed = 10
+
+// describeUnsettled lists what usually explains a stall: Deployments whose
+// rollout is not over, and pods that are not ready.
+func (c *Cluster) describeUnsettled() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var lines []string
+	for _, key := range slices.SortedFunc(maps.Keys(c.deployments.objs), cmpKey) {
+		d := c.deployments.objs[key]
+		want := int32(1)
+		if d.Spec.Replicas != nil {
+			want = *d.Spec.Replicas
 		}
-		t := time.NewTimer(poll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return false, ctx.Err()
-		case <-t.C:
+		st := d.Status
+		if st.ObservedGeneration >= d.Generation && st.UpdatedReplicas == want && st.Replicas == want && st.AvailableReplicas == want {
+			continue
 		}
-		now, at := c.activity.Load(), time.Now()
-		switch {
-		case now != last:
-			quiet, last, progressed = 0, now, at
-		case c.Idle():
-			quiet++
-		default:
-			quiet = 0
+		line := fmt.Sprintf("deployment %s: %d desired, %d updated, %d total, %d available", key, want, st.UpdatedReplicas, st.Replicas, st.AvailableReplicas)
+		for _, cd := range st.Conditions {
+			if cd.Type == appsv1.DeploymentProgressing || cd.Status != "True" {
+				line += fmt.Sprintf("; %s=%s (%s)", cd.Type, cd.Status, cd.Reason)
+			}
 		}
-		switch {
-		case at.Sub(progressed) >= stuckAfter:
-			return false, nil
-		case at.Sub(start) >= settleCap:
-			return true, nil
+		lines = append(lines, line)
+	}
+	lines = capLines(lines, "deployments")
+	var pods []string
+	for _, key := range slices.SortedFunc(maps.Keys(c.pods.objs), cmpKey) {
+		if why := notReady(c.pods.objs[key]); why != "" {
+			pods = append(pods, fmt.Sprintf("pod %s: %s", key, why))
 		}
 	}
-	return false, nil
+	lines = append(lines, capLines(pods, "pods")...)
+	return strings.Join(lines, "\n")
+}
+
+func capLines(lines []string, what string) []string {
+	if len(lines) <= maxDescribed {
+		return lines
+	}
+	return append(lines[:maxDescribed], fmt.Sprintf("... and %d more %s", len(lines)-maxDescribed, what))
+}
+
+// notReady says why p is not ready, or "" if it is (or has finished).
+func notReady(p *corev1.Pod) string {
+	if p.DeletionTimestamp != nil {
+		return "terminating"
+	}
+	switch p.Status.Phase {
+	case corev1.PodSucceeded, corev1.PodFailed:
+		return ""
+	}
+	for _, cd := range p.Status.Conditions {
+		if cd.Type == corev1.PodReady && cd.Status == corev1.ConditionTrue {
+			return ""
+		}
+	}
+	why := string(cmp.Or(p.Status.Phase, "unscheduled"))
+	for _, cs := range p.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" {
+			why += ", " + cs.Name + " " + w.Reason
+		}
+	}
+	return why
+}
+
+func cmpKey(a, b types.NamespacedName) int {
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }

@@ -99,22 +99,24 @@ func (r *Resource[T]) watch(ctx context.Context, rvs string, bookmarks bool, mat
 		}
 	case from < r.hist.compacted:
 		st := apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, r.hist.compacted)).ErrStatus
-		w.queue = append(w.queue, pending{ev: watch.Event{Type: watch.Error, Object: &st}})
-		w.drain = true
+		w.enqueue(watch.Event{Type: watch.Error, Object: &st}, c.clock.Now(), false)
+		w.end(false)
 	case from > c.rv:
 		st := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", from, c.rv), 1).ErrStatus
-		w.queue = append(w.queue, pending{ev: watch.Event{Type: watch.Error, Object: &st}})
-		w.drain = true
+		w.enqueue(watch.Event{Type: watch.Error, Object: &st}, c.clock.Now(), false)
+		w.end(false)
 	default:
 		for _, e := range r.hist.since(from) {
 			w.offerLocked(e)
 		}
 	}
-	if !w.drain {
+	if !w.ending() {
 		r.watchers = append(r.watchers, w)
 		if iv := c.cfg.BookmarkInterval; iv > 0 && bookmarks {
-			// Armed before Watch returns, so a test can step the clock at once.
-			w.bookmarkT = c.clock.NewTimer(iv)
+			// Set before Watch returns, so a test can step the clock at once.
+			w.mu.Lock()
+			w.armBookmarkLocked(iv)
+			w.mu.Unlock()
 		}
 	}
 	c.mu.Unlock()
@@ -130,33 +132,34 @@ func (r *Resource[T]) bookmarkLocked(rv uint64) {
 	}
 }
 
-func (r *Resource[T]) busy(now time.Time) bool {
-	r.c.mu.Lock()
-	ws := slices.Clone(r.watchers)
-	r.c.mu.Unlock()
-	for _, w := range ws {
-		if w.busy(now) {
-			return true
-		}
-	}
-	return false
-}
-
 func (r *Resource[T]) unregister(w *watcher[T]) {
 	r.c.mu.Lock()
 	defer r.c.mu.Unlock()
 	r.watchers = slices.DeleteFunc(r.watchers, func(x *watcher[T]) bool { return x == w })
 }
 
-// pending is an event waiting in a watcher's buffer until its delivery time.
+// pending is an entry of a watcher's buffer: an event waiting for its
+// delivery time, or the end of the watch (end set, ev empty).
 type pending struct {
-	ev watch.Event // Object is a stored snapshot: copied on delivery
-	at time.Time
+	ev    watch.Event // Object is a stored snapshot: copied on delivery
+	at    time.Time
+	end   bool
+	work  clock.Work // from when it is due until it is handled; see watcher
+	due   bool       // at has come: work was started
+	ready bool       // its turn has come: run may deliver it
 }
 
 // watcher is one open watch. The cluster offers it events under c.mu
-// without blocking; its own goroutine (run) delivers them on an unbuffered
-// channel, so an event counts as in flight until a consumer has received it.
+// without blocking; its own goroutine (run) delivers them, in order, on an
+// unbuffered channel.
+//
+// Every event is tracked work of the cluster's clock (see clock.Source)
+// from the time it is due (its write, or later with injected watch lag)
+// until the consumer has received it, or, for a consumer that called
+// AckEvents (the informer), until the consumer's Ack. The end of a watch
+// that ends by itself (a dropped watch, a full buffer, an error that ends
+// it) is tracked the same way, until the channel is closed or, with
+// AckEvents, until Stop.
 type watcher[T Object] struct {
 	r         *Resource[T]
 	match     func(T) bool
@@ -165,23 +168,58 @@ type watcher[T Object] struct {
 	wake      chan struct{}
 	stop      chan struct{}
 	stopOnce  sync.Once
-	bookmarkT clock.Timer // periodic bookmarks; only run touches it after Watch returns
 
-	mu       sync.Mutex
-	queue    []pending
-	inFlight bool // an event is out of the queue but not yet received
-	woken    bool // an event was queued that run has not looked at yet
-	drain    bool // deliver what is queued, then end
-	ended    bool // accept nothing more
+	mu        sync.Mutex
+	queue     []*pending
+	lagT      clock.Timer // fires when the oldest event not yet due is due
+	bookmarkT clock.Timer // periodic bookmarks
+	acking    bool        // the consumer calls Ack
+	unacked   []clock.Work
+	early     int  // Acks that came before run had filed the event's work
+	ended     bool // accept nothing more
+	closed    bool // run has returned; every work is finished
 }
 
-var _ watch.Interface = (*watcher[*metav1.PartialObjectMetadata])(nil)
+var (
+	_ watch.Interface = (*watcher[*metav1.PartialObjectMetadata])(nil)
+	_ interface {
+		AckEvents()
+		Ack()
+	} = (*watcher[*metav1.PartialObjectMetadata])(nil)
+)
 
 // ResultChan returns the event channel; it is closed when the watch ends.
 func (w *watcher[T]) ResultChan() <-chan watch.Event { return w.result }
 
-// Stop ends the watch. It is safe to call more than once.
+// Stop ends the watch and finishes the work of everything it has not
+// delivered or that is not acknowledged. It is safe to call more than
+// once.
 func (w *watcher[T]) Stop() { w.stopOnce.Do(func() { close(w.stop) }) }
+
+// AckEvents makes the work of each event last until [watcher.Ack] rather
+// than until it is received; see informer.AckWatcher.
+func (w *watcher[T]) AckEvents() {
+	w.mu.Lock()
+	w.acking = true
+	w.mu.Unlock()
+}
+
+// Ack finishes the work of the oldest event received and not yet
+// acknowledged.
+func (w *watcher[T]) Ack() {
+	w.mu.Lock()
+	if len(w.unacked) == 0 {
+		// The consumer was quicker than run, which files the work of an
+		// event only once the send has completed.
+		w.early++
+		w.mu.Unlock()
+		return
+	}
+	done := w.unacked[0]
+	w.unacked = w.unacked[1:]
+	w.mu.Unlock()
+	done.Done()
+}
 
 // offerLocked translates e for this watcher's filter and queues it.
 func (w *watcher[T]) offerLocked(e event[T]) {
@@ -202,7 +240,11 @@ func (w *watcher[T]) offerLocked(e event[T]) {
 		return
 	}
 	lag, drop := w.r.c.faults.watchDelivery()
-	w.enqueue(watch.Event{Type: typ, Object: e.obj}, w.r.c.clock.Now().Add(lag), drop)
+	if drop {
+		w.end(true)
+		return
+	}
+	w.enqueue(watch.Event{Type: typ, Object: e.obj}, w.r.c.clock.Now().Add(lag), true)
 }
 
 func (w *watcher[T]) bookmarkLocked(rv uint64) {
@@ -211,118 +253,220 @@ func (w *watcher[T]) bookmarkLocked(rv uint64) {
 	w.enqueue(watch.Event{Type: watch.Bookmark, Object: obj}, w.r.c.clock.Now(), false)
 }
 
-// enqueue buffers ev. A full buffer, or an injected drop, ends the watch
-// at once: the consumer sees its channel close and must watch again from
-// the last resourceVersion it received.
-func (w *watcher[T]) enqueue(ev watch.Event, at time.Time, drop bool) {
+// armBookmarkLocked sets the timer of the next periodic bookmark. w.mu is
+// held.
+func (w *watcher[T]) armBookmarkLocked(iv time.Duration) {
+	w.bookmarkT = w.r.c.clock.AfterFunc(iv, func() {
+		c := w.r.c
+		c.mu.Lock()
+		w.bookmarkLocked(c.rv)
+		c.mu.Unlock()
+		w.mu.Lock()
+		if !w.ended {
+			w.armBookmarkLocked(iv)
+		}
+		w.mu.Unlock()
+	})
+}
+
+// enqueue buffers ev for delivery at at. A full buffer ends the watch at
+// once (if bounded is set: the buffer of the initial events is not), as
+// kube-apiserver ends a watch whose consumer is too slow: the consumer sees
+// its channel close and must watch again from the last resourceVersion it
+// received.
+func (w *watcher[T]) enqueue(ev watch.Event, at time.Time, bounded bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.ended {
 		return
 	}
-	if drop || len(w.queue) >= w.r.c.cfg.WatchBuffer {
-		w.ended = true
-		w.queue = nil
-		w.Stop()
+	if bounded && len(w.queue) >= w.r.c.cfg.WatchBuffer {
+		w.endLocked(true)
 		return
 	}
-	w.queue = append(w.queue, pending{ev: ev, at: at})
-	w.woken = true
+	p := &pending{ev: ev, at: at}
+	w.queue = append(w.queue, p)
+	w.dueLocked(w.r.c.clock.Now())
+}
+
+// end ends the watch: the consumer sees the channel close after what is
+// buffered, or at once if drop is set.
+func (w *watcher[T]) end(drop bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.endLocked(drop)
+}
+
+func (w *watcher[T]) endLocked(drop bool) {
+	if w.ended {
+		return
+	}
+	w.ended = true
+	if drop {
+		for _, p := range w.queue {
+			p.work.Done() // a zero Work when not due yet
+		}
+		w.queue = w.queue[:0]
+	}
+	w.queue = append(w.queue, &pending{end: true, at: w.r.c.clock.Now()})
+	w.stopTimersLocked()
+	w.dueLocked(w.r.c.clock.Now())
+}
+
+// ending reports whether the watch ended while it was being set up (an
+// error it answers with at once).
+func (w *watcher[T]) ending() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ended
+}
+
+// dueLocked starts the work of every buffered entry whose time has come, in
+// order, and sets the lag timer for the first whose time has not.
+func (w *watcher[T]) dueLocked(now time.Time) {
+	src := w.r.work
+	signal := false
+	for _, p := range w.queue {
+		if p.due {
+			continue
+		}
+		if p.at.After(now) {
+			if w.lagT == nil {
+				w.lagT = w.r.c.clock.AfterFunc(p.at.Sub(now), w.lagDue)
+			}
+			break
+		}
+		p.due = true
+		var ready bool
+		p.work, ready = src.Start(func() { w.release(p) })
+		if ready {
+			p.ready, signal = true, true
+		}
+	}
+	if signal {
+		w.signal()
+	}
+}
+
+// lagDue runs when the oldest lagging event is due.
+func (w *watcher[T]) lagDue() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.lagT = nil
+	if !w.closed {
+		w.dueLocked(w.r.c.clock.Now())
+	}
+}
+
+// release lets run deliver p, when its turn comes on a deterministic
+// clock.
+func (w *watcher[T]) release(p *pending) {
+	w.mu.Lock()
+	p.ready = true
+	w.mu.Unlock()
+	w.signal()
+}
+
+func (w *watcher[T]) signal() {
 	select {
 	case w.wake <- struct{}{}:
 	default:
 	}
 }
 
-// busy reports whether the watcher holds an event that is due.
-func (w *watcher[T]) busy(now time.Time) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.ended && !w.drain {
-		return false
+func (w *watcher[T]) stopTimersLocked() {
+	if w.lagT != nil {
+		w.lagT.Stop()
+		w.lagT = nil
 	}
-	return w.inFlight || w.woken || (len(w.queue) > 0 && !w.queue[0].at.After(now))
+	if w.bookmarkT != nil {
+		w.bookmarkT.Stop()
+		w.bookmarkT = nil
+	}
 }
 
-// run delivers events until ctx is done, Stop is called, or the watch
-// ends; it then closes the result channel.
+// run delivers events until ctx is done, Stop is called, or the end of
+// the watch is delivered; it then closes the result channel and finishes
+// the work of everything left.
 func (w *watcher[T]) run(ctx context.Context) {
+	defer w.finish(ctx) // last: after the close, which ends a watch's work
 	defer close(w.result)
 	defer w.r.unregister(w)
-	defer func() {
-		w.mu.Lock()
-		w.ended, w.inFlight, w.queue = true, false, nil
-		w.mu.Unlock()
-	}()
-	clk := w.r.c.clock
-	iv := w.r.c.cfg.BookmarkInterval
-	var bookmarkC <-chan time.Time
-	if w.bookmarkT != nil {
-		bookmarkC = w.bookmarkT.C()
-		defer func() { w.bookmarkT.Stop() }()
-	}
 	for {
-		select {
-		case <-w.stop:
-			return
-		case <-ctx.Done():
-			return
-		default:
-		}
 		w.mu.Lock()
-		if w.ended && !w.drain {
-			w.mu.Unlock()
-			return
-		}
-		// From here until w.mu is released, the watcher either takes an
-		// event in flight or arms a timer for the next one, so clearing
-		// woken never hides work from Cluster.Idle.
-		w.woken = false
-		now := clk.Now()
-		if len(w.queue) > 0 && !w.queue[0].at.After(now) {
-			p := w.queue[0]
+		var p *pending
+		if len(w.queue) > 0 && w.queue[0].ready {
+			p = w.queue[0]
+			w.queue[0] = nil
 			w.queue = w.queue[1:]
-			w.inFlight = true
-			w.mu.Unlock()
-			select {
-			case w.result <- materialize(p.ev):
-				w.r.c.activity.Add(1)
-			case <-w.stop:
-				return
-			case <-ctx.Done():
-				return
+			if p.end {
+				// Its work ends with the close (or, with AckEvents, at Stop).
+				w.unacked = append(w.unacked, p.work)
 			}
-			w.mu.Lock()
-			w.inFlight = false
-			w.mu.Unlock()
-			continue
-		}
-		if w.drain && len(w.queue) == 0 {
-			w.mu.Unlock()
-			return
-		}
-		var dueC <-chan time.Time
-		var due clock.Timer
-		if len(w.queue) > 0 {
-			due = clk.NewTimer(w.queue[0].at.Sub(now))
-			dueC = due.C()
 		}
 		w.mu.Unlock()
+		if p == nil {
+			select {
+			case <-w.wake:
+				continue
+			case <-w.stop:
+			case <-ctx.Done():
+			}
+			return
+		}
+		if p.end {
+			return
+		}
 		select {
-		case <-w.wake:
-		case <-dueC:
-		case <-bookmarkC:
-			w.r.c.mu.Lock()
-			w.bookmarkLocked(w.r.c.rv)
-			w.r.c.mu.Unlock()
-			w.bookmarkT = clk.NewTimer(iv)
-			bookmarkC = w.bookmarkT.C()
+		case w.result <- materialize(p.ev):
+		case <-w.stop:
+			p.work.Done()
+			return
+		case <-ctx.Done():
+			p.work.Done()
+			return
+		}
+		w.mu.Lock()
+		switch {
+		case !w.acking:
+		case w.early > 0:
+			w.early-- // acknowledged already
+		default:
+			w.unacked = append(w.unacked, p.work)
+			p = nil
+		}
+		w.mu.Unlock()
+		if p != nil {
+			p.work.Done()
+		}
+	}
+}
+
+// finish ends the watch for good, after its channel is closed: it stops the
+// timers and finishes the work of the entries not delivered and of the
+// events not acknowledged. With AckEvents, it waits for Stop (or the end
+// of ctx) first: until then the consumer may still acknowledge.
+func (w *watcher[T]) finish(ctx context.Context) {
+	w.mu.Lock()
+	acking := w.acking
+	w.mu.Unlock()
+	if acking {
+		select {
 		case <-w.stop:
 		case <-ctx.Done():
 		}
-		if due != nil {
-			due.Stop()
-		}
+	}
+	w.mu.Lock()
+	w.ended, w.closed = true, true
+	w.stopTimersLocked()
+	left := w.unacked
+	for _, p := range w.queue {
+		left = append(left, p.work)
+	}
+	w.queue, w.unacked = nil, nil
+	w.mu.Unlock()
+	for _, wk := range left {
+		wk.Done()
 	}
 }
 

@@ -45,6 +45,13 @@ type Applied struct {
 // It returns the first error, in pod order, of the first failing action;
 // later actions are not executed.
 func Apply(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, p Plan) (Applied, error) {
+	return apply(ctx, c, events, rs, p, false)
+}
+
+// apply is Apply; sequential makes the calls of a batch one after another,
+// in order, for simulations that must replay exactly (the calls of a batch
+// would otherwise reach the API server in any order).
+func apply(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, p Plan, sequential bool) (Applied, error) {
 	if events == nil {
 		events = discardEvents{}
 	}
@@ -53,9 +60,9 @@ func Apply(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.Re
 		var err error
 		switch a := a.(type) {
 		case CreatePods:
-			err = createPods(ctx, c, events, rs, a.Count, &res)
+			err = createPods(ctx, c, events, rs, a.Count, &res, sequential)
 		case DeletePods:
-			err = deletePods(ctx, c, events, rs, a.Pods, &res)
+			err = deletePods(ctx, c, events, rs, a.Pods, &res, sequential)
 		case Event:
 			events.Event(rs, a.Type, a.Reason, a.Message)
 		}
@@ -66,7 +73,7 @@ func Apply(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.Re
 	return res, nil
 }
 
-func createPods(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, count int, res *Applied) error {
+func createPods(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, count int, res *Applied, sequential bool) error {
 	tpl, err := NewPod(rs)
 	if err != nil {
 		res.CreatesSkipped += count
@@ -75,11 +82,7 @@ func createPods(ctx context.Context, c PodWriter, events EventRecorder, rs *apps
 	done := 0
 	for _, size := range SlowStartBatches(count, SlowStartInitialBatchSize) {
 		errs := make([]error, size)
-		var wg sync.WaitGroup
-		for i := range errs {
-			wg.Go(func() { errs[i] = createPod(ctx, c, events, rs, tpl.DeepCopy()) })
-		}
-		wg.Wait()
+		each(size, sequential, func(i int) { errs[i] = createPod(ctx, c, events, rs, tpl.DeepCopy()) })
 		first := error(nil)
 		for _, e := range errs {
 			if e == nil {
@@ -111,25 +114,22 @@ func createPod(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv
 	return nil
 }
 
-func deletePods(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, pods []*corev1.Pod, res *Applied) error {
+func deletePods(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, pods []*corev1.Pod, res *Applied, sequential bool) error {
 	errs := make([]error, len(pods))
 	gone := make([]bool, len(pods)) // NotFound: already deleted
-	var wg sync.WaitGroup
-	for i, pod := range pods {
-		wg.Go(func() {
-			err := c.DeletePod(ctx, pod.Namespace, pod.Name, pod.UID)
-			switch {
-			case err == nil:
-				events.Event(rs, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted pod: "+pod.Name)
-			case apierrors.IsNotFound(err):
-				gone[i] = true
-			default:
-				events.Event(rs, corev1.EventTypeWarning, ReasonFailedDelete, fmt.Sprintf("Error deleting: %v", err))
-				errs[i] = fmt.Errorf("unable to delete pod %s: %w", pod.Name, err)
-			}
-		})
-	}
-	wg.Wait()
+	each(len(pods), sequential, func(i int) {
+		pod := pods[i]
+		err := c.DeletePod(ctx, pod.Namespace, pod.Name, pod.UID)
+		switch {
+		case err == nil:
+			events.Event(rs, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted pod: "+pod.Name)
+		case apierrors.IsNotFound(err):
+			gone[i] = true
+		default:
+			events.Event(rs, corev1.EventTypeWarning, ReasonFailedDelete, fmt.Sprintf("Error deleting: %v", err))
+			errs[i] = fmt.Errorf("unable to delete pod %s: %w", pod.Name, err)
+		}
+	})
 	var first error
 	for i, pod := range pods {
 		switch {
@@ -145,4 +145,20 @@ func deletePods(ctx context.Context, c PodWriter, events EventRecorder, rs *apps
 		}
 	}
 	return first
+}
+
+// each calls f(0), ..., f(n-1): concurrently, and returns when all have
+// returned, or one after another when sequential is set.
+func each(n int, sequential bool, f func(i int)) {
+	if sequential {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { f(i) })
+	}
+	wg.Wait()
 }

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -129,14 +130,23 @@ func (c *Controller) Reconciler() *Reconciler { return c.rec }
 func (c *Controller) Run(ctx context.Context) (err error) {
 	log := logr.FromContextOrDiscard(ctx).WithValues("controller", "replicaset")
 	defer c.queue.ShutDown()
+	// The queue is served once both handlers have seen their informer's
+	// first list; see workqueue.Queue.Serve.
+	var left atomic.Int32
+	left.Store(2)
+	synced := func() {
+		if left.Add(-1) == 0 {
+			c.queue.Serve()
+		}
+	}
 	rsReg, err := c.rsInf.AddHandler(informer.Handler[*appsv1.ReplicaSet]{
-		OnAdd: c.addRS, OnUpdate: c.updateRS, OnDelete: c.deleteRS,
+		OnAdd: c.addRS, OnUpdate: c.updateRS, OnDelete: c.deleteRS, OnSynced: synced,
 	})
 	if err != nil {
 		return fmt.Errorf("replicaset: %w", err)
 	}
 	podReg, err := c.podInf.AddHandler(informer.Handler[*corev1.Pod]{
-		OnAdd: c.addPod, OnUpdate: c.updatePod, OnDelete: c.deletePod,
+		OnAdd: c.addPod, OnUpdate: c.updatePod, OnDelete: c.deletePod, OnSynced: synced,
 	})
 	if err != nil {
 		return errors.Join(fmt.Errorf("replicaset: %w", err), c.rsInf.RemoveHandler(rsReg))

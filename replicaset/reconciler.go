@@ -188,7 +188,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		}
 		r.exp.Record(key, plan.Expect, now)
 		var applied Applied
-		applied, manageErr = Apply(ctx, r.client, r.events, rs, plan)
+		applied, manageErr = apply(ctx, r.client, r.events, rs, plan, clock.IsDeterministic(r.clock))
 		r.exp.Lower(key, applied.CreatesSkipped, 0)
 		for _, uid := range applied.DeletesFailed {
 			r.exp.DeletionObserved(key, uid)

@@ -11,7 +11,7 @@ import (
 
 // How AddAfter stays cheap for its caller: the caller only appends a
 // request to the inbox, under a lock of its own, and makes sure a timer
-// will fire by the request's due time. The delay goroutine merges the
+// will fire by the request's due time. The timer's callback merges the
 // inbox into the queue, where the map insert and the heap push happen. A
 // caller merges the inbox itself only when it is full, or when its own
 // request could otherwise be merged after it is due.
@@ -26,9 +26,7 @@ import (
 
 const (
 	// chunkLen is the length of the inbox's chunks: the inbox grows by
-	// whole chunks, so that an append never copies earlier requests. It
-	// is also how many requests the delay goroutine merges before it lets
-	// others take the queue's lock.
+	// whole chunks, so that an append never copies earlier requests.
 	chunkLen = 256
 	// maxInbox bounds the inbox, to about 12MB with NamespacedName keys:
 	// a caller that finds it this full merges it itself.
@@ -58,15 +56,15 @@ type delayState[T comparable] struct {
 	seq     atomic.Uint64 // last request number handed out
 	pending atomic.Int64  // requests in the inbox or being merged
 
-	imu     sync.Mutex          // guards the fields below; taken after Queue.mu
-	inbox   [][]delayRequest[T] // chunks of requests, oldest first; the last is being filled
-	n       int                 // requests in inbox
-	free    [][]delayRequest[T] // empty chunks for reuse
-	closed  bool                // the queue is shut down
-	timer   clock.Timer         // fires at timerAt; nil when none is set
-	timerAt int64
-	running bool          // the delay goroutine is running
-	wake    chan struct{} // tells the delay goroutine to look again
+	imu      sync.Mutex          // guards the fields below; taken after Queue.mu
+	inbox    [][]delayRequest[T] // chunks of requests, oldest first; the last is being filled
+	n        int                 // requests in inbox
+	free     [][]delayRequest[T] // empty chunks for reuse
+	closed   bool                // the queue is shut down
+	inboxMin int64               // no request in the inbox is due before it
+	timer    clock.Timer         // fires at timerAt; nil when none is set
+	timerAt  int64
+	gen      uint64 // counts timers set, so that a callback knows whether it is current
 }
 
 // AddAfter adds item once d has passed, as measured by the queue's clock.
@@ -84,11 +82,13 @@ type delayState[T comparable] struct {
 // An item that is being processed when its delay ends is queued again at
 // Done, as with Add. After ShutDown, AddAfter does nothing.
 //
-// While items wait here the queue runs one goroutine that moves them to the
-// queue when due. It exits as soon as no item waits, or at ShutDown, which
-// waits for it; a queue never used with a delay runs no goroutine at all.
-// The timer for an item is set before AddAfter returns, so a test may step
-// a fake clock right away.
+// The queue runs no goroutine of its own: one timer of the queue's clock
+// ([clock.Clock.AfterFunc]) moves the items to the queue when they are
+// due. Before AddAfter returns, that timer is set for the item's due time
+// or earlier (or a timer that has fired is about to run its callback,
+// which takes the item into account), so a test may move a fake clock
+// right away; on a [clock.Fake] the callback runs before Step or SetTime
+// returns.
 func (q *Queue[T]) AddAfter(item T, d time.Duration) {
 	if d <= 0 {
 		q.Add(item)
@@ -105,8 +105,14 @@ func (q *Queue[T]) AddAfter(item T, d time.Duration) {
 	due := addSat(now, d)
 	h.pending.Add(1) // before seq: see trimIdle
 	h.appendLocked(delayRequest[T]{key: item, at: now, due: due, seq: h.seq.Add(1)})
+	if h.n == 1 || due < h.inboxMin {
+		h.inboxMin = due
+	}
 	mergeNow := h.n >= maxInbox || time.Duration(h.n-1)*mergeCost >= d
-	q.armTimer(now, due, h.n == 1)
+	q.armTimer(now, due)
+	if q.metrics != nil {
+		q.metrics.Retried()
+	}
 	h.imu.Unlock()
 	if mergeNow {
 		q.mu.Lock()
@@ -123,8 +129,8 @@ func addSat(now int64, d time.Duration) int64 {
 }
 
 // addAfterLocked applies a delay request for e that is due at due. The
-// item goes to the heap even if it is due already, so that the delay loop
-// moves due items to the queue in order of due time.
+// item goes to the heap even if it is due already, so that the timer's
+// callback moves due items to the queue in order of due time.
 func (q *Queue[T]) addAfterLocked(e *entry[T], due int64, seq uint64) {
 	if e.state&(queued|dirty) != 0 {
 		return // already due now
@@ -186,9 +192,6 @@ func (q *Queue[T]) mergeChunk() bool {
 		if q.shutdown {
 			break
 		}
-		if q.metrics != nil {
-			q.metrics.Retried()
-		}
 		e := q.items[r.key]
 		switch {
 		case e == nil:
@@ -209,114 +212,82 @@ func (q *Queue[T]) mergeChunk() bool {
 	return true
 }
 
-// armTimer makes sure that the delay goroutine wakes by due, starting the
-// goroutine if it is not running. It is called with imu held. kick wakes
-// the goroutine even if the timer is unchanged, to merge the inbox.
-func (q *Queue[T]) armTimer(now, due int64, kick bool) {
+// armTimer makes sure that a timer fires by due. It is called with imu
+// held. A timer already set for due or earlier is kept: when it fires, its
+// callback merges the inbox and sets the timer for what remains.
+func (q *Queue[T]) armTimer(now, due int64) {
 	h := &q.delay
-	if h.timer == nil || due < h.timerAt {
-		if h.timer != nil {
-			h.timer.Stop()
-		}
-		h.timer, h.timerAt = q.clock.NewTimer(time.Duration(due-now)), due
-		kick = true
-	}
-	if !h.running {
-		h.running = true
-		q.wg.Add(1)
-		go q.delayLoop()
+	if h.timer != nil && due >= h.timerAt {
 		return
 	}
-	if kick {
-		q.wakeDelayLoop()
+	if h.timer != nil {
+		h.timer.Stop()
 	}
+	h.gen++
+	gen := h.gen
+	h.timer, h.timerAt = q.clock.AfterFunc(time.Duration(due-now), func() { q.onTimer(gen) }), due
 }
 
-func (q *Queue[T]) wakeDelayLoop() {
-	select {
-	case q.delay.wake <- struct{}{}:
-	default: // a wake-up is already pending
-	}
-}
-
-// delayLoop merges the inbox and moves due items to the queue. It runs
-// while requests or delayed items remain and the queue is not shut down.
-func (q *Queue[T]) delayLoop() {
-	defer q.wg.Done()
+// onTimer runs when the delay timer of generation gen fires: it merges the
+// inbox, moves the items that are due to the queue, in order of due time,
+// and sets the timer for the next one. On a fake clock it is tracked work,
+// so the items it queues are accounted for before virtual time can move
+// on.
+func (q *Queue[T]) onTimer(gen uint64) {
 	h := &q.delay
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for !q.shutdown {
-		// One chunk at a time, moving due items in between, so that a
-		// long burst of AddAfter delays neither due items nor other
-		// users of the lock.
-		merged := q.mergeChunk()
-		if q.shutdown {
-			break
-		}
-		limit := q.now()
-		h.imu.Lock()
-		if h.n > 0 {
-			// The requests left in the inbox were made at or after the
-			// oldest one, and are due later than that. Items due before
-			// it can go now without breaking the order of due times.
-			limit = min(limit, h.inbox[0][0].at)
-		}
-		h.imu.Unlock()
-		for len(h.heap) > 0 && h.heap[0].due <= limit {
-			e := h.heap[0]
-			h.remove(e)
-			e.state &^= delayed
-			q.addLocked(e)
-		}
-		h.imu.Lock()
-		if h.n > 0 || merged {
-			h.imu.Unlock()
-			q.mu.Unlock()
-			q.mu.Lock()
-			continue
-		}
-		if len(h.heap) == 0 {
-			if h.timer != nil {
-				h.timer.Stop()
-				h.timer = nil
-			}
-			h.running = false
-			h.imu.Unlock()
-			return
-		}
-		if next := h.heap[0].due; h.timer == nil || h.timerAt > next {
-			if h.timer != nil {
-				h.timer.Stop()
-			}
-			h.timer, h.timerAt = q.clock.NewTimer(time.Duration(next-limit)), next
-		}
-		t := h.timer
-		h.imu.Unlock()
-
-		q.mu.Unlock()
-		fired := false
-		select {
-		case <-t.C():
-			fired = true
-		case <-h.wake:
-		}
-		q.mu.Lock()
-		if fired {
-			h.imu.Lock()
-			if h.timer == t {
-				h.timer = nil
-			}
-			h.imu.Unlock()
-		}
+	h.imu.Lock()
+	if h.gen == gen {
+		h.timer = nil // it fired: the next request must set a new one
+	}
+	h.imu.Unlock()
+	if q.shutdown {
+		return
+	}
+	q.mergeInbox()
+	limit := q.now()
+	h.imu.Lock()
+	if h.n > 0 {
+		// Requests made since the merge are due after they were made, and
+		// no earlier than the oldest of them was made: items due before
+		// that can go now without breaking the order of due times.
+		limit = min(limit, h.inbox[0][0].at)
+	}
+	h.imu.Unlock()
+	for len(h.heap) > 0 && h.heap[0].due <= limit {
+		e := h.heap[0]
+		h.remove(e)
+		e.state &^= delayed
+		q.addLocked(e)
 	}
 	h.imu.Lock()
-	h.running = false
-	h.imu.Unlock()
+	defer h.imu.Unlock()
+	next, ok := int64(math.MaxInt64), false
+	if len(h.heap) > 0 {
+		next, ok = h.heap[0].due, true
+	}
+	if h.n > 0 {
+		next, ok = min(next, h.inboxMin), true
+	}
+	if ok {
+		q.armTimer(q.now(), next)
+	}
 }
 
-// discardDelayed empties the heap and the inbox at shutdown, stops the
-// timer and wakes the delay goroutine so that it exits. mu is held.
+// stopIfEmpty stops the timer when no request waits in the inbox. The heap
+// is empty and Queue.mu is held.
+func (h *delayState[T]) stopIfEmpty() {
+	h.imu.Lock()
+	defer h.imu.Unlock()
+	if h.n == 0 && h.timer != nil {
+		h.timer.Stop()
+		h.timer = nil
+	}
+}
+
+// discardDelayed empties the heap and the inbox at shutdown and stops the
+// timer. mu is held.
 func (q *Queue[T]) discardDelayed() {
 	h := &q.delay
 	for _, e := range h.heap {
@@ -334,7 +305,6 @@ func (q *Queue[T]) discardDelayed() {
 		h.timer = nil
 	}
 	h.imu.Unlock()
-	q.wakeDelayLoop()
 }
 
 // The heap is written out rather than built on container/heap, to keep

@@ -207,11 +207,15 @@ func TestDelayTimerFollowsEarliest(t *testing.T) {
 	if item, _ := q.Get(); item != "b" {
 		t.Fatalf("Get() = %q; want b", item)
 	}
-	// The loop re-arms for c after moving b; wait for it by polling the
-	// clock, as nothing else is observable.
-	eventually(t, "timer re-armed for c in 4s", func() bool { return next() == 4*time.Second })
+	// The timer's callback, which ran before Step returned, set the timer
+	// again for c.
+	if got := next(); got != 4*time.Second {
+		t.Fatalf("timer in %v after b was due; want 4s (for c)", got)
+	}
 	q.Add("c")
 	q.Add("a")
-	// The loop stops its timer and exits once no item is delayed.
-	eventually(t, "no timer left", func() bool { return fc.Waiters() == 0 })
+	// With no item delayed, no timer is left.
+	if got := fc.Waiters(); got != 0 {
+		t.Errorf("%d timers left after every delayed item was added at once; want 0", got)
+	}
 }

@@ -7,8 +7,11 @@ import "time"
 // carrying the new length as depth, so a depth gauge set from these calls
 // is always right.
 //
-// The queue calls these methods with its lock held: they must be quick and
-// must not call the queue. Durations are measured with the queue's clock.
+// The queue calls these methods with one of its locks held: they must be
+// quick, must not call the queue, and must be safe for concurrent use
+// (Retried for an AddAfter is called under the lock of the delay inbox,
+// concurrently with the others). Durations are measured with the queue's
+// clock.
 //
 // Two gauges client-go samples from a goroutine every 500ms, the unfinished
 // work and the longest running processor, are read on demand with
@@ -26,8 +29,8 @@ type Metrics interface {
 	// took work.
 	Finished(depth int, work time.Duration)
 	// Retried is called for every AddRateLimited, and for every AddAfter
-	// with a positive delay when the queue takes it in (shortly after the
-	// call): the calls client-go counts as retries.
+	// with a positive delay, during the call (after ShutDown, neither
+	// counts): the calls client-go counts as retries.
 	Retried()
 }
 

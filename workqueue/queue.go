@@ -63,13 +63,15 @@ type Queue[T comparable] struct {
 
 	delay   delayState[T]
 	forgets ring[forgetRecord[T]] // items whose failures will be forgotten, oldest first
-	wg      sync.WaitGroup        // the delay goroutine, while it runs
+	work    *clock.Source         // tracks queued items as work on a fake clock; nil otherwise
+	served  bool                  // items are tracked work: see Serve
 }
 
 // entry is the queue's record of one item. It is in items for as long as
 // any of the flags in keep is set, and some time after: see releaseIfIdle.
 type entry[T comparable] struct {
 	key      T
+	work     clock.Work // while queued or processing: the item's unit of work
 	state    uint16
 	index    int         // position in the delay heap while delayed
 	due      int64       // when a delayed item becomes ready
@@ -92,6 +94,7 @@ const (
 	inForgets                     // referenced by Queue.forgets
 	cached                        // referenced by Queue.idle
 	published                     // in Queue.quick; never recycled
+	unreleased                    // queued, but its turn has not come (deterministic clock)
 
 	keep = queued | processing | delayed | limited | inForgets
 )
@@ -123,7 +126,7 @@ func (q *Queue[T]) setup() {
 	q.cond.L = &q.mu
 	q.items = make(map[T]*entry[T])
 	q.quick.seed = maphash.MakeSeed()
-	q.delay.wake = make(chan struct{}, 1)
+	q.work = clock.NewSource(q.clock, fmt.Sprintf("workqueue %q", q.name))
 }
 
 // now reads the clock as nanoseconds since the queue was created.
@@ -143,6 +146,7 @@ func (q *Queue[T]) Add(item T) {
 	if q.mu.TryLock() {
 		defer q.mu.Unlock()
 		if !q.shutdown {
+			q.mergePending()
 			q.addLocked(q.entryFor(item))
 		}
 		return
@@ -154,20 +158,34 @@ func (q *Queue[T]) Add(item T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if !q.shutdown {
+		q.mergePending()
 		e := q.entryFor(item)
 		q.addLocked(e)
 		q.quick.publish(e)
 	}
 }
 
+// mergePending merges the delay inbox if requests wait in it, so that an
+// Add that makes a delayed item due finds it in the heap and the timer
+// goes when nothing is left to wait for. mu is held.
+func (q *Queue[T]) mergePending() {
+	if q.delay.pending.Load() > 0 {
+		q.mergeInbox()
+		if len(q.delay.heap) == 0 {
+			q.delay.stopIfEmpty()
+		}
+	}
+}
+
 // addLocked makes e pending now: queued, or dirty if it is processing.
 func (q *Queue[T]) addLocked(e *entry[T]) {
 	if e.state&delayed != 0 {
-		wasFirst := e.index == 0
+		// The timer may now be early; its callback then finds nothing due
+		// and sets it again. With nothing left to wait for, it goes.
 		q.delay.remove(e)
 		e.state &^= delayed
-		if wasFirst {
-			q.wakeDelayLoop() // to re-arm, or exit if nothing is left
+		if len(q.delay.heap) == 0 {
+			q.delay.stopIfEmpty()
 		}
 	}
 	switch {
@@ -177,9 +195,7 @@ func (q *Queue[T]) addLocked(e *entry[T]) {
 		e.state |= dirty
 		q.dirtyInFlight++
 	default:
-		setQueued(e, true)
-		q.ready.push(e)
-		q.cond.Signal()
+		q.pushReady(e)
 	}
 	if q.metrics != nil {
 		e.addedAt = q.now()
@@ -195,7 +211,9 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 	q.init()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for q.ready.len() == 0 {
+	q.mergePending()
+	q.serveLocked()
+	for q.ready.len() == 0 || q.ready.peek().state&unreleased != 0 && !q.shutdown {
 		// Items re-added while in flight are still to come, even after
 		// shutdown.
 		if q.shutdown && q.dirtyInFlight == 0 {
@@ -205,6 +223,7 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 	}
 	e := q.ready.pop()
 	setQueued(e, false)
+	e.state &^= unreleased
 	e.state = e.state&^failed | processing
 	e.satSeq = q.delay.seq.Load() // this run serves the delay requests made so far
 	q.lastGot = e
@@ -237,12 +256,12 @@ func (q *Queue[T]) Done(item T) {
 	}
 	e.state &^= processing
 	q.processing--
+	done := e.work
+	e.work = clock.Work{}
 	if e.state&dirty != 0 {
 		e.state &^= dirty
-		setQueued(e, true)
 		q.dirtyInFlight--
-		q.ready.push(e)
-		q.cond.Signal()
+		q.pushReady(e)
 	}
 	if e.state&(limited|failed) == limited || q.forgets.len() > 0 {
 		q.settleFailures(e)
@@ -253,6 +272,81 @@ func (q *Queue[T]) Done(item T) {
 	q.releaseIfIdle(e)
 	if q.shutdown {
 		q.shutdownProgress()
+	}
+	// Last: whatever this run handed on (an AddAfter, the item queued
+	// again) is accounted for by now.
+	done.Done()
+}
+
+// pushReady queues e for Get, as a unit of work of the queue's clock. On a
+// deterministic clock Get hands it out only once its turn has come. mu is
+// held.
+func (q *Queue[T]) pushReady(e *entry[T]) {
+	setQueued(e, true)
+	q.ready.push(e)
+	if q.startWork(e) {
+		q.cond.Signal()
+	}
+}
+
+// startWork makes queued e a unit of tracked work, if the queue is served
+// on a fake clock, and reports whether it may be handed out at once. mu is
+// held.
+func (q *Queue[T]) startWork(e *entry[T]) bool {
+	if q.work == nil || !q.served {
+		return true
+	}
+	var now bool
+	e.work, now = q.work.Start(func() { q.release(e) })
+	if !now {
+		e.state |= unreleased
+	}
+	return now
+}
+
+// Serve says that workers now take the queue's items. It matters only on a
+// [clock.Fake], where a served queue's items are tracked work (see
+// [clock.Source]) from the moment they are queued until their Done: virtual
+// time does not move on while one is waiting. Before, no worker would take
+// them, and counting them would stop time for good, for instance while a
+// controller waits for caches whose first list takes virtual time.
+//
+// The first Get serves the queue. A controller that starts its workers when
+// its caches are synced calls Serve from the handler's
+// [informer.Handler.OnSynced], so that the items queued meanwhile count
+// from the instant the workers may take them. Calling it again does
+// nothing.
+func (q *Queue[T]) Serve() {
+	q.init()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.serveLocked()
+}
+
+func (q *Queue[T]) serveLocked() {
+	if q.served || q.work == nil {
+		q.served = true
+		return
+	}
+	q.served = true
+	signal := false
+	for i := range q.ready.len() {
+		if q.startWork(q.ready.at(i)) {
+			signal = true
+		}
+	}
+	if signal {
+		q.cond.Broadcast()
+	}
+}
+
+// release makes e gettable when its turn comes on a deterministic clock.
+func (q *Queue[T]) release(e *entry[T]) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if e.state&unreleased != 0 {
+		e.state &^= unreleased
+		q.cond.Broadcast() // the waiting workers look at the head of ready
 	}
 }
 
@@ -274,15 +368,13 @@ func (q *Queue[T]) Len() int {
 //     re-added while in flight, once they are Done), then returns
 //     shutdown=true.
 //
-// ShutDown returns once the delay goroutine, if any, has exited. It does
-// not wait for workers; see [Queue.ShutDownWithDrain]. Calling it more than
-// once is harmless.
+// ShutDown does not wait for workers; see [Queue.ShutDownWithDrain].
+// Calling it more than once is harmless.
 func (q *Queue[T]) ShutDown() {
 	q.init()
 	q.mu.Lock()
 	q.shutdownLocked()
 	q.mu.Unlock()
-	q.wg.Wait()
 }
 
 // ShutDownWithDrain shuts the queue down as [Queue.ShutDown] does, then
@@ -296,7 +388,6 @@ func (q *Queue[T]) ShutDownWithDrain(ctx context.Context) error {
 	q.shutdownLocked()
 	drained := q.drained
 	q.mu.Unlock()
-	q.wg.Wait()
 
 	select {
 	case <-drained:

@@ -57,44 +57,19 @@ func run(t *testing.T, q *workqueue.Queue[string], ops []op) []string {
 	return got
 }
 
-// eventually polls cond, yielding the processor in between, and fails the
-// test if cond does not hold after many tries. It is for waiting on the
-// delay goroutine, whose progress is otherwise invisible.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for range 1_000_000 {
-		if cond() {
-			return
-		}
-		runtime.Gosched()
-	}
-	t.Fatalf("gave up waiting for: %s", what)
-}
-
-// get calls q.Get, failing the test if it reports shutdown or does not
-// return within a generous real-time watchdog, so that a queue that never
-// moves a delayed item fails fast instead of hanging the test binary.
+// get hands out the next item, failing the test if none is ready: a
+// delayed item is queued by the time the fake clock's Step returns, so a
+// test never needs to wait for it.
 func get(t *testing.T, q *workqueue.Queue[string]) string {
 	t.Helper()
-	type result struct {
-		item     string
-		shutdown bool
+	if q.Len() == 0 {
+		t.Fatal("Get() would block: no item is ready")
 	}
-	res := make(chan result, 1)
-	go func() {
-		item, shutdown := q.Get()
-		res <- result{item, shutdown}
-	}()
-	select {
-	case r := <-res:
-		if r.shutdown {
-			t.Fatal("Get() reported shutdown")
-		}
-		return r.item
-	case <-time.After(10 * time.Second):
-		t.Fatal("Get() did not return within 10s")
-		return ""
+	item, shutdown := q.Get()
+	if shutdown {
+		t.Fatal("Get() reported shutdown")
 	}
+	return item
 }
 
 func adds(items ...string) []op {

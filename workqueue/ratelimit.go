@@ -81,7 +81,7 @@ func (q *Queue[T]) AddRateLimited(item T) {
 	q.addAfterLocked(e, due, h.seq.Add(1))
 	if e.state&delayed != 0 && e.due == due {
 		h.imu.Lock()
-		q.armTimer(now, due, false)
+		q.armTimer(now, due)
 		h.imu.Unlock()
 	}
 }

@@ -32,6 +32,9 @@ func (r *ring[E]) pop() E {
 	return e
 }
 
+// at returns the i-th oldest element; i < len.
+func (r *ring[E]) at(i int) E { return r.buf[(r.head+i)&(len(r.buf)-1)] }
+
 // peek returns the oldest element. The ring must not be empty.
 func (r *ring[E]) peek() E { return r.buf[r.head] }
 

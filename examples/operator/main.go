@@ -68,8 +68,19 @@ func main() {
 // run runs the operator and a kubelet on c, creates the demo Deployment,
 // and returns after ctx ends and everything has stopped.
 func run(ctx context.Context, c *memcluster.Cluster, out io.Writer) error {
+	wait, err := start(ctx, c, out)
+	if err != nil {
+		return err
+	}
+	return wait()
+}
+
+// start builds the operator and a kubelet on c, starts them, and creates
+// the demo Deployment. It returns once all of that is done, so that a
+// simulation on a fake clock sees every component before it runs; wait
+// returns after ctx ends and everything has stopped.
+func start(ctx context.Context, c *memcluster.Cluster, out io.Writer) (wait func() error, err error) {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var mu sync.Mutex // events come from several workers
 	op, err := New(Config{
 		Sources: Sources{
@@ -90,7 +101,8 @@ func run(ctx context.Context, c *memcluster.Cluster, out io.Writer) error {
 		}),
 	})
 	if err != nil {
-		return err
+		cancel()
+		return nil, err
 	}
 	kubelet := memcluster.NewKubelet(c, memcluster.KubeletConfig{})
 
@@ -102,16 +114,19 @@ func run(ctx context.Context, c *memcluster.Cluster, out io.Writer) error {
 	if _, err := c.Deployments("default").Create(ctx, demo(), metav1.CreateOptions{}); err != nil {
 		cancel()
 		wg.Wait()
-		return fmt.Errorf("create the demo deployment: %w", err)
+		return nil, fmt.Errorf("create the demo deployment: %w", err)
 	}
 	mu.Lock()
 	fmt.Fprintln(out, "operator running; created deployment default/hello")
 	mu.Unlock()
-	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	fmt.Fprintln(out, "operator stopped")
-	return <-errc
+	return func() error {
+		defer cancel()
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintln(out, "operator stopped")
+		return <-errc
+	}, nil
 }
 
 // demo is the Deployment the operator creates at start.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,9 +21,15 @@ func TestRun(t *testing.T) {
 	c := memcluster.New(memcluster.Config{Clock: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), Seed: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out bytes.Buffer
+	var out syncBuffer
+	// Everything is built and started before the simulation runs: a
+	// goroutine that built it would race with RunUntil.
+	wait, err := start(ctx, c, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, c, &out) }()
+	go func() { done <- wait() }()
 
 	rolledOut := func() bool {
 		d, err := c.Deployments("default").Get(ctx, "hello", metav1.GetOptions{})
@@ -53,6 +60,25 @@ func TestRun(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use: the operator
+// writes events from its workers while the test reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestNewNeedsSourcesAndClient(t *testing.T) {
