@@ -163,6 +163,7 @@ Exit codes: 0 complete/healthy (why), completes (plan), ok (history);
 	plan.Flags().StringVarP(&file, "filename", "f", "", "what-if: the changed Deployment manifest (YAML or JSON)")
 	plan.Flags().Uint64Var(&popts.Seed, "seed", 1, "seed of the pod model's draws (same seed, same plan)")
 	plan.Flags().DurationVar(&popts.Horizon, "horizon", time.Hour, "simulated time limit")
+	plan.Flags().DurationVar(&popts.Shutdown, "shutdown", 0, "how long a deleted pod takes to stop (default: its terminationGracePeriodSeconds)")
 
 	history := &cobra.Command{
 		Use:   "history deploy/NAME",

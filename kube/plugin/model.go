@@ -23,6 +23,9 @@ type Model struct {
 	NeverReady float64 `json:"neverReady,omitempty"`
 	CrashLoop  float64 `json:"crashLoop,omitempty"`
 	BadImage   float64 `json:"badImage,omitempty"`
+	// Shutdown is how long a deleted pod takes to stop; zero means its
+	// whole terminationGracePeriodSeconds (live pods do not show it).
+	Shutdown Duration `json:"shutdown"`
 	// Samples is the number of live pods measured.
 	Samples int `json:"samples"`
 	// Source says how the model was obtained.
@@ -32,7 +35,7 @@ type Model struct {
 // PodModel returns the planner's model.
 func (m Model) PodModel() planner.PodModel {
 	return planner.PodModel{StartDelay: time.Duration(m.StartDelay), ReadyAfter: time.Duration(m.ReadyAfter),
-		ReadyJitter: time.Duration(m.ReadyJitter), NeverReady: m.NeverReady, CrashLoop: m.CrashLoop, BadImage: m.BadImage}
+		ReadyJitter: time.Duration(m.ReadyJitter), Shutdown: time.Duration(m.Shutdown), NeverReady: m.NeverReady, CrashLoop: m.CrashLoop, BadImage: m.BadImage}
 }
 
 // DefaultReadyAfter is the readiness delay assumed when no live pod can be

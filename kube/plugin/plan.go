@@ -33,6 +33,9 @@ type PlanOptions struct {
 	Horizon time.Duration
 	// Model, if set, replaces the model measured on the live pods.
 	Model *Model
+	// Shutdown is how long a deleted pod takes to stop (zero: its grace
+	// period).
+	Shutdown time.Duration
 }
 
 // PlanReport is the answer of `kubectl ctrlkit plan`.
@@ -117,6 +120,7 @@ func PlanLive(st *State, w WhatIf, now time.Time, opts PlanOptions) (PlanReport,
 	} else {
 		model.Source += "; the new version's pods are assumed to behave like these"
 	}
+	model.Shutdown = Duration(opts.Shutdown)
 	if opts.Model != nil {
 		model = *opts.Model
 	}

@@ -108,8 +108,12 @@ func listObjects(objs []string, n int) string {
 
 func (r PlanReport) writeText(w io.Writer) {
 	fmt.Fprintf(w, "deployment/%s in %s: plan of %s\n", r.Deployment, r.Namespace, r.Change)
-	fmt.Fprintf(w, "pod model: start %s, Ready after %s + up to %s jitter; %s\n\n",
-		r.Model.StartDelay, r.Model.ReadyAfter, r.Model.ReadyJitter, r.Model.Source)
+	shutdown := "its grace period"
+	if r.Model.Shutdown > 0 {
+		shutdown = r.Model.Shutdown.String()
+	}
+	fmt.Fprintf(w, "pod model: start %s, Ready after %s + up to %s jitter, stop in %s; %s\n\n",
+		r.Model.StartDelay, r.Model.ReadyAfter, r.Model.ReadyJitter, shutdown, r.Model.Source)
 	fmt.Fprint(w, r.Table)
 	fmt.Fprintln(w)
 	if r.Complete {

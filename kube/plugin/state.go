@@ -124,8 +124,11 @@ func collisionNames(d *appsv1.Deployment) []string {
 		n = *d.Status.CollisionCount
 	}
 	for c := int32(0); c <= n && c < 10; c++ {
-		cc := c
-		out = append(out, rollout.ReplicaSetName(d.Name, rollout.ComputeHash(&d.Spec.Template, &cc)))
+		var cc *int32 // the controller hashes a nil count until the first collision
+		if c > 0 {
+			cc = &c
+		}
+		out = append(out, rollout.ReplicaSetName(d.Name, rollout.ComputeHash(&d.Spec.Template, cc)))
 	}
 	return out
 }

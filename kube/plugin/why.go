@@ -253,7 +253,7 @@ func foreign(d *appsv1.Deployment, st *State) []Cause {
 	}
 	names := collisionNames(d)
 	for _, rs := range st.ReplicaSets {
-		if metav1.IsControlledBy(rs, d) || slices.Contains(names, rs.Name) || !sel.Matches(labels.Set(rs.Spec.Template.Labels)) {
+		if metav1.IsControlledBy(rs, d) || slices.Contains(names, rs.Name) || !sel.Matches(labels.Set(rs.Labels)) {
 			continue
 		}
 		n := fmt.Sprintf("%d pods", rs.Status.Replicas)

@@ -11,6 +11,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
 func codes(cs []Cause) []CauseCode {
@@ -213,6 +215,9 @@ func TestWhyHashCollision(t *testing.T) {
 	squatter := w.new.DeepCopy()
 	squatter.UID = "squatter"
 	squatter.Name = collisionNames(w.d)[0]
+	if want := rollout.ReplicaSetName("web", rollout.ComputeHash(&w.d.Spec.Template, nil)); squatter.Name != want {
+		t.Fatalf("name for no collision = %s; want %s (the controller hashes a nil count)", squatter.Name, want)
+	}
 	squatter.Spec.Template.Spec.Containers[0].Image = "someone:else"
 	squatter.OwnerReferences = nil
 	w.new.Name = collisionNames(w.d)[1]
