@@ -39,6 +39,8 @@ type whyCase struct {
 	args   []string
 	want   []plugin.CauseCode
 	state  plugin.RolloutState
+	// show adds why's text output to the report.
+	show bool
 }
 
 func toApp2(e *env) { e.update("web", setImage("app:2")) }
@@ -53,6 +55,7 @@ func whyCases() []whyCase {
 	}
 	withBase := func(wc whyCase, base func(*appsv1.Deployment)) whyCase { wc.base = base; return wc }
 	withSetup := func(wc whyCase, setup func(*env)) whyCase { wc.setup = setup; return wc }
+	withShow := func(wc whyCase) whyCase { wc.show = true; return wc }
 	strategy := func(surge, unavail int) func(*appsv1.Deployment) {
 		return func(d *appsv1.Deployment) { rolling(d, intstr.FromInt(surge), intstr.FromInt(unavail)) }
 	}
@@ -89,6 +92,10 @@ func whyCases() []whyCase {
 		withBase(c("progress deadline exceeded", cluster.ImagePull, plugin.DeadlineExceeded, plugin.ImagePullBackOff), func(d *appsv1.Deployment) {
 			d.Spec.ProgressDeadlineSeconds = new(int32(2))
 		}),
+		withShow(withBase(c("bad image, 10 replicas, deadline 5s", cluster.ImagePull, plugin.DeadlineExceeded, plugin.ImagePullBackOff), func(d *appsv1.Deployment) {
+			d.Spec.Replicas = new(int32(10))
+			d.Spec.ProgressDeadlineSeconds = new(int32(5))
+		})),
 		withBase(c("maxUnavailable 0, failing new pod", cluster.CrashLoop, plugin.CrashLoopBackOff), strategy(1, 0)),
 		withBase(c("maxSurge 0, bad image", cluster.ImagePull, plugin.ImagePullBackOff), strategy(0, 1)),
 		withBase(c("Recreate, bad image", cluster.ImagePull, plugin.ImagePullBackOff), recreate),
@@ -197,6 +204,10 @@ func TestWhyScenarios(t *testing.T) {
 			if len(missing) > 0 || len(extra) > 0 || r.State != wc.state || code != wantCode {
 				_, text, _ := kubectlCtrlkit(t, append([]string{"why", "deploy/web", "-n", e.ns}, args...)...)
 				t.Errorf("why: exit %d, state %s, missing %v, unexpected %v; want exit %d, state %s\n%s", code, r.State, missing, extra, wantCode, wc.state, text)
+			}
+			if wc.show {
+				_, text, _ := kubectlCtrlkit(t, append([]string{"why", "deploy/web", "-n", e.ns}, args...)...)
+				report(t, "$ kubectl ctrlkit why deploy/web\n"+text)
 			}
 			mu.Lock()
 			defer mu.Unlock()

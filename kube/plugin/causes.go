@@ -36,7 +36,6 @@ const (
 	SelectorOverlap      CauseCode = "SelectorOverlap"          // another controller's objects match the selector
 	OrphanedReplicaSet   CauseCode = "OrphanedReplicaSet"       // a ReplicaSet matching the selector that no controller owns
 	DisruptionBudget     CauseCode = "PodDisruptionBudget"      // a PDB allows no eviction of these pods
-	NotObserved          CauseCode = "GenerationNotObserved"    // the controller has not acted on the latest spec
 )
 
 // Severity says whether a cause stops the rollout.

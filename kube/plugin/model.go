@@ -59,6 +59,7 @@ func ObservedModel(rss []*appsv1.ReplicaSet, pods []*corev1.Pod) Model {
 		uids[string(rs.UID)] = true
 	}
 	var starts, readies []float64
+	seconds0 := map[int64]bool{} // the creation seconds seen
 	for _, p := range pods {
 		ref := controllerOf(p)
 		if ref == nil || !uids[string(ref.UID)] || p.DeletionTimestamp != nil || !replicaset.IsPodReady(p) || restarted(p) {
@@ -76,6 +77,7 @@ func ObservedModel(rss []*appsv1.ReplicaSet, pods []*corev1.Pod) Model {
 		if readyAt.Before(started) {
 			readyAt = started
 		}
+		seconds0[created.Unix()] = true
 		starts = append(starts, started.Sub(created).Seconds())
 		readies = append(readies, readyAt.Sub(started).Seconds())
 	}
@@ -91,9 +93,15 @@ func ObservedModel(rss []*appsv1.ReplicaSet, pods []*corev1.Pod) Model {
 			jitter = math.Min(math.Sqrt(12*v), 2*ready)
 		}
 	}
-	return Model{StartDelay: seconds(start), ReadyAfter: seconds(ready - jitter/2), ReadyJitter: seconds(jitter),
+	m := Model{StartDelay: seconds(start), ReadyAfter: seconds(ready - jitter/2), ReadyJitter: seconds(jitter),
 		Samples: len(readies),
 		Source:  fmt.Sprintf("measured on %d ready live %s: creation→start %s, start→Ready %s on average", len(readies), plural(len(readies), "pod", "pods"), seconds(start), seconds(ready))}
+	if len(seconds0) == 1 {
+		// Every sample has the same sub-second phase: the one-second
+		// truncation does not average out.
+		m.Source += "; all were created in the same second and API times have one-second resolution, so these delays are known to ±1s only"
+	}
+	return m
 }
 
 // withFailures adds the failure fractions seen among the pods of rs (the

@@ -123,12 +123,6 @@ func Why(st *State, now time.Time, th Thresholds) WhyReport {
 				Fix: "see the message; a quota on replicasets or an admission policy usually"})
 		}
 	}
-	if d.Status.ObservedGeneration < d.Generation {
-		r.Causes = append(r.Causes, Cause{Code: NotObserved, Severity: Warning,
-			Message: fmt.Sprintf("the controller has not observed generation %d (status is for %d)", d.Generation, d.Status.ObservedGeneration),
-			Objects: []string{"deployment/" + d.Name},
-			Fix:     "if this lasts, check that kube-controller-manager (or ctrlkit-controller) is running"})
-	}
 	r.Causes = append(r.Causes, replicaFailures(owned, newRS)...)
 	r.Causes = append(r.Causes, groupPods(podIssues(owned, st.Pods, st.Events, now, th))...)
 	r.Causes = append(r.Causes, collisions(d, st.ReplicaSets, newRS)...)
