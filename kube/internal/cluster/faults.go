@@ -197,7 +197,7 @@ func setStatus(p *corev1.Pod, fault Fault, started metav1.Time) {
 		p.Status.Phase = corev1.PodPending
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "PodInitializing"}
 		init := corev1.ContainerStatus{Name: "init", Image: c.Image, RestartCount: 3,
-			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s restarting failed container=init"}},
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s restarting failed container=init"}},
 			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error"}}}
 		p.Status.InitContainerStatuses = []corev1.ContainerStatus{init}
 	}
