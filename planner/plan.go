@@ -104,6 +104,25 @@ type Options struct {
 	// Nodes is the number of simulated nodes; zero means 3. Pods are
 	// spread round-robin; nodes have no capacity limit.
 	Nodes int
+	// MaxReplicas refuses plans whose spec.replicas (or a Change's) is
+	// above it, with ErrTooLarge: the simulation runs every pod, and its
+	// cost grows faster than linearly (about 9 s for 5,000 replicas on
+	// one core). Zero means DefaultMaxReplicas; negative means no limit.
+	MaxReplicas int32
+	// Progress, if set, is called at every virtual instant the
+	// simulation reaches, for a progress indicator on long plans.
+	Progress func(Progress)
+}
+
+// DefaultMaxReplicas is the default [Options.MaxReplicas].
+const DefaultMaxReplicas = 5000
+
+// Progress reports how far a [Plan] has got.
+type Progress struct {
+	// At is the virtual time since the start; Horizon its limit.
+	At, Horizon time.Duration
+	// Updated and Available are the new ReplicaSet's pods, of Replicas.
+	Updated, Available, Replicas int32
 }
 
 // Timeline is the outcome of [Plan].
@@ -127,6 +146,17 @@ type Timeline struct {
 	MinAvailable int32
 	// Stall is set when the rollout did not complete.
 	Stall *Stall
+	// Faults counts what the pod model drew for the pods created during
+	// the rollout: a failure fraction applies per pod, so a small
+	// fraction of few pods may hit none.
+	Faults Faults
+}
+
+// Faults counts the pods created during a rollout and the failures the
+// [PodModel] drew for them.
+type Faults struct {
+	Pods                            int
+	NeverReady, CrashLoop, BadImage int
 }
 
 // Stall says where and why an unfinished rollout stopped moving.

@@ -79,6 +79,7 @@ func (s *sim) run(ctx context.Context, in *appsv1.Deployment) (Timeline, error) 
 			break
 		}
 		s.clk.SetTime(next)
+		s.progress(cur)
 	}
 	s.summarize(complete && len(changes) == 0, completeSince)
 	if s.tl.Complete {

@@ -70,6 +70,9 @@ func Plan(d *appsv1.Deployment, current []*appsv1.ReplicaSet, model PodModel, op
 	if opts.Horizon <= 0 {
 		opts.Horizon = time.Hour
 	}
+	if err := checkSize(d, opts); err != nil {
+		return Timeline{}, err
+	}
 	s := newSim(d, model, opts)
 	ctx := context.Background()
 	if err := s.start(ctx, current); err != nil {
@@ -127,7 +130,9 @@ func newSim(d *appsv1.Deployment, model PodModel, opts Options) *sim {
 			if s.setup {
 				return old
 			}
-			return model.behavior(rnd)
+			b := model.behavior(rnd)
+			s.tl.Faults.count(b.Failure)
+			return b
 		},
 	})
 	s.api = &api{c: s.c, ns: ns}

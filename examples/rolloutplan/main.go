@@ -1,41 +1,50 @@
 // Command rolloutplan predicts, step by step, what a Deployment rollout
 // will do, by running this module's Deployment and ReplicaSet controllers
-// in virtual time (package planner).
+// in virtual time (package planner), and can gate a CI job on it.
 //
 //	go run ./examples/rolloutplan -f deployment.yaml [flags]
 //
-// The manifest (YAML or JSON, one apps/v1 Deployment) describes the
-// version being rolled out. The rollout starts from a complete rollout of
-// the previous version, which is, by default, the same template without
-// the kubectl.kubernetes.io/restartedAt annotation (the rollout `kubectl
+// The manifest (YAML or JSON; every apps/v1 Deployment in it is planned,
+// other kinds are skipped) describes the version being rolled out. The
+// rollout starts from a complete rollout of the previous version, which
+// is, by default, the same template without the
+// kubectl.kubernetes.io/restartedAt annotation (the rollout `kubectl
 // rollout restart` triggers); with -from-image, the same template with
 // the first container's image replaced (an image update); with -initial,
 // nothing (a new Deployment).
 //
-// It prints the timeline as a table, the invariant check and, if the
-// rollout does not finish within -horizon, why it is stuck; -svg writes a
-// chart of the old and new ReplicaSets' sizes and availability.
+// It prints the timeline as a table, the invariant check, what the fault
+// model drew and, if the rollout does not finish within -horizon, why it
+// is stuck; -svg writes a chart; -o json writes all of it as JSON.
+//
+// Exit status: 0 when every rollout completes with no violated invariant;
+// 1 when one stalls or violates an invariant (see -fail-on); 2 on an
+// error (a bad manifest or flag).
 //
 // Flags:
 //
-//	-f file           the Deployment manifest (required)
+//	-f file           the manifest (required)
 //	-from-image img   start from the manifest with this image
 //	-initial          start from nothing
 //	-start-delay d    creation to running containers (default 0)
 //	-ready-after d    running to Ready (default 10s)
 //	-ready-jitter d   extra uniform readiness delay per pod (default 0)
-//	-fail p           fraction of new pods never Ready (10% or 0.1)
-//	-crashloop p      fraction of new pods crash-looping
-//	-bad-image p      fraction of new pods failing to pull their image
+//	-fail p           fraction of new pods never Ready (10% or 0.1), drawn per pod
+//	-crashloop p      fraction of new pods crash-looping, drawn per pod
+//	-bad-image p      fraction of new pods failing to pull their image, drawn per pod
 //	-shutdown d       time a deleted pod takes to stop (default: its grace period)
 //	-scale n@d        what-if: set replicas to n at time d (e.g. 20@30s)
 //	-rollover img@d   what-if: push image img at time d
 //	-seed n           random seed (default 1)
 //	-horizon d        simulated time limit (default 1h)
-//	-svg file         write an SVG chart
+//	-max-replicas n   refuse larger Deployments (default 5000; the simulation runs every pod)
+//	-fail-on list     what exits 1: stall, violation, both (default) or none
+//	-o format         text (default) or json
+//	-svg file         write an SVG chart (several Deployments: file-NAME.svg)
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -50,106 +59,126 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "rolloutplan:", err)
-		os.Exit(1)
-	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitError = 2
+)
 
 // restartedAt is the annotation value of the default "restart" rollout;
 // fixed, so that output is reproducible.
 const restartedAt = "2026-01-01T00:00:00Z"
 
-// run is the command: it parses args, plans and writes the report to out.
-func run(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("rolloutplan", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	file := fs.String("f", "", "Deployment manifest (YAML or JSON)")
-	fromImage := fs.String("from-image", "", "start from the manifest with this image")
-	initial := fs.Bool("initial", false, "start from nothing")
-	var model planner.PodModel
-	fs.DurationVar(&model.StartDelay, "start-delay", 0, "creation to running containers")
-	fs.DurationVar(&model.ReadyAfter, "ready-after", 10*time.Second, "running to Ready")
-	fs.DurationVar(&model.ReadyJitter, "ready-jitter", 0, "extra uniform readiness delay")
-	fs.DurationVar(&model.Shutdown, "shutdown", 0, "time a deleted pod takes to stop")
-	fs.Func("fail", "fraction of new pods never Ready", fraction(&model.NeverReady))
-	fs.Func("crashloop", "fraction of new pods crash-looping", fraction(&model.CrashLoop))
-	fs.Func("bad-image", "fraction of new pods failing to pull", fraction(&model.BadImage))
-	var opts planner.Options
-	var scales, rollovers []string
-	fs.Func("scale", "what-if n@duration", func(s string) error { scales = append(scales, s); return nil })
-	fs.Func("rollover", "what-if image@duration", func(s string) error { rollovers = append(rollovers, s); return nil })
-	fs.Uint64Var(&opts.Seed, "seed", 1, "random seed")
-	fs.DurationVar(&opts.Horizon, "horizon", time.Hour, "simulated time limit")
-	svgPath := fs.String("svg", "", "write an SVG chart to this file")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *file == "" {
-		return fmt.Errorf("-f is required")
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if *initial && *fromImage != "" {
-		return fmt.Errorf("-initial and -from-image exclude each other")
-	}
-	d, err := readDeployment(*file)
-	if err != nil {
-		return err
-	}
-	changes, err := whatIfs(d, scales, rollovers)
-	if err != nil {
-		return err
-	}
-	opts.Changes = changes
-	var current []*appsv1.ReplicaSet
-	if !*initial {
-		prev := d.Spec.Template.DeepCopy()
-		if *fromImage != "" {
-			prev.Spec.Containers[0].Image = *fromImage
-		} else {
-			delete(prev.Annotations, restartedAtKey)
-			if d.Spec.Template.Annotations == nil {
-				d.Spec.Template.Annotations = map[string]string{}
-			}
-			d.Spec.Template.Annotations[restartedAtKey] = restartedAt
-		}
-		rs, err := planner.Previous(d, *prev)
-		if err != nil {
-			return err
-		}
-		current = []*appsv1.ReplicaSet{rs}
-	}
-	tl, err := planner.Plan(d, current, model, opts)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "%s\n\n", describe(d, *fromImage, *initial))
-	tl.WriteTable(out)
-	violations := planner.Check(tl.Trace(), d)
-	fmt.Fprintf(out, "invariants: %d violations\n", len(violations))
-	for _, v := range violations {
-		fmt.Fprintf(out, "  %s\n", v)
-	}
-	if *svgPath != "" {
-		f, err := os.Create(*svgPath)
-		if err != nil {
-			return err
-		}
-		if err := writeSVG(f, tl); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "chart written to %s\n", *svgPath)
-	}
-	return nil
+const restartedAtKey = "kubectl.kubernetes.io/restartedAt"
+
+// config is the parsed command line.
+type config struct {
+	file, fromImage, svg, output string
+	initial                      bool
+	model                        planner.PodModel
+	opts                         planner.Options
+	scales, rollovers            []string
+	failOnStall, failOnViolation bool
 }
 
-const restartedAtKey = "kubectl.kubernetes.io/restartedAt"
+// run is the command: it parses args, plans every Deployment of the
+// manifest, writes the report to out (errors and progress to errOut) and
+// returns the exit status.
+func run(args []string, out, errOut io.Writer) int {
+	cfg, err := parse(args, out)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintln(errOut, "rolloutplan:", err)
+		return exitError
+	}
+	src, err := os.ReadFile(cfg.file)
+	if err != nil {
+		fmt.Fprintln(errOut, "rolloutplan:", err)
+		return exitError
+	}
+	ds, err := planner.DecodeDeployments(src)
+	if err != nil {
+		fmt.Fprintf(errOut, "rolloutplan: %s: %v\n", cfg.file, err)
+		return exitError
+	}
+	var results []result
+	for _, d := range ds {
+		r, err := plan(cfg, d, errOut)
+		if err != nil {
+			fmt.Fprintf(errOut, "rolloutplan: deployment %s: %v\n", d.Name, err)
+			return exitError
+		}
+		results = append(results, r)
+	}
+	if err := report(cfg, results, out); err != nil {
+		fmt.Fprintln(errOut, "rolloutplan:", err)
+		return exitError
+	}
+	for _, r := range results {
+		if (cfg.failOnStall && !r.tl.Complete) || (cfg.failOnViolation && len(r.violations) > 0) {
+			return exitFail
+		}
+	}
+	return exitOK
+}
+
+func parse(args []string, out io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("rolloutplan", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&c.file, "f", "", "the manifest (YAML or JSON; every Deployment in it is planned)")
+	fs.StringVar(&c.fromImage, "from-image", "", "start from the manifest with this image")
+	fs.BoolVar(&c.initial, "initial", false, "start from nothing")
+	fs.DurationVar(&c.model.StartDelay, "start-delay", 0, "creation to running containers")
+	fs.DurationVar(&c.model.ReadyAfter, "ready-after", 10*time.Second, "running to Ready")
+	fs.DurationVar(&c.model.ReadyJitter, "ready-jitter", 0, "extra uniform readiness delay")
+	fs.DurationVar(&c.model.Shutdown, "shutdown", 0, "time a deleted pod takes to stop (default: its grace period)")
+	fs.Func("fail", "fraction of new pods never Ready, drawn per pod (10% or 0.1)", fraction(&c.model.NeverReady))
+	fs.Func("crashloop", "fraction of new pods crash-looping, drawn per pod", fraction(&c.model.CrashLoop))
+	fs.Func("bad-image", "fraction of new pods failing to pull, drawn per pod", fraction(&c.model.BadImage))
+	fs.Func("scale", "what-if n@duration", func(s string) error { c.scales = append(c.scales, s); return nil })
+	fs.Func("rollover", "what-if image@duration", func(s string) error { c.rollovers = append(c.rollovers, s); return nil })
+	fs.Uint64Var(&c.opts.Seed, "seed", 1, "random seed")
+	fs.DurationVar(&c.opts.Horizon, "horizon", time.Hour, "simulated time limit")
+	maxReplicas := fs.Int("max-replicas", planner.DefaultMaxReplicas, "refuse Deployments with more replicas (the simulation runs every pod)")
+	failOn := fs.String("fail-on", "stall,violation", "what exits 1: stall, violation, stall,violation or none")
+	fs.StringVar(&c.output, "o", "text", "output: text or json")
+	fs.StringVar(&c.svg, "svg", "", "write an SVG chart to this file")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	switch {
+	case c.file == "":
+		return c, errors.New("-f is required")
+	case fs.NArg() > 0:
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	case c.initial && c.fromImage != "":
+		return c, errors.New("-initial and -from-image exclude each other")
+	case c.output != "text" && c.output != "json":
+		return c, fmt.Errorf("-o %q: want text or json", c.output)
+	case *maxReplicas < 1 || *maxReplicas > 1<<31-1:
+		return c, fmt.Errorf("-max-replicas %d: want 1 to 2147483647", *maxReplicas)
+	}
+	c.opts.MaxReplicas = int32(*maxReplicas)
+	for _, f := range strings.Split(*failOn, ",") {
+		switch strings.TrimSpace(f) {
+		case "stall":
+			c.failOnStall = true
+		case "violation":
+			c.failOnViolation = true
+		case "none", "":
+		default:
+			return c, fmt.Errorf("-fail-on %q: want stall, violation, stall,violation or none", *failOn)
+		}
+	}
+	return c, nil
+}
 
 // fraction parses "10%" or "0.1" into dst.
 func fraction(dst *float64) func(string) error {
@@ -203,20 +232,4 @@ func whatIfs(d *appsv1.Deployment, scales, rollovers []string) ([]planner.Change
 		out = append(out, planner.Change{At: at, Template: t})
 	}
 	return out, nil
-}
-
-func describe(d *appsv1.Deployment, fromImage string, initial bool) string {
-	from := "a restart (kubectl rollout restart)"
-	switch {
-	case initial:
-		from = "nothing (new deployment)"
-	case fromImage != "":
-		from = "image " + fromImage
-	}
-	strategy := string(d.Spec.Strategy.Type)
-	if ru := d.Spec.Strategy.RollingUpdate; ru != nil && d.Spec.Strategy.Type == appsv1.RollingUpdateDeploymentStrategyType {
-		strategy += fmt.Sprintf(" maxSurge=%s maxUnavailable=%s", ru.MaxSurge, ru.MaxUnavailable)
-	}
-	return fmt.Sprintf("deployment %s: %d replicas, %s, image %s, from %s",
-		d.Name, *d.Spec.Replicas, strategy, d.Spec.Template.Spec.Containers[0].Image, from)
 }

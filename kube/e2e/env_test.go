@@ -42,6 +42,10 @@ type envOptions struct {
 	noOperator bool
 	// lowPriorityEvents sets the operator's LowPriorityEvents.
 	lowPriorityEvents bool
+	// faults, if set, runs a cluster.FaultKubelet (pods bound to nodes,
+	// graceful deletion, faults as a kubelet reports them) instead of
+	// the plain Kubelet; neverReady is then unused.
+	faults func(*corev1.Pod) cluster.Fault
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -62,8 +66,13 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if o.readyDelay == 0 {
 		o.readyDelay = 500 * time.Millisecond
 	}
-	e.kubelet = &cluster.Kubelet{Client: cs, Namespace: ns, ReadyDelay: o.readyDelay, NeverReady: o.neverReady}
-	wg.Go(func() { _ = e.kubelet.Run(ctx) })
+	if o.faults != nil {
+		fk := &cluster.FaultKubelet{Client: cs, Namespace: ns, ReadyDelay: o.readyDelay, Fault: o.faults}
+		wg.Go(func() { _ = fk.Run(ctx) })
+	} else {
+		e.kubelet = &cluster.Kubelet{Client: cs, Namespace: ns, ReadyDelay: o.readyDelay, NeverReady: o.neverReady}
+		wg.Go(func() { _ = e.kubelet.Run(ctx) })
+	}
 	if !o.noOperator {
 		e.startOperator(ctx, &wg, o.lowPriorityEvents)
 	}

@@ -1,76 +1,85 @@
-package main
+package planner
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
-// readDeployment reads, decodes, defaults and validates the manifest at
-// path. Errors name the file and say what is wrong.
-func readDeployment(path string) (*appsv1.Deployment, error) {
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	d, err := decodeDeployment(src)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return d, nil
-}
-
-func decodeDeployment(src []byte) (*appsv1.Deployment, error) {
-	data := src
-	if t := bytes.TrimSpace(src); len(t) == 0 || t[0] != '{' {
-		j, err := yamlToJSON(string(src))
-		if err != nil {
-			return nil, err
+// DecodeDeployments reads every apps/v1 Deployment of a manifest — YAML
+// (several documents, anchors and all) or JSON, through apimachinery's
+// YAML-or-JSON decoder — applies the API defaults the planner relies on
+// (replicas 1, RollingUpdate 25%/25%) and rejects what the API server
+// would reject, with errors that name the document and the field.
+// Documents of other kinds are skipped; a manifest with no Deployment at
+// all is an error. Unknown fields are errors, as kubectl's strict field
+// validation makes them.
+func DecodeDeployments(src []byte) ([]*appsv1.Deployment, error) {
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(src), 4096)
+	var out []*appsv1.Deployment
+	var others []string
+	for doc := 1; ; doc++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, fmt.Errorf("document %d: %w", doc, err)
 		}
-		data = j
+		if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+			continue // an empty document
+		}
+		var tm metav1.TypeMeta
+		if err := json.Unmarshal(raw, &tm); err != nil {
+			return nil, fmt.Errorf("document %d: not a Kubernetes object: %w", doc, err)
+		}
+		if tm.Kind != "Deployment" {
+			others = append(others, fmt.Sprintf("%q", tm.Kind))
+			continue
+		}
+		if tm.APIVersion != "apps/v1" {
+			return nil, fmt.Errorf("document %d: apiVersion is %q, want apps/v1", doc, tm.APIVersion)
+		}
+		jd := json.NewDecoder(bytes.NewReader(raw))
+		jd.DisallowUnknownFields()
+		d := &appsv1.Deployment{}
+		if err := jd.Decode(d); err != nil {
+			return nil, fmt.Errorf("document %d: invalid Deployment: %w", doc, err)
+		}
+		if err := defaultAndValidate(d); err != nil {
+			return nil, fmt.Errorf("document %d (deployment %q): %w", doc, d.Name, err)
+		}
+		out = append(out, d)
 	}
-	var tm metav1.TypeMeta
-	if err := json.Unmarshal(data, &tm); err != nil {
-		return nil, fmt.Errorf("not a Kubernetes object: %w", err)
+	if len(out) == 0 {
+		if len(others) > 0 {
+			return nil, fmt.Errorf("no Deployment in the manifest (found kind %s)", strings.Join(others, ", "))
+		}
+		return nil, errors.New("no Deployment in the manifest (it is empty)")
 	}
-	if tm.Kind != "Deployment" {
-		return nil, fmt.Errorf("kind is %q, want Deployment", tm.Kind)
-	}
-	if tm.APIVersion != "apps/v1" {
-		return nil, fmt.Errorf("apiVersion is %q, want apps/v1", tm.APIVersion)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	d := &appsv1.Deployment{}
-	if err := dec.Decode(d); err != nil {
-		return nil, fmt.Errorf("invalid Deployment: %w", err)
-	}
-	if err := defaultAndValidate(d); err != nil {
-		return nil, err
-	}
-	return d, nil
+	return out, nil
 }
 
-// defaultAndValidate applies the API defaults the report prints and
-// rejects what the API server would reject (the subset that matters here).
+// defaultAndValidate applies the API defaults and rejects what the API
+// server would reject (the subset that matters to a plan).
 func defaultAndValidate(d *appsv1.Deployment) error {
 	var errs []string
 	if d.Name == "" {
 		errs = append(errs, "metadata.name is required")
 	}
 	if d.Spec.Replicas == nil {
-		one := int32(1)
-		d.Spec.Replicas = &one
+		d.Spec.Replicas = ptr(int32(1))
 	}
 	if *d.Spec.Replicas < 0 {
 		errs = append(errs, "spec.replicas must not be negative")

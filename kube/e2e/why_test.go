@@ -1,0 +1,378 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/ctrlkit/ctrlkit/kube/internal/cluster"
+	"github.com/ctrlkit/ctrlkit/kube/plugin"
+	"github.com/ctrlkit/ctrlkit/rollout"
+)
+
+// whyCase is one stuck (or healthy) rollout reproduced on the real
+// apiserver, with the causes `kubectl ctrlkit why` must name.
+type whyCase struct {
+	name string
+	// base changes the Deployment web (3 replicas of app:1, 25%/25%)
+	// before it is created.
+	base func(*appsv1.Deployment)
+	// setup makes the rollout stuck once app:1 is rolled out; nil
+	// updates the image to app:2.
+	setup func(e *env)
+	// faults gives the pods of an image their fault.
+	faults map[string]cluster.Fault
+	args   []string
+	want   []plugin.CauseCode
+	state  plugin.RolloutState
+	// show adds why's text output to the report.
+	show bool
+}
+
+func toApp2(e *env) { e.update("web", setImage("app:2")) }
+
+func setImage(img string) func(*appsv1.Deployment) {
+	return func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = img }
+}
+
+func whyCases() []whyCase {
+	c := func(name string, f cluster.Fault, want ...plugin.CauseCode) whyCase {
+		return whyCase{name: name, faults: map[string]cluster.Fault{"app:2": f}, want: want, state: plugin.Stuck}
+	}
+	withBase := func(wc whyCase, base func(*appsv1.Deployment)) whyCase { wc.base = base; return wc }
+	withSetup := func(wc whyCase, setup func(*env)) whyCase { wc.setup = setup; return wc }
+	withShow := func(wc whyCase) whyCase { wc.show = true; return wc }
+	strategy := func(surge, unavail int) func(*appsv1.Deployment) {
+		return func(d *appsv1.Deployment) { rolling(d, intstr.FromInt(surge), intstr.FromInt(unavail)) }
+	}
+	recreate := func(d *appsv1.Deployment) {
+		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+	}
+	return []whyCase{
+		c("bad image", cluster.ImagePull, plugin.ImagePullBackOff),
+		c("invalid image name", cluster.InvalidImage, plugin.ImagePullBackOff),
+		c("crash loop", cluster.CrashLoop, plugin.CrashLoopBackOff),
+		c("OOM-killed crash loop", cluster.OOMKilled, plugin.CrashLoopBackOff),
+		withBase(c("init container crash loop", cluster.InitCrashLoop, plugin.CrashLoopBackOff), func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox:1"}}
+		}),
+		c("missing ConfigMap", cluster.ConfigError, plugin.ContainerConfigError),
+		c("unschedulable", cluster.Unschedulable, plugin.Unschedulable),
+		c("failing readiness", cluster.ReadinessFails, plugin.ReadinessFailing),
+		withSetup(c("quota exceeded", cluster.Healthy, plugin.QuotaExceeded), func(e *env) {
+			e.quota(3) // the 3 running pods fill it: no surge pod fits
+			toApp2(e)
+		}),
+		withSetup(c("admission rejected (LimitRange)", cluster.Healthy, plugin.AdmissionRejected), func(e *env) {
+			e.limitRange("1")
+			e.update("web", func(d *appsv1.Deployment) {
+				setImage("app:2")(d)
+				cpu := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+				d.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: cpu, Limits: cpu}
+			})
+		}),
+		withSetup(c("paused", cluster.Healthy, plugin.Paused), func(e *env) {
+			e.patch("web", pausePatch)
+			toApp2(e)
+		}),
+		withBase(c("progress deadline exceeded", cluster.ImagePull, plugin.DeadlineExceeded, plugin.ImagePullBackOff), func(d *appsv1.Deployment) {
+			d.Spec.ProgressDeadlineSeconds = new(int32(2))
+		}),
+		withShow(withBase(c("bad image, 10 replicas, deadline 5s", cluster.ImagePull, plugin.DeadlineExceeded, plugin.ImagePullBackOff), func(d *appsv1.Deployment) {
+			d.Spec.Replicas = new(int32(10))
+			d.Spec.ProgressDeadlineSeconds = new(int32(5))
+		})),
+		withBase(c("maxUnavailable 0, failing new pod", cluster.CrashLoop, plugin.CrashLoopBackOff), strategy(1, 0)),
+		withBase(c("maxSurge 0, bad image", cluster.ImagePull, plugin.ImagePullBackOff), strategy(0, 1)),
+		withBase(c("Recreate, bad image", cluster.ImagePull, plugin.ImagePullBackOff), recreate),
+		withSetup(withBase(c("Recreate, terminating pod that never goes", cluster.Healthy, plugin.StuckTerminating), recreate), func(e *env) {
+			e.holdOnePod()
+			toApp2(e)
+		}),
+		withSetup(c("PodDisruptionBudget, failing readiness", cluster.ReadinessFails, plugin.ReadinessFailing, plugin.DisruptionBudget), func(e *env) {
+			e.pdb(3)
+			toApp2(e)
+		}),
+		withSetup(c("selector overlap", cluster.ImagePull, plugin.ImagePullBackOff, plugin.SelectorOverlap), func(e *env) {
+			// The canary's pods are app=web too: web's selector matches them.
+			canary := deployment("web-canary", 1, "app:1")
+			canary.Spec.Selector.MatchLabels = map[string]string{"app": "web", "track": "canary"}
+			canary.Spec.Template.Labels = map[string]string{"app": "web", "track": "canary"}
+			e.create(canary)
+			toApp2(e)
+		}),
+		withSetup(c("orphaned ReplicaSet", cluster.CrashLoop, plugin.CrashLoopBackOff, plugin.OrphanedReplicaSet), func(e *env) {
+			e.orphan()
+			toApp2(e)
+		}),
+		withSetup(c("hash collision", cluster.ImagePull, plugin.ImagePullBackOff, plugin.HashCollision), func(e *env) {
+			e.squat()
+		}),
+		withSetup(c("scaled up into a full quota", cluster.Healthy, plugin.QuotaExceeded), func(e *env) {
+			e.quota(4)
+			e.update("web", func(d *appsv1.Deployment) { d.Spec.Replicas = new(int32(6)) })
+		}),
+		// Controls: nothing is wrong, why must say so (precision).
+		{name: "control: complete", setup: func(*env) {}, state: plugin.Complete},
+		{name: "control: scaled up, complete", setup: func(e *env) {
+			e.update("web", func(d *appsv1.Deployment) { d.Spec.Replicas = new(int32(4)) })
+			e.waitComplete("web", 30*time.Second)
+		}, state: plugin.Complete},
+	}
+}
+
+// TestWhyScenarios reproduces stuck rollouts on the real apiserver, with
+// ctrlkit's controllers and a kubelet that reports faults as a real one
+// does, and checks that `kubectl ctrlkit why` names the right causes:
+// recall is the share of expected causes named, precision the share of
+// named causes that were expected.
+func TestWhyScenarios(t *testing.T) {
+	var mu sync.Mutex
+	var rows []string
+	var expected, found, named, correct int
+	t.Cleanup(func() {
+		sort.Strings(rows)
+		var b strings.Builder
+		fmt.Fprintf(&b, "kubectl ctrlkit why on %d scenarios: recall %d/%d = %.2f, precision %d/%d = %.2f\n",
+			len(rows), found, expected, ratio(found, expected), correct, named, ratio(correct, named))
+		for _, r := range rows {
+			b.WriteString(r)
+		}
+		report(t, b.String())
+	})
+	for _, wc := range whyCases() {
+		t.Run(testName(wc.name), func(t *testing.T) {
+			t.Parallel()
+			faults := func(p *corev1.Pod) cluster.Fault { return wc.faults[p.Spec.Containers[0].Image] }
+			e := newEnv(t, envOptions{readyDelay: 200 * time.Millisecond, faults: faults})
+			d := deployment("web", 3, "app:1")
+			d.Spec.Template.Spec.TerminationGracePeriodSeconds = new(int64(1))
+			if wc.base != nil {
+				wc.base(d)
+			}
+			e.create(d)
+			e.waitComplete("web", 30*time.Second)
+			setup := wc.setup
+			if setup == nil {
+				setup = toApp2
+			}
+			setup(e)
+			args := append([]string{"--terminating-after", "1s", "--unscheduled-after", "1m"}, wc.args...)
+			code, r := e.waitWhy("web", wc.want, wc.state, 45*time.Second, args...)
+			got := map[plugin.CauseCode]bool{}
+			for _, c := range r.Causes {
+				got[c.Code] = true
+			}
+			wanted := map[plugin.CauseCode]bool{}
+			for _, w := range wc.want {
+				wanted[w] = true
+			}
+			var hit, ok int
+			var missing, extra []string
+			for w := range wanted {
+				if got[w] {
+					hit++
+				} else {
+					missing = append(missing, string(w))
+				}
+			}
+			for g := range got {
+				if wanted[g] {
+					ok++
+				} else {
+					extra = append(extra, string(g))
+				}
+			}
+			wantCode := plugin.ExitOK
+			if wc.state == plugin.Stuck {
+				wantCode = plugin.ExitStuck
+			}
+			if len(missing) > 0 || len(extra) > 0 || r.State != wc.state || code != wantCode {
+				_, text, _ := kubectlCtrlkit(t, append([]string{"why", "deploy/web", "-n", e.ns}, args...)...)
+				t.Errorf("why: exit %d, state %s, missing %v, unexpected %v; want exit %d, state %s\n%s", code, r.State, missing, extra, wantCode, wc.state, text)
+			}
+			if wc.show {
+				_, text, _ := kubectlCtrlkit(t, append([]string{"why", "deploy/web", "-n", e.ns}, args...)...)
+				report(t, "$ kubectl ctrlkit why deploy/web\n"+text)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			expected, found, named, correct = expected+len(wanted), found+hit, named+len(got), correct+ok
+			rows = append(rows, fmt.Sprintf("  %-45s exit %d %-11s named %v\n", wc.name, code, r.State, codesOf(r.Causes)))
+		})
+	}
+}
+
+// testName keeps letters, digits and dashes, so that the namespace
+// derived from the test's name is valid.
+func testName(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+			return r
+		case r == ' ' || r == '-':
+			return '-'
+		}
+		return -1
+	}, s)
+}
+
+func codesOf(cs []plugin.Cause) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, string(c.Code))
+	}
+	return out
+}
+
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return 1
+	}
+	return float64(a) / float64(b)
+}
+
+// report logs s and appends it to CTRLKIT_E2E_REPORT if set.
+func report(t *testing.T, s string) {
+	t.Log("\n" + s)
+	if path := os.Getenv("CTRLKIT_E2E_REPORT"); path != "" {
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if _, err := f.WriteString(s); err != nil {
+			t.Error(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// quota creates a ResourceQuota of n pods and plays the quota controller
+// once: its status counts the pods there are, so admission enforces it.
+func (e *env) quota(n int64) {
+	e.t.Helper()
+	hard := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(n, resource.DecimalSI)}
+	q, err := e.cs.CoreV1().ResourceQuotas(e.ns).Create(e.ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "pods"},
+		Spec: corev1.ResourceQuotaSpec{Hard: hard}}, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	used := int64(len(e.pods()))
+	q.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(used, resource.DecimalSI)}}
+	if _, err := e.cs.CoreV1().ResourceQuotas(e.ns).UpdateStatus(e.ctx, q, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// limitRange caps containers at maxCPU.
+func (e *env) limitRange(maxCPU string) {
+	e.t.Helper()
+	lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "cpu"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+		Type: corev1.LimitTypeContainer, Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(maxCPU)}}}}}
+	if _, err := e.cs.CoreV1().LimitRanges(e.ns).Create(e.ctx, lr, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// pdb protects web's pods with minAvailable n.
+func (e *env) pdb(n int) {
+	e.t.Helper()
+	min := intstr.FromInt(n)
+	p := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &min, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	if _, err := e.cs.PolicyV1().PodDisruptionBudgets(e.ns).Create(e.ctx, p, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// holdOnePod puts a finalizer on one of web's pods, so that once deleted
+// it stays terminating (released at cleanup).
+func (e *env) holdOnePod() {
+	e.t.Helper()
+	p := e.pods()[0]
+	patch := []byte(`{"metadata":{"finalizers":["e2e.ctrlkit.io/hold"]}}`)
+	if _, err := e.cs.CoreV1().Pods(e.ns).Patch(e.ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { e.release("pods", p.Name) })
+}
+
+// release removes the finalizers of a held object.
+func (e *env) release(resource, name string) {
+	patch := []byte(`{"metadata":{"finalizers":null}}`)
+	var err error
+	switch resource {
+	case "pods":
+		_, err = e.cs.CoreV1().Pods(e.ns).Patch(e.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	default:
+		_, err = e.cs.AppsV1().ReplicaSets(e.ns).Patch(e.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	}
+	if err := ignoreNotFound(err); err != nil {
+		e.t.Log(err)
+	}
+}
+
+// orphan leaves a ReplicaSet that matches web's selector, owned by
+// nothing, and being deleted (held by a finalizer), so that no
+// controller adopts it: it is created with labels web does not select,
+// deleted, then labelled app=web.
+func (e *env) orphan() {
+	e.t.Helper()
+	lbl := map[string]string{"app": "legacy", "pod-template-hash": "orphan"}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-orphan", Labels: lbl, Finalizers: []string{"e2e.ctrlkit.io/hold"}},
+		Spec: appsv1.ReplicaSetSpec{Replicas: new(int32(0)), Selector: &metav1.LabelSelector{MatchLabels: lbl},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: lbl},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:0"}}}}}}
+	rss := e.cs.AppsV1().ReplicaSets(e.ns)
+	if _, err := rss.Create(e.ctx, rs, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { e.release("replicasets", rs.Name) })
+	if err := rss.Delete(e.ctx, rs.Name, metav1.DeleteOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	patch := []byte(`{"metadata":{"labels":{"app":"web"}}}`)
+	if _, err := rss.Patch(e.ctx, rs.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// squat makes the name the controller computes for app:2's template
+// taken: web is paused, moved to app:2 (no ReplicaSet is created while
+// paused), a ReplicaSet of another template, with labels the selector
+// does not match, is created under that name, and web is resumed: a hash
+// collision.
+func (e *env) squat() {
+	e.t.Helper()
+	e.patch("web", pausePatch)
+	e.update("web", setImage("app:2"))
+	d := e.get("web")
+	name := rollout.ReplicaSetName(d.Name, rollout.ComputeHash(&d.Spec.Template, d.Status.CollisionCount))
+	lbl := map[string]string{"app": "squatter"}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbl},
+		Spec: appsv1.ReplicaSetSpec{Replicas: new(int32(0)), Selector: &metav1.LabelSelector{MatchLabels: lbl},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: lbl},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "squatter:1"}}}}}}
+	if _, err := e.cs.AppsV1().ReplicaSets(e.ns).Create(e.ctx, rs, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Logf("squatter %s created", name)
+	e.patch("web", resumePatch)
+}

@@ -1,0 +1,21 @@
+// Package plugin is the logic of kubectl-ctrlkit, the kubectl plugin that
+// points the planner at a live cluster:
+//
+//   - why: reads a Deployment, its ReplicaSets and pods (and the
+//     namespace's PodDisruptionBudgets, other Deployments and warning
+//     events) and says why the rollout is stuck: the controller's own
+//     inequalities (planner.Explain) and the causes behind them, naming
+//     pods and reasons ([Why]);
+//   - plan: a what-if from the live state (a new image or a changed
+//     manifest), simulated with the real controllers and a pod model
+//     measured on the live pods ([PlanLive], [ObservedModel]);
+//   - history: the revisions, with the change between consecutive pod
+//     templates that `kubectl rollout history` does not show ([History]).
+//
+// [Fetch] is the only function that talks to the API server; Why, PlanLive,
+// History and the printers are pure (time is a parameter) and are tested
+// on client-go's fake clientset and fixtures. [Execute] is the command
+// line: cobra commands over cli-runtime's standard kubeconfig, context and
+// namespace flags, output as text, JSON or YAML, and exit codes scripts
+// can use ([ExitOK], [ExitStuck], [ExitError]).
+package plugin

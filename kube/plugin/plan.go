@@ -1,0 +1,192 @@
+package plugin
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ctrlkit/ctrlkit/planner"
+	"github.com/ctrlkit/ctrlkit/rollout"
+)
+
+// WhatIf is the change `kubectl ctrlkit plan` simulates. The zero value
+// plans the current template (the rest of a rollout in progress).
+type WhatIf struct {
+	// Images sets container images: container name → image; the name ""
+	// means the only container.
+	Images map[string]string
+	// Spec, if set, replaces the Deployment's spec (a changed manifest).
+	Spec *appsv1.DeploymentSpec
+}
+
+// PlanOptions configures [PlanLive].
+type PlanOptions struct {
+	// Seed makes the pod model's draws reproducible.
+	Seed uint64
+	// Horizon bounds the simulated time (zero: planner's one hour).
+	Horizon time.Duration
+	// Model, if set, replaces the model measured on the live pods.
+	Model *Model
+	// Shutdown is how long a deleted pod takes to stop (zero: its grace
+	// period).
+	Shutdown time.Duration
+}
+
+// PlanReport is the answer of `kubectl ctrlkit plan`.
+type PlanReport struct {
+	Deployment string `json:"deployment"`
+	Namespace  string `json:"namespace"`
+	// Change describes the what-if.
+	Change string `json:"change"`
+	Model  Model  `json:"model"`
+	// Complete, Duration, PeakPods, PeakSpec and MinAvailable are the
+	// planner's predictions; MaxPods and MinAvailableBound the
+	// controller's limits (replicas + maxSurge, replicas −
+	// maxUnavailable).
+	Complete          bool       `json:"complete"`
+	Duration          Duration   `json:"duration"`
+	PeakPods          int32      `json:"peakPods"`
+	PeakSpec          int32      `json:"peakSpec"`
+	MinAvailable      int32      `json:"minAvailable"`
+	MaxPods           int32      `json:"maxPods"`
+	MinAvailableBound int32      `json:"minAvailableBound"`
+	Steps             []PlanStep `json:"steps"`
+	// Stall holds the planner's blockers when the rollout does not finish.
+	Stall []Blocker `json:"stall,omitempty"`
+	// Violations are broken rollout invariants (planner.Check).
+	Violations []string `json:"violations,omitempty"`
+	// Table is the planner's timeline table (text output only).
+	Table string `json:"-"`
+}
+
+// PlanStep is one step of the predicted timeline.
+type PlanStep struct {
+	At          Duration         `json:"at"`
+	ReplicaSets []PlanReplicaSet `json:"replicaSets"`
+	Pods        int32            `json:"pods"`
+	Available   int32            `json:"available"`
+	Events      []string         `json:"events,omitempty"`
+}
+
+// PlanReplicaSet is one ReplicaSet in a [PlanStep].
+type PlanReplicaSet struct {
+	Name      string `json:"name"`
+	New       bool   `json:"new,omitempty"`
+	Spec      int32  `json:"spec"`
+	Ready     int32  `json:"ready"`
+	Available int32  `json:"available"`
+}
+
+// ExitCode is 0 when the plan completes, 1 when it stalls.
+func (r PlanReport) ExitCode() int {
+	if r.Complete {
+		return ExitOK
+	}
+	return ExitStuck
+}
+
+// PlanLive simulates the rollout w would start from the live state st: the
+// Deployment's ReplicaSets as they are, the pods behaving as measured on
+// the live pods ([ObservedModel]), the real controllers in virtual time
+// (planner.Plan). With no change it plans the current template: the rest
+// of a rollout in progress, with the failure rate its new pods show. It
+// is deterministic for a given st, w and opts.Seed.
+func PlanLive(st *State, w WhatIf, now time.Time, opts PlanOptions) (PlanReport, error) {
+	live := st.Deployment
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: live.Name, Namespace: live.Namespace,
+		Labels: live.Labels, Annotations: live.Annotations}, Spec: *live.Spec.DeepCopy()}
+	change := "none: the rest of the current rollout"
+	if w.Spec != nil {
+		d.Spec = *w.Spec.DeepCopy()
+		change = "the manifest's spec"
+	}
+	if len(w.Images) > 0 {
+		desc, err := setImages(&d.Spec.Template, w.Images)
+		if err != nil {
+			return PlanReport{}, err
+		}
+		change = desc
+	}
+	owned := rollout.OwnedReplicaSets(live, st.ReplicaSets)
+	model := ObservedModel(owned, st.Pods)
+	if cur := rollout.FindNewReplicaSet(d, owned); cur != nil {
+		model = model.withFailures(cur, st.Pods, st.Events, now)
+	} else {
+		model.Source += "; the new version's pods are assumed to behave like these"
+	}
+	model.Shutdown = Duration(opts.Shutdown)
+	if opts.Model != nil {
+		model = *opts.Model
+	}
+	current := make([]*appsv1.ReplicaSet, 0, len(owned))
+	for _, rs := range owned {
+		if rs.DeletionTimestamp == nil {
+			current = append(current, rs)
+		}
+	}
+	tl, err := planner.Plan(d, current, model.PodModel(), planner.Options{Seed: opts.Seed, Horizon: opts.Horizon})
+	if err != nil {
+		return PlanReport{}, err
+	}
+	surge, _ := rollout.MaxSurge(d)
+	minAvail, _ := rollout.MinAvailable(d)
+	r := PlanReport{Deployment: live.Name, Namespace: live.Namespace, Change: change, Model: model,
+		Complete: tl.Complete, Duration: Duration(tl.Duration), PeakPods: tl.PeakPods, PeakSpec: tl.PeakSpec,
+		MinAvailable: tl.MinAvailable, MaxPods: replicas(d.Spec.Replicas) + surge, MinAvailableBound: minAvail,
+		Table: tl.String()}
+	if !rollout.IsRollingUpdate(d) {
+		r.MaxPods, r.MinAvailableBound = replicas(d.Spec.Replicas), 0
+	}
+	for _, s := range tl.Steps {
+		_, pods, avail, term := s.Totals()
+		ps := PlanStep{At: Duration(s.Time.Sub(tl.Start)), Pods: pods + term, Available: avail, Events: s.Events}
+		for _, rs := range s.ReplicaSets {
+			ps.ReplicaSets = append(ps.ReplicaSets, PlanReplicaSet{Name: rs.Name, New: rs.New, Spec: rs.Spec, Ready: rs.Ready, Available: rs.Available})
+		}
+		r.Steps = append(r.Steps, ps)
+	}
+	if tl.Stall != nil {
+		for _, b := range tl.Stall.Blockers {
+			r.Stall = append(r.Stall, Blocker{Code: b.Code, Message: b.Message, ReplicaSet: b.ReplicaSet, Reason: b.Reason})
+		}
+	}
+	for _, v := range planner.Check(tl.Trace(), d) {
+		r.Violations = append(r.Violations, v.String())
+	}
+	return r, nil
+}
+
+// setImages applies name=image settings to t, as `kubectl set image`
+// does, and describes the change.
+func setImages(t *corev1.PodTemplateSpec, images map[string]string) (string, error) {
+	var desc []string
+	for name, img := range images {
+		if name == "" {
+			if len(t.Spec.Containers) != 1 {
+				return "", errors.New("--image IMAGE needs a template with one container; use --image CONTAINER=IMAGE")
+			}
+			name = t.Spec.Containers[0].Name
+		}
+		found := false
+		for _, list := range [][]corev1.Container{t.Spec.Containers, t.Spec.InitContainers} {
+			for i := range list {
+				if list[i].Name == name {
+					desc = append(desc, fmt.Sprintf("image of %s: %s → %s", name, list[i].Image, img))
+					list[i].Image = img
+					found = true
+				}
+			}
+		}
+		if !found {
+			return "", fmt.Errorf("--image: the pod template has no container %q", name)
+		}
+	}
+	slices.Sort(desc)
+	return strings.Join(desc, ", "), nil
+}
