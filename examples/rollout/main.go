@@ -39,7 +39,10 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
+	switch err := run(os.Args[1:], os.Stdout); {
+	case errors.Is(err, flag.ErrHelp):
+		// -h: the usage is printed; asking for it is not an error.
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "rollout:", err)
 		os.Exit(1)
 	}

@@ -3,10 +3,16 @@ package main
 import (
 	"bytes"
 	"errors"
+	"flag"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ctrlkit/ctrlkit/internal/golden"
+	"github.com/ctrlkit/ctrlkit/internal/starve"
+	"github.com/google/go-cmp/cmp"
 )
 
 // summaryOf extracts the numbers of the summary: peak replicas and its limit,
@@ -134,4 +140,50 @@ func TestFailuresFlag(t *testing.T) {
 	if got, want := f.String(), "bad-image=0.25,api=0.05"; got != want {
 		t.Errorf("String() = %q; want %q", got, want)
 	}
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// The default run prints exactly the timeline in testdata/default.txt.
+// Review a change of it (go test -update) like a change of code.
+func TestRunGolden(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(nil, &out); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "testdata/default.txt", out.String(), *update)
+}
+
+// The same flags give the same output, byte for byte, run after run and
+// however starved of CPU the program is: virtual time moves only when no
+// work is left at the current instant, and the deterministic clock runs
+// the work in a fixed order.
+func TestRunIsReproducible(t *testing.T) {
+	scenarios := [][]string{
+		nil,
+		{"--strategy", "Recreate"},
+		{"--fail", "crash-loop=0.5", "--progress-deadline", "90s", "--seed", "2"},
+		{"--fail", "api=0.2,bad-image=0.1", "--seed", "3"},
+	}
+	runs := func() []string {
+		var outs []string
+		for _, args := range scenarios {
+			var out bytes.Buffer
+			err := run(args, &out)
+			outs = append(outs, fmt.Sprintf("%s\nerr=%v", out.String(), err))
+		}
+		return outs
+	}
+	first := runs()
+	for i := range 3 {
+		if diff := cmp.Diff(first, runs()); diff != "" {
+			t.Fatalf("run %d differs from the first (-first +again):\n%s", i+2, diff)
+		}
+	}
+	t.Run("starved", func(t *testing.T) {
+		starve.CPU(t, 4)
+		if diff := cmp.Diff(first, runs()); diff != "" {
+			t.Fatalf("a run starved of CPU differs (-idle +starved):\n%s", diff)
+		}
+	})
 }

@@ -34,8 +34,14 @@ const (
 )
 
 // simulate runs the two rollouts on a new in-memory cluster.
+//
+// In virtual time the clock is deterministic (clock.NewDeterministic):
+// every component hands its work over through the clock, which runs it one
+// piece at a time in a fixed order and moves time only when nothing is left
+// at the current instant. The same flags give the same output, byte for
+// byte, however busy the machine is.
 func simulate(ctx context.Context, o options, out io.Writer) error {
-	var clk clock.Clock = clock.NewFake(epoch)
+	var clk clock.Clock = clock.NewDeterministic(epoch)
 	if o.realtime {
 		clk = clock.Real{}
 	}
@@ -52,7 +58,6 @@ func simulate(ctx context.Context, o options, out io.Writer) error {
 	if err := startControlPlane(ctx, &wg, errc, c, clk, o, tl); err != nil {
 		return err
 	}
-	wg.Go(func() { tl.watchPods(ctx, c) })
 
 	d, err := c.Deployments(namespace).Create(ctx, newDeployment(o), metav1.CreateOptions{})
 	if err != nil {
@@ -91,6 +96,11 @@ func startControlPlane(ctx context.Context, wg *sync.WaitGroup, errc chan<- erro
 	pods := informer.New(c.Pods("").ListWatcher(), informer.Config[*corev1.Pod]{Clock: clk})
 	client := memcluster.ControllerClient{Cluster: c}
 
+	// The timeline counts pods and ReplicaSets at every change, through
+	// handlers on the shared informers.
+	if err := tl.follow(pods, replicaSets); err != nil {
+		return err
+	}
 	dc, err := deployment.NewController(deployment.ControllerConfig{
 		Deployments: deployments, ReplicaSets: replicaSets, Pods: pods,
 		Client: client, Clock: clk, Workers: 2,

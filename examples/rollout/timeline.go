@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 	"github.com/ctrlkit/ctrlkit/rollout"
 )
@@ -24,11 +25,10 @@ import (
 // Its methods are safe for concurrent use: events come from the
 // controller's workers, pods from a watch, states from the main loop.
 type timeline struct {
-	out  io.Writer
-	clk  clock.Clock
-	o    options
-	wall time.Time // when the run started, on the wall clock
-	t0   time.Time // when the run started, on the cluster clock
+	out io.Writer
+	clk clock.Clock
+	o   options
+	t0  time.Time // when the run started, on the cluster clock
 
 	mu       sync.Mutex
 	lastLine string // the last state printed, to print changes only
@@ -51,7 +51,7 @@ type timeline struct {
 type podInfo struct{ available, terminating bool }
 
 func newTimeline(out io.Writer, clk clock.Clock, o options) *timeline {
-	return &timeline{out: out, clk: clk, o: o, wall: time.Now(), t0: clk.Now(), pods: map[types.UID]podInfo{}, specs: map[types.UID]int32{}}
+	return &timeline{out: out, clk: clk, o: o, t0: clk.Now(), pods: map[types.UID]podInfo{}, specs: map[types.UID]int32{}}
 }
 
 // at formats the time elapsed on the cluster clock as m:ss.s.
@@ -77,6 +77,8 @@ func (t *timeline) header(d *appsv1.Deployment) {
 	if f := t.o.fail.String(); f != "" {
 		fmt.Fprintf(t.out, "; failures %s", f)
 	}
+	fmt.Fprintf(t.out, "\nOLD RS, NEW RS: spec/ready replicas (×n: n old ReplicaSets); PODS: running+terminating;\n"+
+		"AVAILABLE: available pods of all ReplicaSets/desired (above desired while surge pods run)")
 	fmt.Fprintf(t.out, "\n\n%-9s  %-8s  %-8s  %-7s  %-9s  %s\n", "TIME", "OLD RS", "NEW RS", "PODS", "AVAILABLE", "CONDITIONS / EVENTS")
 }
 
@@ -134,7 +136,7 @@ func (t *timeline) phase(ctx context.Context, c *memcluster.Cluster, label, imag
 		return done
 	}
 	if _, virtual := t.clk.(*clock.Fake); virtual {
-		if err := runUntil(ctx, c, over); err != nil {
+		if err := c.RunUntil(ctx, over, maxVirtual); err != nil {
 			return fmt.Errorf("%s: %w", label, err)
 		}
 	} else {
@@ -160,25 +162,6 @@ func (t *timeline) phase(ctx context.Context, c *memcluster.Cluster, label, imag
 		t.result = "rolled out " + image
 	}
 	return result
-}
-
-// runUntil is c.RunUntil, except that "stalled" is believed only once it
-// has lasted a second of wall-clock time: on a loaded machine a worker can
-// still be busy when the cluster looks idle (see RunUntil's settling).
-func runUntil(ctx context.Context, c *memcluster.Cluster, cond func() bool) error {
-	end := c.Clock().Now().Add(maxVirtual)
-	var stalled time.Time
-	for {
-		err := c.RunUntil(ctx, cond, end.Sub(c.Clock().Now()))
-		if !errors.Is(err, memcluster.ErrStalled) {
-			return err
-		}
-		if stalled.IsZero() {
-			stalled = time.Now()
-		} else if time.Since(stalled) > time.Second {
-			return err
-		}
-	}
 }
 
 // sample prints the state of d and its ReplicaSets if it changed since
@@ -237,34 +220,22 @@ func (t *timeline) sample(ctx context.Context, c *memcluster.Cluster, d *appsv1.
 	}
 }
 
-// watchPods follows every pod and ReplicaSet of the namespace until ctx
-// ends, to count at every change rather than only when the timeline
-// samples.
-func (t *timeline) watchPods(ctx context.Context, c *memcluster.Cluster) {
-	var wg sync.WaitGroup
-	wg.Go(func() { follow(ctx, c.Pods(namespace), t.observe) })
-	wg.Go(func() { follow(ctx, c.ReplicaSets(namespace), t.observeRS) })
-	wg.Wait()
-}
-
-// follow calls observe with every event of cl until ctx ends.
-func follow[T memcluster.Object](ctx context.Context, cl memcluster.Client[T], observe func(watch.EventType, T)) {
-	rv := "0"
-	for ctx.Err() == nil {
-		w, err := cl.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
-		if err != nil {
-			return // only a cancelled context makes Watch fail here
-		}
-		for ev := range w.ResultChan() {
-			obj, ok := ev.Object.(T)
-			if !ok {
-				continue // an error; watch again below
-			}
-			rv = obj.GetResourceVersion()
-			observe(ev.Type, obj)
-		}
-		w.Stop()
+// follow registers the timeline's handlers, which count pods and
+// ReplicaSets at every change rather than only when the timeline samples.
+func (t *timeline) follow(pods *informer.Informer[*corev1.Pod], rss *informer.Informer[*appsv1.ReplicaSet]) error {
+	if _, err := pods.AddHandler(informer.Handler[*corev1.Pod]{
+		OnAdd:    func(p *corev1.Pod) { t.observe(watch.Added, p) },
+		OnUpdate: func(_, p *corev1.Pod) { t.observe(watch.Modified, p) },
+		OnDelete: func(d informer.Deleted[*corev1.Pod]) { t.observe(watch.Deleted, d.Obj) },
+	}); err != nil {
+		return err
 	}
+	_, err := rss.AddHandler(informer.Handler[*appsv1.ReplicaSet]{
+		OnAdd:    func(rs *appsv1.ReplicaSet) { t.observeRS(watch.Added, rs) },
+		OnUpdate: func(_, rs *appsv1.ReplicaSet) { t.observeRS(watch.Modified, rs) },
+		OnDelete: func(d informer.Deleted[*appsv1.ReplicaSet]) { t.observeRS(watch.Deleted, d.Obj) },
+	})
+	return err
 }
 
 // observeRS records one ReplicaSet event.
@@ -339,9 +310,10 @@ func (t *timeline) summary() {
 	}
 	fmt.Fprintf(t.out, "\nsummary of the update\n")
 	fmt.Fprintf(t.out, "  result         %s\n", t.result)
-	fmt.Fprintf(t.out, "  duration       %v of %s (whole run %v wall)\n", end.Sub(t.upStart).Round(100*time.Millisecond), clockName, time.Since(t.wall).Round(10*time.Millisecond))
+	fmt.Fprintf(t.out, "  duration       %v of %s\n", end.Sub(t.upStart).Round(100*time.Millisecond), clockName)
 	fmt.Fprintf(t.out, "  peak replicas  %d (limit %d+%d): the sum of the ReplicaSets' spec.replicas\n", t.peakSpec, replicas, surge)
-	fmt.Fprintf(t.out, "  peak pods      %d, %d with terminating ones (pods of a shrunk ReplicaSet run until deleted)\n", t.peak, t.peakAll)
+	fmt.Fprintf(t.out, "  peak pods      %d (limit %d+%d), %d with terminating ones: maxSurge does not count\n"+
+		"                 terminating pods (as upstream), which run until their grace period ends\n", t.peak, replicas, surge, t.peakAll)
 	fmt.Fprintf(t.out, "  min available  %d (limit %d-%d)\n", t.minAvail, replicas, unavailable)
 	fmt.Fprintf(t.out, "  pods           %d created, %d deleted over the whole run; %d deployment events\n", t.created, t.deleted, t.events)
 }
