@@ -2,27 +2,18 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ctrlkit/ctrlkit/clock"
-	"github.com/ctrlkit/ctrlkit/deployment"
-	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/memcluster"
-	"github.com/ctrlkit/ctrlkit/replicaset"
-	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
 // BenchmarkScale creates 10,000 Deployments of 10 replicas at once
@@ -56,84 +47,12 @@ func BenchmarkScale(b *testing.B) {
 // way a user would wire it (informers, both controllers, a kubelet), and
 // returns the virtual time it took. Unlike the other tests of this package
 // it keeps no recorder and no unbounded watch history: the benchmark
-// measures the library, not the test harness.
+// measures the library, not the test harness. CTRLKIT_SCALE_MODE=
+// deterministic runs it on a deterministic clock.
 func scaleRun(b *testing.B, deployments int, replicas int32) time.Duration {
-	fc := clock.NewFake(epoch)
-	c := memcluster.New(memcluster.Config{Clock: fc, Seed: 1,
-		WatchBuffer: 1 << 30}) // every watcher here keeps up; none may be cut off
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	client := memcluster.ControllerClient{Cluster: c}
-	dInf := informer.New(c.Deployments("").ListWatcher(), informer.Config[*appsv1.Deployment]{Clock: fc})
-	rsInf := informer.New(c.ReplicaSets("").ListWatcher(), informer.Config[*appsv1.ReplicaSet]{Clock: fc})
-	podInf := informer.New(c.Pods("").ListWatcher(), informer.Config[*corev1.Pod]{Clock: fc})
-	dc, err := deployment.NewController(deployment.ControllerConfig{
-		Deployments: dInf, ReplicaSets: rsInf, Pods: podInf, Client: client, Clock: fc, Workers: 5,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	rc, err := replicaset.NewController(replicaset.ControllerConfig{
-		ReplicaSets: rsInf, Pods: podInf, Client: client, Clock: fc, Workers: 5,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	kubelet := memcluster.NewKubelet(c, memcluster.KubeletConfig{Model: memcluster.FixedModel(
-		memcluster.PodBehavior{StartDelay: time.Second, ReadyDelay: 2 * time.Second, ShutdownDelay: time.Second})})
-
-	// Count rolled-out Deployments with the Deployment informer, rather
-	// than listing 10,000 of them after every step.
-	var done atomic.Int64
-	var counted sync.Map
-	count := func(d *appsv1.Deployment) {
-		if st, err := rollout.Status(d, 0); err == nil && st.Done {
-			if _, dup := counted.LoadOrStore(d.UID, true); !dup {
-				done.Add(1)
-			}
-		}
-	}
-	if _, err := dInf.AddHandler(informer.Handler[*appsv1.Deployment]{
-		OnAdd: count, OnUpdate: func(_, d *appsv1.Deployment) { count(d) },
-	}); err != nil {
-		b.Fatal(err)
-	}
-	errc := make(chan error, 8)
-	for _, run := range []func(context.Context) error{dInf.Run, rsInf.Run, podInf.Run, dc.Run, rc.Run} {
-		wg.Go(func() {
-			if err := run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				errc <- err
-			}
-		})
-	}
-	wg.Go(func() { kubelet.Run(ctx) })
-
-	start := fc.Now()
-	deploys := c.Deployments(ns)
-	for i := range deployments {
-		if _, err := deploys.Create(ctx, newDeployment(fmt.Sprintf("d%05d", i), replicas, "app:1"), metav1.CreateOptions{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := c.RunUntil(ctx, func() bool { return done.Load() == int64(deployments) }, 24*time.Hour); err != nil {
-		select {
-		case err := <-errc:
-			b.Error(err)
-		default:
-		}
-		if f, err := os.Create("/tmp/goroutines.txt"); err == nil {
-			pprof.Lookup("goroutine").WriteTo(f, 1)
-			f.Close()
-		}
-		b.Fatalf("%d of %d Deployments rolled out at +%v: %v\n%s", done.Load(), deployments, fc.Now().Sub(start), err, scaleDiag(ctx, c)+fmt.Sprintf("\ninformer: pods %d rs %d", podInf.Cache().Len(), rsInf.Cache().Len()))
-	}
-	select {
-	case err := <-errc:
-		b.Fatal(err)
-	default:
-	}
-	return fc.Now().Sub(start)
+	res := simulate(b, simConfig{Deployments: deployments, Replicas: replicas,
+		Deterministic: os.Getenv("CTRLKIT_SCALE_MODE") == "deterministic"})
+	return res.Phases[0]
 }
 
 // samplePeakHeap samples the heap in use until stop is called, and stop
