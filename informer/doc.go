@@ -45,15 +45,20 @@
 //   - Resync is local: [Config.ResyncPeriod] replays the cache to handlers as
 //     updates with oldObj == newObj, and never reads the source.
 //   - Time comes from [Config.Clock]; tests drive resync and retry backoff
-//     with [clock.Fake] and never sleep.
+//     with [clock.Fake] and never sleep. On a Fake the informer's work is
+//     tracked ([clock.Source]): from New until its first list reaches the
+//     handlers, each push of notifications until the handler has returned
+//     from it, and each event of a watch that implements [AckWatcher] (as
+//     memcluster's do) until it is applied and handed on. Once the clock
+//     has settled, every handler has seen every change.
 //   - Reads are as stale as the last event. A controller that just wrote an
 //     object will not see the write until its watch event arrives.
 //
 // # Where the I/O is
 //
 // Only [Informer.Run] does I/O, through the [ListWatcher] you supply, and
-// only Run starts goroutines: one per handler, plus one for resync. They all
-// exit before Run returns.
+// only Run starts goroutines: one per handler (resync runs on a timer of the
+// clock). They all exit before Run returns.
 //
 // # Usage
 //

@@ -42,8 +42,12 @@ func TestInformerWorkIsTracked(t *testing.T) {
 			var seen []string
 			synced := false
 			if _, err := inf.AddHandler(informer.Handler[*corev1.Pod]{
-				OnAdd:    func(p *corev1.Pod) { mu.Lock(); seen = append(seen, "add "+p.Name); mu.Unlock() },
-				OnDelete: func(d informer.Deleted[*corev1.Pod]) { mu.Lock(); seen = append(seen, "delete "+d.Key.Name); mu.Unlock() },
+				OnAdd: func(p *corev1.Pod) { mu.Lock(); seen = append(seen, "add "+p.Name); mu.Unlock() },
+				OnDelete: func(d informer.Deleted[*corev1.Pod]) {
+					mu.Lock()
+					seen = append(seen, "delete "+d.Key.Name)
+					mu.Unlock()
+				},
 				OnSynced: func() { mu.Lock(); synced = true; mu.Unlock() },
 			}); err != nil {
 				t.Fatal(err)

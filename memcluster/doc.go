@@ -52,11 +52,36 @@
 //
 // Everything time-dependent runs on [Config.Clock]. Give the cluster, the
 // work queues, the informers and the kubelet the same *[clock.Fake], and
-// drive it with [Cluster.RunUntil], which alternates letting goroutines
-// settle and jumping to the next timer. Settling is a documented
-// heuristic (see RunUntil); [Cluster.AddIdleCheck] makes it exact for the
-// queues you register. With [clock.Real] the same code runs in real time,
-// for demos.
+// drive it with [Cluster.RunUntil]: it lets the work of the current
+// instant finish, then jumps to the next timer. Virtual time is exact:
+// the cluster's watches and kubelet, and the queues and informers of this
+// library, report every hand-off of work to the clock (see
+// [clock.Source]), so time moves only when nothing can happen any more at
+// the current instant. That is a fact, not a wall-clock guess, so a
+// simulation takes the same virtual time on a busy machine as on an idle
+// one, and a system with nothing left to do is reported at once. With a
+// clock from [clock.NewDeterministic] the work of an instant also runs one
+// piece at a time in a fixed order: same seed, same trace.
+//
+// What takes part:
+//
+//   - Watch events are tracked work from the moment they are due (at the
+//     write, or later with injected lag) until the consumer has received
+//     them, or, for a consumer that calls AckEvents on the watch (this
+//     library's informer does), until it acknowledges them. The end of a
+//     watch that ends by itself is tracked the same way.
+//   - The kubelet is tracked work from [NewKubelet] until its first sync,
+//     and on every pod write and transition that is due until the sync it
+//     causes has finished.
+//   - Injected latency waits with [clock.Sleep]: the caller must be doing
+//     tracked work (every request of a controller or informer is). A
+//     request from your test's own goroutine with latency on a fake clock
+//     waits until something moves the clock.
+//   - Your own goroutines take part through [clock.Source]. Build and start
+//     every component before calling RunUntil: a goroutine that builds
+//     them races with it.
+//
+// With [clock.Real] the same code runs in real time, for demos.
 //
 // # Slow watchers
 //

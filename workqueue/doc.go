@@ -17,6 +17,10 @@
 //     use.
 //   - Injected time: delays, rate limits and metrics use the
 //     [clock.Clock] from [Config]; tests drive them with a [clock.Fake].
+//     On a Fake, the items of a served queue (see [Queue.Serve]) are
+//     tracked work from Add to Done ([clock.Source]), so a simulation's
+//     virtual time waits for them, and on a deterministic Fake the workers
+//     get them in turn, in order.
 //   - Bounded bookkeeping: the failure counts of items that were processed
 //     successfully are forgotten even if the worker never calls
 //     [Queue.Forget] (see [Queue.AddRateLimited]).
@@ -28,10 +32,9 @@
 //   - No global state: no default metrics provider, no package variables.
 //     [Metrics] are a per-queue hook.
 //
-// The queue does no I/O. Its only goroutine takes in AddAfter requests
-// and moves delayed items to the queue when they are due; it runs only
-// while items wait out a delay, and exits when none is left or at
-// ShutDown, which waits for it.
+// The queue does no I/O and starts no goroutine: one timer of its clock
+// ([clock.Clock.AfterFunc]) moves delayed items to the queue when they are
+// due.
 //
 // # Usage
 //
