@@ -228,21 +228,23 @@ func Sleep(ctx context.Context, c Clock, d time.Duration) error {
 		return ctx.Err()
 	}
 	wake := make(chan struct{})
-	f.mu.Lock()
-	f.running--
-	f.sleeping++
-	f.cond.Broadcast()
-	f.mu.Unlock()
 	awake := func() {
 		f.mu.Lock()
 		f.running++
 		f.sleeping--
 		f.mu.Unlock()
 	}
+	// The timer first, then idle: time cannot move (the caller's work
+	// still counts) until the timer that will wake the caller is set.
 	t := f.AfterFunc(d, func() {
 		awake()
 		close(wake)
 	})
+	f.mu.Lock()
+	f.running--
+	f.sleeping++
+	f.cond.Broadcast()
+	f.mu.Unlock()
 	select {
 	case <-wake:
 		return nil

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 	"github.com/ctrlkit/ctrlkit/rollout"
 )
@@ -43,42 +44,65 @@ func newRecorder() *recorder { return &recorder{cur: newState()} }
 // until ctx ends.
 func (r *recorder) start(ctx context.Context, wg *sync.WaitGroup, c *memcluster.Cluster) {
 	rv := c.ResourceVersion()
-	wg.Go(func() { follow(ctx, r, c.Clock(), c.Deployments(""), rv) })
-	wg.Go(func() { follow(ctx, r, c.Clock(), c.ReplicaSets(""), rv) })
-	wg.Go(func() { follow(ctx, r, c.Clock(), c.Pods(""), rv) })
+	src := clock.NewSource(c.Clock(), "e2e recorder")
+	for _, f := range []func(clock.Work, <-chan struct{}){
+		func(w clock.Work, turn <-chan struct{}) { follow(ctx, r, c.Clock(), c.Deployments(""), rv, w, turn) },
+		func(w clock.Work, turn <-chan struct{}) { follow(ctx, r, c.Clock(), c.ReplicaSets(""), rv, w, turn) },
+		func(w clock.Work, turn <-chan struct{}) { follow(ctx, r, c.Clock(), c.Pods(""), rv, w, turn) },
+	} {
+		// Tracked work until the first watch is open: the simulation must
+		// not judge the recorded history before the recorder has started.
+		turn := make(chan struct{})
+		w, now := src.Start(func() { close(turn) })
+		if now {
+			close(turn)
+		}
+		wg.Go(func() { f(w, turn) })
+	}
 }
 
 // follow records the events of one kind after rv, watching again whenever
 // a watch ends (dropped by fault injection, say) until ctx ends. A failed
 // Watch (an injected fault) is retried after a second of cluster time, so
 // that the recorder never spins.
-func follow[T memcluster.Object](ctx context.Context, r *recorder, clk clock.Clock, cl memcluster.Client[T], rv string) {
+//
+// The recorder is tracked work on a fake clock (see clock.Source): from
+// its start until its first watch is open, from the end of a watch until
+// the next is open, and for each event until it is recorded. So a
+// simulation never judges the history while the recorder is behind.
+func follow[T memcluster.Object](ctx context.Context, r *recorder, clk clock.Clock, cl memcluster.Client[T], rv string, work clock.Work, turn <-chan struct{}) {
+	defer func() { work.Done() }()
+	select {
+	case <-turn:
+	case <-ctx.Done():
+		return
+	}
+	src := clock.NewSource(clk, "e2e recorder")
 	for ctx.Err() == nil {
 		w, err := cl.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 		if err != nil {
-			t := clk.NewTimer(time.Second)
-			select {
-			case <-ctx.Done():
-			case <-t.C():
-			}
-			t.Stop()
+			_ = clock.Sleep(ctx, clk, time.Second) // only ctx's end stops it
 			continue
 		}
+		acks := w.(informer.AckWatcher)
+		acks.AckEvents()
+		work.Done()
 		for ev := range w.ResultChan() {
 			obj, ok := ev.Object.(T)
 			if !ok {
 				continue // an error event: the watch ends
 			}
 			rv = obj.GetResourceVersion()
-			if ev.Type == watch.Bookmark {
-				continue
+			if ev.Type != watch.Bookmark {
+				n, err := strconv.ParseUint(rv, 10, 64)
+				if err != nil {
+					panic(fmt.Sprintf("e2e: resourceVersion %q: %v", rv, err))
+				}
+				r.add(record{rv: n, typ: ev.Type, obj: obj})
 			}
-			n, err := strconv.ParseUint(rv, 10, 64)
-			if err != nil {
-				panic(fmt.Sprintf("e2e: resourceVersion %q: %v", rv, err))
-			}
-			r.add(record{rv: n, typ: ev.Type, obj: obj})
+			acks.Ack()
 		}
+		work = src.Begin() // before Stop finishes the work of the watch's end
 		w.Stop()
 	}
 }

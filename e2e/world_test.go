@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -34,6 +35,11 @@ type worldConfig struct {
 	Faults  memcluster.Faults   // injected into the controllers' requests
 	// NoChecks skips the invariant replay (the scale benchmark).
 	NoChecks bool
+	// Concurrent runs the world on clock.NewFake, where the work of an
+	// instant runs concurrently, rather than on clock.NewDeterministic,
+	// where a seed replays exactly. CTRLKIT_E2E_CONCURRENT=1 sets it for
+	// every world.
+	Concurrent bool
 }
 
 // world is a cluster with both controllers, a kubelet and a recorder of
@@ -53,7 +59,10 @@ type world struct {
 // tb.Cleanup.
 func newWorld(tb testing.TB, cfg worldConfig) *world {
 	tb.Helper()
-	fc := clock.NewFake(epoch)
+	fc := clock.NewDeterministic(epoch)
+	if cfg.Concurrent || os.Getenv("CTRLKIT_E2E_CONCURRENT") == "1" {
+		fc = clock.NewFake(epoch)
+	}
 	// Watches must not lose events: the recorder sees every one of them.
 	c := memcluster.New(memcluster.Config{Clock: fc, Seed: cfg.Seed, WatchHistory: 1 << 30, WatchBuffer: 1 << 30})
 	if cfg.Model == nil {
@@ -156,25 +165,10 @@ func (w *world) runUntil(what string, limit time.Duration, cond func() bool) {
 	}
 }
 
-// run is [memcluster.Cluster.RunUntil], made robust to its settling
-// heuristic on a loaded machine: a worker may still be busy when the
-// cluster looks idle (and a kubelet pass over thousands of pods looks
-// quiet while it runs), so "stalled" is only believed once it has been
-// seen over five seconds of wall-clock time, settling each time.
+// run is [memcluster.Cluster.RunUntil]: virtual time is exact, so a
+// stall it reports is real.
 func (w *world) run(cond func() bool, limit time.Duration) error {
-	end := w.fc.Now().Add(limit)
-	var firstStall time.Time
-	for {
-		err := w.c.RunUntil(w.ctx, cond, end.Sub(w.fc.Now()))
-		if !errors.Is(err, memcluster.ErrStalled) {
-			return err
-		}
-		if firstStall.IsZero() {
-			firstStall = time.Now()
-		} else if time.Since(firstStall) > 5*time.Second {
-			return err
-		}
-	}
+	return w.c.RunUntil(w.ctx, cond, limit)
 }
 
 // runFor lets the simulation run for d of virtual time (less if nothing
@@ -262,12 +256,9 @@ func (w *world) patchAs(name string, pt types.PatchType, patch []byte) {
 	})
 }
 
-// updateAttempts and updatePause bound update's retries on Conflict, as
-// client-go's retry.DefaultRetry does (5 steps, 10ms apart).
-const (
-	updateAttempts = 5
-	updatePause    = 10 * time.Millisecond
-)
+// updateAttempts bounds update's retries on Conflict, as client-go's
+// retry.DefaultRetry does (5 steps).
+const updateAttempts = 5
 
 // update is a user's read-modify-write of Deployment name: get it, apply
 // change, and send a full Update with the resourceVersion read. The
@@ -293,9 +284,11 @@ func (w *world) update(what, name string, change func(d *appsv1.Deployment)) {
 			w.tb.Fatalf("%s (attempt %d of %d): %v %+v", what, attempt, updateAttempts, err, apierrors.ReasonForError(err))
 		}
 		w.tb.Logf("+%v %s: conflict, retrying: %v", w.now(), what, err)
-		// Wall-clock time: the virtual clock stands still here, and the
-		// pause only lets the controller's in-flight writes land.
-		time.Sleep(updatePause)
+		// The virtual clock stands still here: let the controllers'
+		// writes of this instant land before reading again.
+		if err := w.c.Settle(w.ctx); err != nil {
+			w.tb.Fatal(err)
+		}
 	}
 }
 
