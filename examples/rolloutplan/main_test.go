@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctrlkit/ctrlkit/internal/starve"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -49,26 +50,37 @@ func TestRunWeb(t *testing.T) {
 
 // TestRunDeterministic: the same seed gives byte-identical text, JSON and
 // SVG.
+// The same seed gives the same output and chart, run after run, also
+// starved of CPU: the planner's time is virtual.
 func TestRunDeterministic(t *testing.T) {
 	dir := t.TempDir()
 	for _, format := range []string{"text", "json"} {
-		var outs, charts []string
-		for i := range 2 {
-			svg := filepath.Join(dir, format+string(rune('a'+i))+".svg")
-			_, out, _ := runCmd("-f", "testdata/web.yaml", "-ready-jitter", "5s", "-fail", "20%", "-horizon", "20m", "-seed", "4", "-o", format, "-svg", svg)
+		runOnce := func(name string) (out, chart string) {
+			svg := filepath.Join(dir, format+name+".svg")
+			_, out, _ = runCmd("-f", "testdata/web.yaml", "-ready-jitter", "5s", "-fail", "20%", "-horizon", "20m", "-seed", "4", "-o", format, "-svg", svg)
 			b, err := os.ReadFile(svg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			outs = append(outs, strings.ReplaceAll(out, svg, "CHART"))
-			charts = append(charts, string(b))
+			return strings.ReplaceAll(out, svg, "CHART"), string(b)
 		}
-		if diff := cmp.Diff(outs[0], outs[1]); diff != "" {
-			t.Errorf("-o %s: same seed, different output (-first +second):\n%s", format, diff)
+		check := func(t *testing.T, what, out0, chart0, out, chart string) {
+			t.Helper()
+			if diff := cmp.Diff(out0, out); diff != "" {
+				t.Errorf("-o %s, %s: same seed, different output (-first +this):\n%s", format, what, diff)
+			}
+			if diff := cmp.Diff(chart0, chart); diff != "" {
+				t.Errorf("-o %s, %s: same seed, different chart (-first +this):\n%s", format, what, diff)
+			}
 		}
-		if diff := cmp.Diff(charts[0], charts[1]); diff != "" {
-			t.Errorf("-o %s: same seed, different chart (-first +second):\n%s", format, diff)
-		}
+		out0, chart0 := runOnce("a")
+		out1, chart1 := runOnce("b")
+		check(t, "second run", out0, chart0, out1, chart1)
+		t.Run(format+" starved", func(t *testing.T) {
+			starve.CPU(t, 3)
+			out2, chart2 := runOnce("c")
+			check(t, "run starved of CPU", out0, chart0, out2, chart2)
+		})
 	}
 }
 
