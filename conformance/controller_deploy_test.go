@@ -36,6 +36,7 @@ const (
 	devAnnotRefresh    = "stale desired-replicas annotation refreshed (upstream never leaves the scaling-event path)"
 	devCleanupOwnWrite = "cleanup sees the plan's own writes (upstream deletes a ReplicaSet it just scaled up)"
 	devStuckScaling    = "unresolvable scaling event goes to the rollout (upstream repeats a no-op scaling event forever)"
+	devOldStatus       = "Recreate waits for old ReplicaSet statuses to observe their generation (upstream trusts status.replicas written before)"
 )
 
 const (
@@ -168,10 +169,14 @@ func genDeployWorld(r *rand.Rand, now time.Time) deployWorld {
 			avail = int32(r.IntN(int(st) + 1))
 		}
 		ready := avail + int32(r.IntN(int(st-avail)+1))
+		gen := int64(1)
+		if chance(r, 0.1) {
+			gen = 2 // scaled, and its status has not caught up yet
+		}
 		rs := &appsv1.ReplicaSet{
 			TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
 			ObjectMeta: metav1.ObjectMeta{
-				Name: "web-" + hash, Namespace: "ns", UID: types.UID("uid-web-" + hash), ResourceVersion: "1", Generation: 1,
+				Name: "web-" + hash, Namespace: "ns", UID: types.UID("uid-web-" + hash), ResourceVersion: "1", Generation: gen,
 				Labels:            map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: hash},
 				CreationTimestamp: metav1.NewTime(now.Add(-time.Duration(n-i) * time.Minute)),
 				OwnerReferences:   []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))},
@@ -491,6 +496,9 @@ func compareDeploy(in deployWorld, u, o deployResult) (known string, diff string
 	if stuckScalingEvent(in.d, in.rss) && sizesUnchanged(in.rss, u.rss) {
 		return devStuckScaling, ""
 	}
+	if recreateOldStatusPending(in) && sizesUnchanged(in.rss, o.rss) && len(o.created) == 0 {
+		return devOldStatus, ""
+	}
 	for _, n := range o.refreshed {
 		if ur, ok := u.rss[n]; !ok || !reflect.DeepEqual(ur.Annotations, o.rss[n].Annotations) {
 			return devAnnotRefresh, ""
@@ -553,6 +561,45 @@ func stuckScalingEvent(d *appsv1.Deployment, rss []*appsv1.ReplicaSet) bool {
 		}
 	}
 	return false
+}
+
+// recreateOldStatusPending reports, with upstream's own helpers, whether
+// the sync of in is the race deployment.Sync deliberately closes
+// (rollout.Recreate): an unpaused Recreate Deployment without a scaling
+// event, whose old ReplicaSets are all scaled to 0 and have no running
+// pod, so that upstream goes on to create or scale up the new ReplicaSet,
+// while the status of one of them has not observed its generation. Ours
+// waits (writing nothing but the status).
+func recreateOldStatusPending(in deployWorld) bool {
+	d := in.d
+	if d.Spec.Paused || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		return false
+	}
+	rss := cloneRSs(in.rss)
+	newRS := deploymentutil.FindNewReplicaSet(d, rss)
+	_, olds := deploymentutil.FindOldReplicaSets(d, rss)
+	if len(controller.FilterActiveReplicaSets(olds)) > 0 || deploymentutil.GetActualReplicaCountForReplicaSets(olds) > 0 {
+		return false
+	}
+	pending := false
+	for _, rs := range olds {
+		if rs.Status.ObservedGeneration < rs.Generation {
+			pending = true
+		}
+	}
+	if !pending {
+		return false
+	}
+	for _, p := range in.pods {
+		ref := metav1.GetControllerOf(p)
+		if ref == nil || newRS != nil && ref.UID == newRS.UID {
+			continue
+		}
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			return false // upstream waits too
+		}
+	}
+	return true
 }
 
 // sizesUnchanged reports whether every ReplicaSet of in ends a sync (after)

@@ -8,8 +8,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/ctrlkit/ctrlkit/deployment"
@@ -231,5 +233,42 @@ func TestSyncRecreateAfterPausedRollout(t *testing.T) {
 	want := map[string]string{"web:v1": "spec=0 desired=4", "web:v2": "spec=4 desired=4"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ReplicaSets after converging mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestSyncRecreateWaitsForOldStatus is the race of e2e soak seed 283: the
+// old ReplicaSet has been scaled to 0, but its status has not observed
+// that generation yet, and reads 0 replicas while pods its controller
+// created (and its cache had not seen) still run. Upstream's
+// oldPodsRunning trusts status.replicas and creates the new ReplicaSet
+// beside them; Sync waits until the old status is current.
+func TestSyncRecreateWaitsForOldStatus(t *testing.T) {
+	d := newDeployment(3, "web:v1")
+	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+	_, s := settled(t, d)
+	old := s.ReplicaSets[0].DeepCopy()
+	old.Spec.Replicas = ptr(int32(0))
+	old.Generation++ // scaled down; the status still says generation-1 and 0 replicas
+	old.Status = appsv1.ReplicaSetStatus{ObservedGeneration: old.Generation - 1}
+	s.ReplicaSets[0] = old
+	s.Pods = map[types.UID][]*corev1.Pod{} // the pod cache has not seen them either
+	setImage("web:v2")(s.Deployment)
+
+	p, err := deployment.Sync(s, t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(p.String(), "create rs/") {
+		t.Fatalf("Sync created the new ReplicaSet while the old one's status was not current:\n%s", p)
+	}
+
+	old = old.DeepCopy()
+	old.Status.ObservedGeneration = old.Generation
+	s.ReplicaSets[0] = old
+	if p, err = deployment.Sync(s, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(p.String(), "create rs/") {
+		t.Errorf("Sync did not create the new ReplicaSet once the old status was current:\n%s", p)
 	}
 }

@@ -109,7 +109,14 @@ func ExampleReconciler() {
 		return
 	}
 	key := types.NamespacedName{Namespace: "default", Name: "web"}
-	for i := range 2 {
+	for i := range 3 {
+		if i == 2 {
+			// A pod informer's handler reports each new pod; a Controller
+			// does this itself.
+			for range 3 {
+				r.Expectations().CreationObserved(key)
+			}
+		}
 		if _, err := r.Reconcile(context.Background(), key); err != nil {
 			fmt.Println(err)
 			return
@@ -118,5 +125,6 @@ func ExampleReconciler() {
 	}
 	// Output:
 	// sync 1: pods [web-p001 web-p002 web-p003], status.replicas 0
-	// sync 2: pods [web-p001 web-p002 web-p003], status.replicas 3
+	// sync 2: pods [web-p001 web-p002 web-p003], status.replicas 0
+	// sync 3: pods [web-p001 web-p002 web-p003], status.replicas 3
 }

@@ -149,6 +149,17 @@ func (r *Reconciler) Expectations() *Expectations { return r.exp }
 // ReplicaFailure condition is news. A caller that does not sync a
 // ReplicaSet again on its pods' events should set EagerStatus.
 //
+// A second deliberate difference, whatever EagerStatus says: a sync that
+// starts while creations or deletions of earlier syncs are unobserved
+// (expectations not satisfied) writes no status. Its pod cache is behind
+// the controller's own writes: upstream writes status.replicas from it
+// with observedGeneration current, and a Deployment controller reading
+// that status (a Recreate rollout waits for old ReplicaSets to report 0)
+// may start new pods beside old ones that status failed to count. The
+// pod events those writes cause sync the key again, and the sync that has
+// seen them all writes the status; should they never come, the result
+// asks for a sync once the expectations expire.
+//
 // Every error is returned wrapped with the key.
 func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
@@ -181,6 +192,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		}
 	}
 	plan := manageReplicas(in, &counts, now)
+	var expiry time.Duration // when unobserved writes stop blocking the status
+	if !satisfied {
+		// Deviation: the pod cache is behind this controller's own creates
+		// or deletes, so a status counted from it is wrong (see above).
+		plan.Status = nil
+		if x, ok := r.exp.Get(key); ok {
+			expiry = max(x.Timestamp.Add(ExpectationsTimeout+time.Second).Sub(now), time.Second)
+		}
+	}
 	var manageErr error
 	if len(plan.Actions) > 0 {
 		if v := log.V(2); v.Enabled() {
@@ -223,9 +243,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		if st == nil {
 			st = &rs.Status
 		}
-		return Result{RequeueAfter: AvailabilityRequeue(rs, st, active, now, r.clock.Now())}, nil
+		return Result{RequeueAfter: sooner(AvailabilityRequeue(rs, st, active, now, r.clock.Now()), expiry)}, nil
 	}
-	return Result{}, nil
+	return Result{RequeueAfter: expiry}, nil
+}
+
+// sooner returns the shorter of two positive delays; 0 means none.
+func sooner(a, b time.Duration) time.Duration {
+	if a <= 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // claim returns rs's active claimed pods, in listing order, and its
