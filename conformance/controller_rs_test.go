@@ -246,6 +246,10 @@ func (w clientWriter) DeletePod(ctx context.Context, namespace, name string, uid
 	return w.c.CoreV1().Pods(namespace).Delete(ctx, name, opts)
 }
 
+func (w clientWriter) GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	return w.c.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
 func (w clientWriter) PatchPod(ctx context.Context, namespace, name string, patch []byte) error {
 	_, err := w.c.CoreV1().Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	return err

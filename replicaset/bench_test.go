@@ -69,6 +69,10 @@ func (f failClient) UpdateReplicaSetStatus(context.Context, *appsv1.ReplicaSet) 
 	f.b.Fatal("unexpected status update")
 	return nil, nil
 }
+func (f failClient) GetPod(context.Context, string, string) (*corev1.Pod, error) {
+	f.b.Fatal("unexpected live pod read")
+	return nil, nil
+}
 func (f failClient) GetReplicaSet(context.Context, types.NamespacedName) (*appsv1.ReplicaSet, error) {
 	f.b.Fatal("unexpected live read")
 	return nil, nil

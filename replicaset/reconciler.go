@@ -213,6 +213,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		for _, uid := range applied.DeletesFailed {
 			r.exp.DeletionObserved(key, uid)
 		}
+		// applied.DeletesUnsettled stay expected: they may have happened.
 		if manageErr == nil && !r.eager {
 			// Every write succeeded: the pod events they cause sync the key
 			// again and write the status (see above).

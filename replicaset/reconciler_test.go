@@ -322,8 +322,13 @@ func TestReconcileDeleteFailure(t *testing.T) {
 	if got, _ := r.Expectations().Get(key("web")); got.Del != 1 {
 		t.Errorf("expected deletions = %d; want 1", got.Del)
 	}
-	if st := w.rs(key("web")).Status; len(st.Conditions) != 1 || st.Conditions[0].Reason != replicaset.ReasonDeleteFailed {
-		t.Errorf("conditions = %+v; want FailedDelete", st.Conditions)
+	// The condition's message is upstream's text (users' alerts match it).
+	st := w.rs(key("web")).Status
+	want := []appsv1.ReplicaSetCondition{{Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue,
+		Reason: replicaset.ReasonDeleteFailed, Message: "unable to delete pods: Internal error occurred: etcd down",
+		LastTransitionTime: metav1.NewTime(t0)}}
+	if diff := cmp.Diff(want, st.Conditions); diff != "" {
+		t.Errorf("conditions mismatch (-want +got):\n%s", diff)
 	}
 }
 
