@@ -7,6 +7,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
 // Plan is what one sync of a Deployment decided. A Plan is data: printing
@@ -244,9 +246,6 @@ func statusLine(old, d *appsv1.Deployment) string {
 	return b.String()
 }
 
-func replicas(p *int32) int32 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
+// replicas reads a spec.replicas; nil is the API default
+// (rollout.DefaultReplicas).
+func replicas(p *int32) int32 { return rollout.ReplicasOrDefault(p) }

@@ -272,3 +272,26 @@ func TestSyncRecreateWaitsForOldStatus(t *testing.T) {
 		t.Errorf("Sync did not create the new ReplicaSet once the old status was current:\n%s", p)
 	}
 }
+
+// A nil spec.replicas counts as 1, the API server's default (the one rule
+// of the library, rollout.DefaultReplicas): Sync decides for it exactly as
+// for an explicit 1.
+func TestSyncNilReplicasIsTheAPIDefault(t *testing.T) {
+	explicit := newDeployment(1, "web:v1")
+	implicit := newDeployment(1, "web:v1")
+	implicit.Spec.Replicas = nil
+	want, err := deployment.Sync(deployment.State{Deployment: explicit}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := deployment.Sync(deployment.State{Deployment: implicit}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got.String(), "replicas=1 ") {
+		t.Errorf("Sync with nil replicas:\n%s\nwant a ReplicaSet of 1", got)
+	}
+	if diff := cmp.Diff(want.String(), got.String()); diff != "" {
+		t.Errorf("Sync(nil replicas) differs from Sync(1) (-want +got):\n%s", diff)
+	}
+}

@@ -94,7 +94,9 @@ func availableSince(c *corev1.PodCondition, minReadySeconds int32, now time.Time
 	return !lt.IsZero() && !lt.Add(time.Duration(minReadySeconds)*time.Second).After(now)
 }
 
-// replicas returns spec.replicas, with the API default of 1 for nil.
+// replicas returns spec.replicas, with the API default of 1 for nil (the
+// rule of the whole library: rollout.DefaultReplicas; replicaset does not
+// import rollout).
 func replicas(rs *appsv1.ReplicaSet) int {
 	if rs.Spec.Replicas == nil {
 		return 1
