@@ -414,7 +414,7 @@ func deletionReachable(w rsWorld, want []string) bool {
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 50 {
 		r.Shuffle(len(active), func(i, j int) { active[i], active[j] = active[j], active[i] })
-		got := replicaset.PodsToDelete(active, related, len(want), time.Now())
+		got := must(replicaset.PodsToDelete(active, related, len(want), time.Now()))
 		names := make([]string, len(got))
 		for i, p := range got {
 			names[i] = p.Name

@@ -2,6 +2,7 @@ package replicaset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -59,7 +60,8 @@ type Applied struct {
 //   - [Event]: recorded on rs.
 //
 // It returns the first error, in pod order, of the first failing action;
-// later actions are not executed.
+// later actions are not executed. A nil c or rs, or a nil pod to delete,
+// is an error before anything is written.
 func Apply(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, p Plan) (Applied, error) {
 	return apply(ctx, c, events, rs, p, false)
 }
@@ -68,6 +70,19 @@ func Apply(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.Re
 // in order, for simulations that must replay exactly (the calls of a batch
 // would otherwise reach the API server in any order).
 func apply(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, p Plan, sequential bool) (Applied, error) {
+	if c == nil {
+		return Applied{}, errors.New("replicaset: Apply: the PodWriter is nil")
+	}
+	if err := checkRS("Apply", rs); err != nil {
+		return Applied{}, err
+	}
+	for _, a := range p.Actions {
+		if d, ok := a.(DeletePods); ok {
+			if err := checkPods("Apply", "DeletePods.Pods", d.Pods); err != nil {
+				return Applied{}, err
+			}
+		}
+	}
 	if events == nil {
 		events = discardEvents{}
 	}

@@ -42,8 +42,8 @@ func BenchmarkManageReplicasDelete(b *testing.B) {
 	in := replicaset.Input{ReplicaSet: rs, Active: pods, Related: pods, ExpectationsSatisfied: true}
 	b.ReportAllocs()
 	for b.Loop() {
-		p := replicaset.ManageReplicas(in, t0)
-		if len(p.Actions) != 1 {
+		p, err := replicaset.ManageReplicas(in, t0)
+		if err != nil || len(p.Actions) != 1 {
 			b.Fatalf("plan = %v", p)
 		}
 	}

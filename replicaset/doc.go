@@ -62,7 +62,7 @@
 //
 // To decide only, and apply with your own client:
 //
-//	plan := replicaset.ManageReplicas(replicaset.Input{
+//	plan, err := replicaset.ManageReplicas(replicaset.Input{
 //		ReplicaSet: rs, Active: pods, ExpectationsSatisfied: true,
 //	}, now)
 //

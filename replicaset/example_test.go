@@ -60,9 +60,13 @@ func ExampleManageReplicas() {
 		examplePod(rs, "web-c", "", time.Time{}),
 		examplePod(rs, "web-d", "node-2", now.Add(-time.Hour)),
 	}
-	plan := replicaset.ManageReplicas(replicaset.Input{
+	plan, err := replicaset.ManageReplicas(replicaset.Input{
 		ReplicaSet: rs, Active: pods, ExpectationsSatisfied: true,
 	}, now)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Print(plan)
 	// Output:
 	// delete 2 pods web-c, web-b
@@ -80,7 +84,11 @@ func ExampleCalculateStatus() {
 		examplePod(rs, "web-a", "node-1", now.Add(-time.Hour)),   // available
 		examplePod(rs, "web-b", "node-1", now.Add(-time.Second)), // ready, not yet available
 	}
-	st := replicaset.CalculateStatus(rs, pods, nil, errors.New("pods \"web\" is forbidden: exceeded quota"), now)
+	st, err := replicaset.CalculateStatus(rs, pods, nil, errors.New("pods \"web\" is forbidden: exceeded quota"), now)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Printf("replicas=%d ready=%d available=%d\n", st.Replicas, st.ReadyReplicas, st.AvailableReplicas)
 	for _, c := range st.Conditions {
 		fmt.Printf("%s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)

@@ -222,7 +222,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		// Time has passed and the round may have failed: decide the status
 		// again, as upstream does after manageReplicas.
 		now = r.clock.Now()
-		st := CalculateStatus(rs, active, terminating, manageErr, now)
+		st := calculateStatus(rs, active, terminating, manageErr, now)
 		plan.Status = nil
 		if w, ok := StatusToWrite(rs, st); ok {
 			plan.Status = &w
