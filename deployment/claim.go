@@ -78,8 +78,13 @@ func keyOf(obj metav1.Object) types.NamespacedName {
 	return types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
-// KeyOf returns the namespace/name of a Deployment.
-func KeyOf(d *appsv1.Deployment) types.NamespacedName { return keyOf(d) }
+// KeyOf returns the namespace/name of a Deployment; the zero key for nil.
+func KeyOf(d *appsv1.Deployment) types.NamespacedName {
+	if d == nil {
+		return types.NamespacedName{}
+	}
+	return keyOf(d)
+}
 
 type patchOwnerRef struct {
 	APIVersion         string    `json:"apiVersion"`

@@ -34,6 +34,9 @@ func TestBadInput(t *testing.T) {
 		// Decisions: an error.
 		{"ManageReplicas(nil rs)", func() (any, error) { return nil, errOf(replicaset.ManageReplicas(replicaset.Input{}, t0)) },
 			"replicaset: ManageReplicas: the ReplicaSet is nil"},
+		{"ManageReplicas(negative replicas)", func() (any, error) {
+			return nil, errOf(replicaset.ManageReplicas(replicaset.Input{ReplicaSet: newRS("neg", -1)}, t0))
+		}, "replicaset: ManageReplicas: spec.replicas is negative (-1)"},
 		{"ManageReplicas(nil active pod)", func() (any, error) {
 			return nil, errOf(replicaset.ManageReplicas(replicaset.Input{ReplicaSet: rs, Active: withNil}, t0))
 		}, "replicaset: ManageReplicas: Input.Active[1] is nil"},

@@ -1,6 +1,7 @@
 package replicaset
 
 import (
+	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -46,11 +47,15 @@ type Input struct {
 //     not satisfied, or when rs is being deleted.
 //
 // Status and RequeueAfter assume the actions succeed; see [Plan]. A nil
-// in.ReplicaSet, or a nil pod in in.Active, in.Terminating or in.Related,
-// is an error, with an empty Plan.
+// in.ReplicaSet, a negative spec.replicas (the API server rejects it), or
+// a nil pod in in.Active, in.Terminating or in.Related, is an error, with
+// an empty Plan.
 func ManageReplicas(in Input, now time.Time) (Plan, error) {
 	if err := checkRS("ManageReplicas", in.ReplicaSet); err != nil {
 		return Plan{}, err
+	}
+	if n := replicas(in.ReplicaSet); n < 0 {
+		return Plan{}, fmt.Errorf("replicaset: ManageReplicas: spec.replicas is negative (%d)", n)
 	}
 	for _, l := range []struct {
 		what string
