@@ -295,3 +295,65 @@ func TestSyncNilReplicasIsTheAPIDefault(t *testing.T) {
 		t.Errorf("Sync(nil replicas) differs from Sync(1) (-want +got):\n%s", diff)
 	}
 }
+
+// TestSyncTemplateBackWhileScaling: the template goes back to an old
+// ReplicaSet's and spec.replicas changes in the same edit. The old
+// ReplicaSet becomes the new one and its revision annotation is bumped;
+// upstream bumps it in isScalingEvent and then, its list stale, sends the
+// same Update again from sync() (kube-apiserver answers the second with
+// Conflict, and the sync is retried). Sync writes it once (deliberate
+// difference; conformance TestReplicaSetUpdatedOnce shows upstream's two).
+func TestSyncTemplateBackWhileScaling(t *testing.T) {
+	h := newHarness(t, newDeployment(4, "web:v1"))
+	h.converge(10)
+	h.edit("image web:v2", setImage("web:v2"))
+	h.converge(20)
+	h.edit("image web:v1 and 6 replicas", func(d *appsv1.Deployment) {
+		setImage("web:v1")(d)
+		setReplicas(6)(d)
+	})
+	p := h.sync()
+	updates := 0
+	for _, a := range p.Actions {
+		if u, ok := a.(deployment.UpdateReplicaSet); ok {
+			updates++
+			if image(u.ReplicaSet) != "web:v1" || u.ReplicaSet.Annotations[rollout.RevisionAnnotation] != "3" {
+				t.Errorf("update of %s (image %s) to revision %s; want web:v1's ReplicaSet to revision 3", u.ReplicaSet.Name, image(u.ReplicaSet), u.ReplicaSet.Annotations[rollout.RevisionAnnotation])
+			}
+		}
+	}
+	if updates != 1 {
+		t.Errorf("%d ReplicaSet updates; want 1\nplan:\n%s", updates, p)
+	}
+}
+
+// TestSyncRollbackWritesNoStatus: a sync that rolls back writes the
+// Deployment (its template, its annotations with the synced revision, the
+// rollback annotation cleared) and no status when the status is
+// unchanged. Upstream writes the status subresource first, to sync the
+// revision annotation that its Update then writes again (deliberate
+// difference; conformance TestRollbackWritesNoStatus).
+func TestSyncRollbackWritesNoStatus(t *testing.T) {
+	h := newHarness(t, newDeployment(3, "web:v1"))
+	h.converge(10)
+	h.edit("image web:v2", setImage("web:v2"))
+	h.converge(20)
+	s := h.state()
+	d := s.Deployment.DeepCopy()
+	d.Annotations = map[string]string{rollout.RevisionAnnotation: "1", rollout.RollbackToAnnotation: "1"}
+	s.Deployment = d
+	p, err := deployment.Sync(s, t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "update deployment/web (rollback annotation cleared)\n" +
+		`event Normal DeploymentRollback "Rolled back deployment \"web\" to revision 1"` + "\n"
+	if diff := cmp.Diff(want, p.String()); diff != "" {
+		t.Errorf("Sync() mismatch (-want +got):\n%s", diff)
+	}
+	for _, a := range p.Actions {
+		if u, ok := a.(deployment.UpdateDeployment); ok && u.Deployment.Annotations[rollout.RevisionAnnotation] != "2" {
+			t.Errorf("the rollback's update carries revision %q; want 2 (the new ReplicaSet's)", u.Deployment.Annotations[rollout.RevisionAnnotation])
+		}
+	}
+}
