@@ -23,6 +23,7 @@ func (s *syncer) applyScale(sc rollout.Scale) {
 			out.Generation++
 		}
 		s.rss[i] = out
+		s.touch()
 	}
 	s.emit(ScaleReplicaSet{ReplicaSet: out, From: sc.From, To: sc.To})
 	if typ, reason, msg, ok := sc.Event(); ok {

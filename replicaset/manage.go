@@ -100,7 +100,8 @@ func manageReplicas(in Input, counts *podCounts, now time.Time) Plan {
 		st = calculateStatus(rs, in.Active, in.Terminating, nil, now)
 	}
 	if w, ok := StatusToWrite(rs, st); ok {
-		p.Status = &w
+		p.Status = new(appsv1.ReplicaSetStatus) // allocated only when there is one to write
+		*p.Status = w
 	}
 	p.RequeueAfter = AvailabilityRequeue(rs, &st, in.Active, now, now)
 	return p

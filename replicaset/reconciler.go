@@ -87,6 +87,7 @@ type Reconciler struct {
 	eager  bool
 
 	selectors selectorCache
+	bufs      podBuffers // pod lists read through a podAppender
 }
 
 // NewReconciler returns a Reconciler for cfg, or an error naming the first
@@ -178,7 +179,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 	if err != nil {
 		return Result{}, fmt.Errorf("replicaset %s: invalid selector: %w", key, err)
 	}
-	active, terminating, counts, err := r.claim(ctx, rs, selector, now)
+	buf := r.bufs.get()
+	defer r.bufs.put(buf) // nothing of this sync keeps the lists it reads
+	active, terminating, counts, err := r.claim(ctx, rs, selector, now, buf)
 	if err != nil {
 		return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
 	}
@@ -260,8 +263,8 @@ func sooner(a, b time.Duration) time.Duration {
 // claim returns rs's active claimed pods, in listing order, and its
 // terminating claimed pods, adopting and releasing pods on the way. It
 // makes the status counts of the active pods at now in the same pass.
-func (r *Reconciler) claim(ctx context.Context, rs *appsv1.ReplicaSet, selector *labelMatcher, now time.Time) (active, terminating []*corev1.Pod, counts podCounts, err error) {
-	lists, err := r.listPods(rs)
+func (r *Reconciler) claim(ctx context.Context, rs *appsv1.ReplicaSet, selector *labelMatcher, now time.Time, buf *[]*corev1.Pod) (active, terminating []*corev1.Pod, counts podCounts, err error) {
+	lists, err := r.listPods(rs, buf)
 	if err != nil {
 		return nil, nil, podCounts{}, err
 	}
@@ -310,10 +313,21 @@ func (r *Reconciler) claim(ctx context.Context, rs *appsv1.ReplicaSet, selector 
 
 // listPods returns the candidate pods of rs in up to two lists: through the
 // controller index (owned, then orphans) when available, otherwise the
-// whole namespace.
-func (r *Reconciler) listPods(rs *appsv1.ReplicaSet) ([2][]*corev1.Pod, error) {
+// whole namespace. A [PodCache] fills buf instead of new lists.
+func (r *Reconciler) listPods(rs *appsv1.ReplicaSet, buf *[]*corev1.Pod) ([2][]*corev1.Pod, error) {
 	var out [2][]*corev1.Pod
 	var err error
+	if a, ok := r.index.(podAppender); ok {
+		b := *buf
+		if b, err = a.AppendByController(b[:0], rs.Namespace, rs.UID); err != nil {
+			return out, err
+		}
+		n := len(b)
+		b, err = a.AppendByController(b, rs.Namespace, "")
+		*buf = b
+		out[0], out[1] = b[:n:n], b[n:]
+		return out, err
+	}
 	if r.index == nil {
 		out[0], err = r.pods.List(rs.Namespace, labels.Everything())
 		return out, err

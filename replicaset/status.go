@@ -112,7 +112,8 @@ func statusFromCounts(rs *appsv1.ReplicaSet, c podCounts, terminating []*corev1.
 	st.ReadyReplicas = c.ready
 	st.AvailableReplicas = c.available
 	if n := int32(len(terminating)); st.TerminatingReplicas == nil || *st.TerminatingReplicas != n {
-		st.TerminatingReplicas = &n
+		st.TerminatingReplicas = new(int32) // allocated only when it changes
+		*st.TerminatingReplicas = n
 	}
 	return st
 }
