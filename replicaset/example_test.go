@@ -129,10 +129,11 @@ func ExampleReconciler() {
 			fmt.Println(err)
 			return
 		}
-		fmt.Printf("sync %d: pods %v, status.replicas %d\n", i+1, names(w.snapshot()), w.rs(key).Status.Replicas)
+		st := w.rs(key).Status
+		fmt.Printf("sync %d: pods %v, status.replicas %d, observedGeneration %d\n", i+1, names(w.snapshot()), st.Replicas, st.ObservedGeneration)
 	}
 	// Output:
-	// sync 1: pods [web-p001 web-p002 web-p003], status.replicas 0
-	// sync 2: pods [web-p001 web-p002 web-p003], status.replicas 0
-	// sync 3: pods [web-p001 web-p002 web-p003], status.replicas 3
+	// sync 1: pods [web-p001 web-p002 web-p003], status.replicas 0, observedGeneration 0
+	// sync 2: pods [web-p001 web-p002 web-p003], status.replicas 3, observedGeneration 0
+	// sync 3: pods [web-p001 web-p002 web-p003], status.replicas 3, observedGeneration 1
 }

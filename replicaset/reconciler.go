@@ -152,14 +152,17 @@ func (r *Reconciler) Expectations() *Expectations { return r.exp }
 //
 // A second deliberate difference, whatever EagerStatus says: a sync that
 // starts while creations or deletions of earlier syncs are unobserved
-// (expectations not satisfied) writes no status. Its pod cache is behind
-// the controller's own writes: upstream writes status.replicas from it
-// with observedGeneration current, and a Deployment controller reading
-// that status (a Recreate rollout waits for old ReplicaSets to report 0)
-// may start new pods beside old ones that status failed to count. The
-// pod events those writes cause sync the key again, and the sync that has
-// seen them all writes the status; should they never come, the result
-// asks for a sync once the expectations expire.
+// (expectations not satisfied) writes the counts it sees, as upstream,
+// but does not advance status.observedGeneration. Its pod cache is
+// behind the controller's own writes: upstream writes status.replicas
+// from it with observedGeneration current, and a Deployment controller
+// reading that status (a Recreate rollout waits for old ReplicaSets to
+// report 0 at their generation, see rollout.OldStatusPending) may start
+// new pods beside old ones that status failed to count. The counts stay
+// as fresh as upstream's (a Deployment's availability reads them); only
+// the claim "this generation is accounted for" waits for the sync that
+// has seen the controller's own writes. Should their events never come,
+// the result asks for a sync once the expectations expire.
 //
 // Every error is returned wrapped with the key.
 func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (Result, error) {
@@ -195,11 +198,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		}
 	}
 	plan := manageReplicas(in, &counts, now)
-	var expiry time.Duration // when unobserved writes stop blocking the status
+	var expiry time.Duration // when unobserved writes stop holding observedGeneration back
 	if !satisfied {
 		// Deviation: the pod cache is behind this controller's own creates
-		// or deletes, so a status counted from it is wrong (see above).
+		// or deletes; the status counted from it must not say this
+		// generation is accounted for (see above).
 		plan.Status = nil
+		if st, ok := heldStatus(rs, statusFromCounts(rs, counts, terminating, nil, now)); ok {
+			plan.Status = &st
+		}
 		if x, ok := r.exp.Get(key); ok {
 			expiry = max(x.Timestamp.Add(ExpectationsTimeout+time.Second).Sub(now), time.Second)
 		}

@@ -82,12 +82,13 @@ func (c *laggingCache) List(ns string, sel labels.Selector) ([]*corev1.Pod, erro
 }
 
 // A sync that starts while the controller's own creates are unobserved
-// writes no status (e2e soak seed 283). Upstream writes status.replicas
-// from its pod cache there; with the ReplicaSet just scaled to 0 by a
-// Recreate rollout, that is replicas=0 at the current generation while the
-// pods it created run, and the Deployment controller starts the new
-// ReplicaSet beside them.
-func TestReconcileWritesNoStatusFromAStaleCache(t *testing.T) {
+// does not advance observedGeneration (e2e soak seed 283). Upstream writes
+// status.replicas from its pod cache there with observedGeneration
+// current; with the ReplicaSet just scaled to 0 by a Recreate rollout,
+// that is replicas=0 at the current generation while the pods it created
+// run, and the Deployment controller starts the new ReplicaSet beside
+// them.
+func TestReconcileHoldsObservedGenerationOnAStaleCache(t *testing.T) {
 	for _, eager := range []bool{false, true} {
 		t.Run(map[bool]string{false: "default", true: "eager"}[eager], func(t *testing.T) {
 			w := newWorld(t0)
@@ -114,13 +115,12 @@ func TestReconcileWritesNoStatusFromAStaleCache(t *testing.T) {
 			scaled.Spec.Replicas = ptr32(0)
 			scaled.Generation = 2
 			w.addRS(scaled)
-			statuses := w.statuses
 			res, err := reconcile(t, r, "web")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := w.rs(key("web")).Status; w.statuses != statuses {
-				t.Fatalf("a sync with 3 unobserved creates wrote status replicas=%d observedGeneration=%d", got.Replicas, got.ObservedGeneration)
+			if got := w.rs(key("web")).Status; got.ObservedGeneration != 1 {
+				t.Fatalf("a sync with 3 unobserved creates wrote status replicas=%d observedGeneration=%d; want observedGeneration 1", got.Replicas, got.ObservedGeneration)
 			}
 			if max := replicaset.ExpectationsTimeout + 2*time.Second; res.RequeueAfter <= 0 || res.RequeueAfter > max {
 				t.Errorf("RequeueAfter = %v; want a sync by the time the expectations expire (≤ %v)", res.RequeueAfter, max)

@@ -138,6 +138,22 @@ func NeedsStatusUpdate(rs *appsv1.ReplicaSet, newStatus *appsv1.ReplicaSetStatus
 		!conditionsEqual(old.Conditions, newStatus.Conditions)
 }
 
+// heldStatus is [StatusToWrite] for a sync whose pod cache is behind the
+// controller's own creates or deletes: the counts and conditions of
+// newStatus, with the stored ObservedGeneration kept; false when that
+// changes nothing.
+func heldStatus(rs *appsv1.ReplicaSet, newStatus appsv1.ReplicaSetStatus) (appsv1.ReplicaSetStatus, bool) {
+	newStatus.ObservedGeneration = rs.Status.ObservedGeneration
+	old := &rs.Status
+	changed := old.Replicas != newStatus.Replicas ||
+		old.FullyLabeledReplicas != newStatus.FullyLabeledReplicas ||
+		old.ReadyReplicas != newStatus.ReadyReplicas ||
+		old.AvailableReplicas != newStatus.AvailableReplicas ||
+		!int32PtrEqual(old.TerminatingReplicas, newStatus.TerminatingReplicas) ||
+		!conditionsEqual(old.Conditions, newStatus.Conditions)
+	return newStatus, changed
+}
+
 // StatusToWrite returns newStatus with ObservedGeneration set to
 // rs.Generation, and whether it needs writing at all (see
 // [NeedsStatusUpdate]).
