@@ -62,7 +62,8 @@
 //
 // The README's "Deliberate differences from upstream" lists them all. In
 // this package: a sync that starts with its own creates or deletes
-// unobserved writes no status (its pod cache is behind its own writes); a
+// unobserved does not advance status.observedGeneration (its pod cache is
+// behind its own writes); a
 // failed pod deletion is settled with a live read ([PodGetter]) before it
 // stops being expected; pods are deleted with a UID precondition; no
 // deletion-age metric is computed (upstream's can divide by zero); bad
