@@ -3,6 +3,7 @@ package deployment
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -172,9 +173,13 @@ func (s *syncer) setRevision(rev string) bool {
 	if s.d.Annotations[revisionAnnotation] == rev {
 		return false
 	}
-	d, changed := rollout.SetDeploymentRevision(s.d, rev)
-	s.d.Annotations = d.Annotations
-	return changed
+	// rollout.SetDeploymentRevision on a copy of the annotations alone
+	// (it deep-copies the whole Deployment).
+	ann := make(map[string]string, len(s.d.Annotations)+1)
+	maps.Copy(ann, s.d.Annotations)
+	ann[revisionAnnotation] = rev
+	s.d.Annotations = ann
+	return true
 }
 
 // plan assembles the result: the actions, then a status write if the
