@@ -112,7 +112,7 @@ func NewReplicaSet(d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet) (*appsv1.R
 		return nil, err
 	}
 	*rs.Spec.Replicas = n
-	rs, _, annErr := SetNewReplicaSetAnnotations(d, rs, strconv.FormatInt(maxOld+1, 10), false, MaxRevisionHistoryLength)
+	_, annErr := setNewReplicaSetAnnotations(d, rs, strconv.FormatInt(maxOld+1, 10), false, MaxRevisionHistoryLength) // rs is ours: no copy
 	return rs, joinIgnored(revErr, err, annErr)
 }
 
