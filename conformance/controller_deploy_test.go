@@ -37,6 +37,7 @@ const (
 	devCleanupOwnWrite = "cleanup sees the plan's own writes (upstream deletes a ReplicaSet it just scaled up)"
 	devStuckScaling    = "unresolvable scaling event goes to the rollout (upstream repeats a no-op scaling event forever)"
 	devOldStatus       = "Recreate waits for old ReplicaSet statuses to observe their generation (upstream trusts status.replicas written before)"
+	devNewStatus       = "a new ReplicaSet whose status is behind its generation counts no available pod for scale-downs (upstream trusts it)"
 )
 
 const (
@@ -667,6 +668,9 @@ func TestDeploymentSync(t *testing.T) {
 			u := upstreamDeploySync(ctx, w.clone())
 			o := oursDeploySync(w.clone())
 			known, diff := compareDeploy(w, u, o)
+			if diff != "" && staleNewStatusAgrees(ctx, w, o) {
+				known, diff = devNewStatus, ""
+			}
 			switch {
 			case diff != "":
 				return disagree("%s", diff)
@@ -698,6 +702,9 @@ func TestDeploymentSyncMultiStep(t *testing.T) {
 				u := upstreamDeploySync(ctx, uw.clone())
 				o := oursDeploySync(ow.clone())
 				known, diff := compareDeploy(uw, u, o)
+				if diff != "" && staleNewStatusAgrees(ctx, uw, o) {
+					known, diff = devNewStatus, ""
+				}
 				switch {
 				case diff != "":
 					return disagree("step %d:\n%s\nupstream world at this step:\n%s", step, diff, describeDeployWorld(uw))
@@ -716,4 +723,27 @@ func TestDeploymentSyncMultiStep(t *testing.T) {
 			}
 			return agree()
 		})
+}
+
+// staleNewStatusAgrees reports whether ours is upstream's sync of w with
+// the deviation of deployment's rolling step applied by hand: an unpaused
+// RollingUpdate Deployment whose new ReplicaSet (upstream's
+// FindNewReplicaSet) has a status behind its generation that counts
+// available pods; upstream, given the same world with those pods not
+// counted, makes ours' decisions (everything but the Deployment status,
+// which counts the real pods on both sides).
+func staleNewStatusAgrees(ctx context.Context, w deployWorld, o deployResult) bool {
+	if w.d.Spec.Paused || !deploymentutil.IsRollingUpdate(w.d) {
+		return false
+	}
+	w2 := w.clone()
+	newRS := deploymentutil.FindNewReplicaSet(w2.d, w2.rss)
+	if newRS == nil || newRS.Status.ObservedGeneration >= newRS.Generation || newRS.Status.AvailableReplicas == 0 {
+		return false
+	}
+	newRS.Status.AvailableReplicas = 0
+	u2 := upstreamDeploySync(ctx, w2)
+	u2.d.Status = *o.d.Status.DeepCopy()
+	known, diff := compareDeploy(w, u2, o)
+	return diff == "" && (known == "" || known == devStaleStatus)
 }

@@ -101,6 +101,10 @@
 //   - a Recreate rollout waits until the old ReplicaSets' statuses have
 //     observed their generation (rollout.OldStatusPending): upstream trusts
 //     a status.replicas of 0 written before the scale-down was seen;
+//   - a rolling update does not count the new ReplicaSet's available pods
+//     while its status has not observed its generation when it decides
+//     how far old ReplicaSets may scale down (upstream trusts a status that
+//     may count pods a scale-down has since deleted);
 //   - a ReplicaSet whose template comes back during a resize has its
 //     revision updated once (upstream sends the update twice, the second
 //     from a stale copy);

@@ -16,6 +16,7 @@ func (s *syncer) applyScale(sc rollout.Scale) {
 	if i >= 0 {
 		cur := s.rss[i]
 		out.Generation = cur.Generation
+		out.Status = cur.Status // the scale was decided on a copy (see unobservedAvailability)
 		if replicas(cur.Spec.Replicas) != sc.To {
 			// The API server bumps the generation of a spec change; later
 			// steps of this sync (history cleanup) must see the ReplicaSet

@@ -357,3 +357,50 @@ func TestSyncRollbackWritesNoStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncRollingWaitsForNewStatus is the race of e2e soak seeds 1535,
+// 1620 and 1788: the new ReplicaSet's status has not observed its
+// generation (here: it was just scaled back up after a scale-down deleted
+// the pod its status still counts as available). Upstream counts that pod
+// and scales the old ReplicaSet down below maxUnavailable; Sync counts the
+// new ReplicaSet as having no available pod until its status is current.
+func TestSyncRollingWaitsForNewStatus(t *testing.T) {
+	d := newDeployment(3, "web:v2")
+	fenceposts(intstr.FromInt32(1), intstr.FromInt32(1))(d)
+	d.UID, d.Generation = "d-uid", 2
+	mk := func(img string, spec int32, gen, observed int64, available int32, minute int) *appsv1.ReplicaSet {
+		dd := d.DeepCopy()
+		dd.Spec.Template.Spec.Containers[0].Image = img
+		rs, err := rollout.NewReplicaSet(dd, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs.UID = types.UID("uid-" + img)
+		rs.CreationTimestamp = metav1.NewTime(t0.Add(time.Duration(minute) * time.Minute))
+		rs.Spec.Replicas = ptr(spec)
+		rs, _ = rollout.SetReplicasAnnotations(rs, 3, 4)
+		rs.Generation = gen
+		rs.Status = appsv1.ReplicaSetStatus{Replicas: available, ReadyReplicas: available, AvailableReplicas: available, ObservedGeneration: observed}
+		return rs
+	}
+	for _, tc := range []struct {
+		name     string
+		observed int64
+		want     string
+	}{
+		{"new status behind its generation: one step, availability kept", 1, "scale rs/%s 3→2"},
+		{"new status current: upstream's two steps", 2, "scale rs/%s 3→1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old := mk("web:v1", 3, 1, 1, 3, 0)
+			cur := mk("web:v2", 1, 2, tc.observed, 1, 1)
+			p, err := deployment.Sync(deployment.State{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{old, cur}}, t0.Add(time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf(tc.want, old.Name); !strings.Contains(p.String(), want+"\n") {
+				t.Errorf("Sync() =\n%s\nwant %q", p, want)
+			}
+		})
+	}
+}

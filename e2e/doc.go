@@ -19,7 +19,9 @@
 //   - a pod has at most one controller, a Deployment at most one
 //     ReplicaSet with its current template, and no two of its ReplicaSets
 //     share a revision;
-//   - revision numbers only grow;
+//   - revision numbers only grow, except a Deployment's once history
+//     cleanup has deleted every ReplicaSet that held the higher ones (the
+//     next ReplicaSet is numbered from what is left, as upstream);
 //   - a Recreate rollout starts no new pod while an old one exists. Only
 //     the rollout promises that: a paused Deployment or a scaling event
 //     goes through upstream's scale(), which sizes a ReplicaSet at once,
