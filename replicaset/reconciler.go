@@ -159,10 +159,13 @@ func (r *Reconciler) Expectations() *Expectations { return r.exp }
 // reading that status (a Recreate rollout waits for old ReplicaSets to
 // report 0 at their generation, see rollout.OldStatusPending) may start
 // new pods beside old ones that status failed to count. The counts stay
-// as fresh as upstream's (a Deployment's availability reads them); only
-// the claim "this generation is accounted for" waits for the sync that
-// has seen the controller's own writes. Should their events never come,
-// the result asks for a sync once the expectations expire.
+// as fresh as upstream's (a Deployment's availability reads them), and
+// pods this controller is deleting count as terminating even before the
+// cache shows it (upstream counts them available, and a Deployment may
+// then report a resize complete that is not); only the claim "this
+// generation is accounted for" waits for the sync that has seen the
+// controller's own writes. Should their events never come, the result
+// asks for a sync once the expectations expire.
 //
 // Every error is returned wrapped with the key.
 func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (Result, error) {
@@ -204,7 +207,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		// or deletes; the status counted from it must not say this
 		// generation is accounted for (see above).
 		plan.Status = nil
-		if st, ok := heldStatus(rs, statusFromCounts(rs, counts, terminating, nil, now)); ok {
+		st := statusFromCounts(rs, counts, terminating, nil, now)
+		if deleting := r.exp.PendingDeletions(key); len(deleting) > 0 {
+			// The pods this controller is deleting are not active, whatever
+			// its cache says yet.
+			st = statusDeleting(rs, active, terminating, deleting, now)
+		}
+		if st, ok := heldStatus(rs, st); ok {
 			plan.Status = &st
 		}
 		if x, ok := r.exp.Get(key); ok {

@@ -213,3 +213,38 @@ func TestReconcileSettlesFailedDeletes(t *testing.T) {
 		})
 	}
 }
+
+// A sync that starts with its own deletions unobserved counts the pods it
+// is deleting as terminating, whatever its cache still shows (e2e soak
+// seed 484 under exact virtual time: upstream counts them available, the
+// Deployment reported a resize complete with 5 of 5 available while 2
+// were, and kubectl rollout status would have said so too).
+func TestReconcileCountsItsOwnDeletions(t *testing.T) {
+	w := newWorld(t0)
+	w.graceful = true
+	rs := w.addRS(newRS("web", 1))
+	for _, n := range []string{"a", "b", "c"} {
+		w.addPod(newPod(n, ownedBy(rs), onNode("n1"), readySince(t0.Add(-time.Hour)), createdAt(t0.Add(-time.Duration(n[0])*time.Hour))))
+	}
+	cache := newLaggingCache(w)
+	r, err := replicaset.NewReconciler(replicaset.Config{ReplicaSets: rsReader{w}, Pods: cache, Client: w, Events: w, Clock: w.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache.exp = r.Expectations()
+	cache.hold() // the cache keeps showing a, b and c active
+	if _, err := reconcile(t, r, "web"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(activeOwned(w, rs)); n != 1 {
+		t.Fatalf("%d active pods after the first sync; want 1", n)
+	}
+	if _, err := reconcile(t, r, "web"); err != nil {
+		t.Fatal(err)
+	}
+	st := w.rs(key("web")).Status
+	if st.Replicas != 1 || st.AvailableReplicas != 1 || st.TerminatingReplicas == nil || *st.TerminatingReplicas != 2 || st.ObservedGeneration != rs.Status.ObservedGeneration {
+		t.Errorf("status = replicas %d, available %d, terminating %v, observedGeneration %d; want 1, 1, 2, %d (unchanged)",
+			st.Replicas, st.AvailableReplicas, st.TerminatingReplicas, st.ObservedGeneration, rs.Status.ObservedGeneration)
+	}
+}

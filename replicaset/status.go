@@ -2,11 +2,13 @@ package replicaset
 
 import (
 	"reflect"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // ReplicaFailure condition reasons. The reason is empty when the failing
@@ -136,6 +138,22 @@ func NeedsStatusUpdate(rs *appsv1.ReplicaSet, newStatus *appsv1.ReplicaSetStatus
 		!int32PtrEqual(old.TerminatingReplicas, newStatus.TerminatingReplicas) ||
 		rs.Generation != old.ObservedGeneration ||
 		!conditionsEqual(old.Conditions, newStatus.Conditions)
+}
+
+// statusDeleting is the status of rs with the pods whose UIDs are in
+// deleting (sorted) moved from active to terminating: they are being
+// deleted, whether or not the cache has seen it.
+func statusDeleting(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, deleting []types.UID, now time.Time) appsv1.ReplicaSetStatus {
+	kept := make([]*corev1.Pod, 0, len(active))
+	term := slices.Clone(terminating)
+	for _, p := range active {
+		if _, found := slices.BinarySearch(deleting, p.UID); found {
+			term = append(term, p)
+		} else {
+			kept = append(kept, p)
+		}
+	}
+	return calculateStatus(rs, kept, term, nil, now)
 }
 
 // heldStatus is [StatusToWrite] for a sync whose pod cache is behind the
