@@ -236,7 +236,9 @@ func BenchmarkManageReplicasDelete100Of10000(b *testing.B) {
 	b.Run("impl=ctrlkit", func(b *testing.B) {
 		in := replicaset.Input{ReplicaSet: rs, Active: pods, Related: pods, ExpectationsSatisfied: true}
 		for b.Loop() {
-			_ = replicaset.ManageReplicas(in, genNow)
+			if _, err := replicaset.ManageReplicas(in, genNow); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 	b.Run("impl=upstream", func(b *testing.B) {

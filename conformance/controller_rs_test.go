@@ -246,6 +246,10 @@ func (w clientWriter) DeletePod(ctx context.Context, namespace, name string, uid
 	return w.c.CoreV1().Pods(namespace).Delete(ctx, name, opts)
 }
 
+func (w clientWriter) GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	return w.c.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
 func (w clientWriter) PatchPod(ctx context.Context, namespace, name string, patch []byte) error {
 	_, err := w.c.CoreV1().Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	return err
@@ -410,7 +414,7 @@ func deletionReachable(w rsWorld, want []string) bool {
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 50 {
 		r.Shuffle(len(active), func(i, j int) { active[i], active[j] = active[j], active[i] })
-		got := replicaset.PodsToDelete(active, related, len(want), time.Now())
+		got := must(replicaset.PodsToDelete(active, related, len(want), time.Now()))
 		names := make([]string, len(got))
 		for i, p := range got {
 			names[i] = p.Name

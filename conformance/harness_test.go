@@ -172,3 +172,12 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// must returns v, and panics on an error: the inputs the generators build
+// are valid, so an error is a bug in ours (the case reports the panic).
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

@@ -127,16 +127,16 @@ func podNames(pods []*corev1.Pod) string {
 func TestPodDeletionRanking(t *testing.T) {
 	differential(t, 4, genPodsIn, describePodsIn, func(in podsIn) verdict {
 		active := controller.FilterActivePods(discard, in.pods)
-		if u, o := fmt.Sprint(upstreamRanks(active, in.related)), fmt.Sprint(replicaset.CoLocationRanks(active, in.related)); u != o {
+		if u, o := fmt.Sprint(upstreamRanks(active, in.related)), fmt.Sprint(must(replicaset.CoLocationRanks(active, in.related))); u != o {
 			return disagree("ranks: upstream %s; ours %s", u, o)
 		}
 		sorted := append([]*corev1.Pod(nil), active...)
 		sort.Sort(controller.ActivePodsWithRanks{Pods: sorted, Rank: upstreamRanks(sorted, in.related), Now: metav1.NewTime(in.now)})
-		if u, o := podNames(sorted), podNames(replicaset.RankForDeletion(active, in.related, in.now)); u != o {
+		if u, o := podNames(sorted), podNames(must(replicaset.RankForDeletion(active, in.related, in.now))); u != o {
 			return disagree("ranking: upstream %s; ours %s", u, o)
 		}
 		n := min(in.n, len(active))
-		if u, o := podNames(upstreamPodsToDelete(active, in.related, n, in.now)), podNames(replicaset.PodsToDelete(active, in.related, n, in.now)); u != o {
+		if u, o := podNames(upstreamPodsToDelete(active, in.related, n, in.now)), podNames(must(replicaset.PodsToDelete(active, in.related, n, in.now))); u != o {
 			return disagree("PodsToDelete(n=%d): upstream %s; ours %s", n, u, o)
 		}
 		return agree()

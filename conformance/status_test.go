@@ -125,7 +125,7 @@ func TestReplicaSetCalculateStatus(t *testing.T) {
 		},
 		func(in rsStatusIn) verdict {
 			u := upstreamRSStatus(in.rs.DeepCopy(), in.pods, in.terminating, in.manageErr, features, in.now)
-			o := replicaset.CalculateStatus(in.rs, in.pods, in.terminating, in.manageErr, in.now)
+			o := must(replicaset.CalculateStatus(in.rs, in.pods, in.terminating, in.manageErr, in.now))
 			// Upstream stamps a new ReplicaFailure condition with the wall
 			// clock (NewReplicaSetCondition); ours with now.
 			hadFailure := false
@@ -149,7 +149,7 @@ func TestReplicaSetCalculateStatus(t *testing.T) {
 func TestGetPodsToDelete(t *testing.T) {
 	const wallClock = "upstream ranks with the wall clock, ours with genNow (order differs across a log2 bucket)"
 	differential(t, 4, genPodsIn, describePodsIn, func(in podsIn) verdict {
-		active := replicaset.RankForDeletion(in.pods, nil, time.Time{}) // any order; filtered below
+		active := must(replicaset.RankForDeletion(in.pods, nil, time.Time{})) // any order; filtered below
 		active = active[:0]
 		for _, p := range in.pods {
 			if replicaset.IsPodActive(p) {
@@ -180,7 +180,7 @@ func TestGetPodsToDelete(t *testing.T) {
 			related = append(related, c)
 		}
 		input := append([]*corev1.Pod(nil), shifted...)
-		o := podNames(replicaset.PodsToDelete(shifted, related, n, time.Now()))
+		o := podNames(must(replicaset.PodsToDelete(shifted, related, n, time.Now())))
 		uPods, panicked := catch(func() []*corev1.Pod { return upstreamGetPodsToDelete(input, related, n) })
 		if panicked {
 			// reportSortingDeletionAgeRatioMetric divides by the youngest
@@ -191,7 +191,7 @@ func TestGetPodsToDelete(t *testing.T) {
 		if u != o {
 			// The two "now"s differ by microseconds; a pod whose age sits
 			// on a power-of-two boundary can change bucket.
-			if o2 := podNames(replicaset.PodsToDelete(shifted, related, n, time.Now())); o2 == u {
+			if o2 := podNames(must(replicaset.PodsToDelete(shifted, related, n, time.Now()))); o2 == u {
 				return knownDeviation(wallClock)
 			}
 			return disagree("upstream %s; ours %s", u, o)

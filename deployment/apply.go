@@ -32,11 +32,17 @@ import (
 //   - any other create failure records a ReplicaSetCreateError warning and,
 //     with a progress deadline, writes Progressing=False first, as upstream.
 //
+// A plan that cannot be applied (a nil client, Deployment or object in an
+// action) is an error before anything is written.
+//
 // Deleting a ReplicaSet that is already gone, and releasing one that is
 // gone or invalid, count as success, as upstream. Objects that the plan
 // wrote earlier are written again with the resourceVersion the API
 // returned, so one plan never conflicts with itself.
 func Apply(ctx context.Context, c Client, events EventRecorder, p Plan) (applied int, err error) {
+	if err := checkPlan(c, p); err != nil {
+		return 0, err
+	}
 	a := applier{c: c, events: events, p: p, rvs: map[types.NamespacedName]string{}}
 	for i, act := range p.Actions {
 		if a.skipEvent {
@@ -174,4 +180,38 @@ func (a *applier) create(ctx context.Context, act CreateReplicaSet) error {
 		a.events.Event(a.p.Deployment, corev1.EventTypeWarning, rollout.ReasonFailedRSCreate, msg)
 	}
 	return errors.Join(err, serr)
+}
+
+// checkPlan returns an error if p cannot be applied with c: a nil client,
+// or a nil Deployment or object where the plan needs one. The empty plan
+// needs nothing.
+func checkPlan(c Client, p Plan) error {
+	if len(p.Actions) == 0 && p.UpdateStatus == nil {
+		return nil
+	}
+	if c == nil {
+		return errors.New("deployment: Apply: the Client is nil")
+	}
+	if p.Deployment == nil {
+		return errors.New("deployment: Apply: Plan.Deployment is nil")
+	}
+	for i, act := range p.Actions {
+		var missing bool
+		switch act := act.(type) {
+		case CreateReplicaSet:
+			missing = act.ReplicaSet == nil
+		case ScaleReplicaSet:
+			missing = act.ReplicaSet == nil
+		case UpdateReplicaSet:
+			missing = act.ReplicaSet == nil
+		case UpdateDeployment:
+			missing = act.Deployment == nil
+		case nil:
+			missing = true
+		}
+		if missing {
+			return fmt.Errorf("deployment: Apply: Plan.Actions[%d] (%T) has no object", i, act)
+		}
+	}
+	return nil
 }

@@ -3,13 +3,12 @@ package deployment
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
 // controllerKind is the GroupVersionKind of the owner references the
@@ -34,17 +33,17 @@ var controllerKind = appsv1.SchemeGroupVersion.WithKind("Deployment")
 // adoption (upstream RecheckDeletionTimestamp); [Reconciler] does.
 func (s *syncer) claim() error {
 	d := s.d
-	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	sel, err := newSelector(d.Spec.Selector)
 	if err != nil {
 		return fmt.Errorf("deployment %s/%s has invalid label selector: %v", d.Namespace, d.Name, err)
 	}
 	deleting := d.DeletionTimestamp != nil
-	var claimed []*appsv1.ReplicaSet
+	claimed := make([]*appsv1.ReplicaSet, 0, len(s.namespace))
 	for _, rs := range s.namespace {
 		if rs == nil {
 			continue
 		}
-		match := sel.Matches(labels.Set(rs.Labels))
+		match := sel.matches(rs.Labels)
 		if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
 			switch {
 			case ref.UID != d.UID:
@@ -63,7 +62,19 @@ func (s *syncer) claim() error {
 		adopted.OwnerReferences = append(adopted.OwnerReferences, *metav1.NewControllerRef(d, controllerKind))
 		claimed = append(claimed, adopted)
 	}
-	s.rss = rollout.SortByCreationTimestamp(claimed)
+	// The list is ours: sort it in place (upstream's order: creation time,
+	// then name).
+	slices.SortFunc(claimed, func(a, b *appsv1.ReplicaSet) int {
+		if a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return strings.Compare(a.Name, b.Name)
+		}
+		if a.CreationTimestamp.Before(&b.CreationTimestamp) {
+			return -1
+		}
+		return 1
+	})
+	s.rss = claimed
+	s.touch()
 	return nil
 }
 
@@ -78,8 +89,13 @@ func keyOf(obj metav1.Object) types.NamespacedName {
 	return types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
-// KeyOf returns the namespace/name of a Deployment.
-func KeyOf(d *appsv1.Deployment) types.NamespacedName { return keyOf(d) }
+// KeyOf returns the namespace/name of a Deployment; the zero key for nil.
+func KeyOf(d *appsv1.Deployment) types.NamespacedName {
+	if d == nil {
+		return types.NamespacedName{}
+	}
+	return keyOf(d)
+}
 
 type patchOwnerRef struct {
 	APIVersion         string    `json:"apiVersion"`

@@ -17,6 +17,7 @@ func (s *syncer) cleanup(olds []*appsv1.ReplicaSet) {
 			if s.newIdx > i {
 				s.newIdx--
 			}
+			s.touch()
 		}
 	}
 }

@@ -130,7 +130,8 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.tracker = &writeTracker{deployments: cfg.Deployments.Cache(), replicaSets: cfg.ReplicaSets.Cache()}
+		c.tracker = &writeTracker{deployments: cfg.Deployments.Cache(), replicaSets: cfg.ReplicaSets.Cache(),
+			live: cfg.Client.GetReplicaSet}
 		c.rec = &Reconciler{Deployments: cfg.Deployments.Cache(), ReplicaSets: rsCache, Pods: cfg.Pods.Cache(),
 			Live: cfg.Live, Client: trackingClient{Client: cfg.Client, t: c.tracker}, Events: cfg.Events, Clock: cfg.Clock,
 			EagerStatus: cfg.EagerStatus}
@@ -198,8 +199,11 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	var res Result
+	var err error
 	if c.tracker != nil {
-		if c.tracker.behind(key) {
+		var behind bool
+		if behind, err = c.tracker.behind(ctx, key); behind {
 			// The event of a write of the last sync is on its way and will
 			// enqueue the key again; see writeTracker.
 			c.queue.Forget(key)
@@ -207,7 +211,9 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		}
 		ctx = context.WithValue(ctx, syncKey{}, key)
 	}
-	res, err := c.rec.Reconcile(ctx, key)
+	if err == nil {
+		res, err = c.rec.Reconcile(ctx, key)
+	}
 	switch {
 	case err == nil:
 		c.queue.Forget(key)

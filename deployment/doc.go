@@ -43,11 +43,13 @@
 //     orphans through an index ([ReplicaSetCache]) instead of listing the
 //     namespace, so 10,000 Deployments in one namespace cost what each
 //     owns, not O(n²);
-//   - it waits for its own writes: after a sync that scaled a ReplicaSet
-//     or wrote the status, the next sync of that Deployment waits until
-//     the informer caches have the new versions (their events enqueue it
-//     anyway), where upstream decides again on the stale copies and its
-//     writes fail with Conflict. The marks live in the shared ReplicaSet
+//   - it waits for its own writes: after a sync that created or scaled a
+//     ReplicaSet or wrote the status, the next sync of that Deployment
+//     waits until the informer caches have the new versions (their events
+//     enqueue it anyway), where upstream decides again on the stale copies:
+//     its writes fail with Conflict, and a ReplicaSet it created and does
+//     not see yet is created again at full size. A failed create is
+//     settled with a live read. The marks live in the shared ReplicaSet
 //     cache, so a ReplicaSet controller on the same cache waits for a
 //     scale's event before writing that ReplicaSet's status.
 //
@@ -72,7 +74,9 @@
 //
 // # Deviations from upstream
 //
-// Each is a defect fixed, not a different decision:
+// The README's "Deliberate differences from upstream" lists every
+// deviation of the library in one place. Those of this package are each a
+// defect fixed, not a different decision:
 //
 //   - the status is written once, last, from the state after the plan's
 //     writes, so intermediate statuses (UnavailableReplicas computed from
@@ -94,6 +98,21 @@
 //     outcome then);
 //   - revision-history cleanup sees the ReplicaSets as the plan left them
 //     (upstream may delete a ReplicaSet it has just scaled up from zero);
+//   - a Recreate rollout waits until the old ReplicaSets' statuses have
+//     observed their generation (rollout.OldStatusPending): upstream trusts
+//     a status.replicas of 0 written before the scale-down was seen;
+//   - a rolling update does not count the new ReplicaSet's available pods
+//     while its status has not observed its generation when it decides
+//     how far old ReplicaSets may scale down (upstream trusts a status that
+//     may count pods a scale-down has since deleted);
+//   - a ReplicaSet whose template comes back during a resize has its
+//     revision updated once (upstream sends the update twice, the second
+//     from a stale copy);
+//   - a rollback sync writes the Deployment, not also an unchanged status
+//     (upstream writes the status subresource for the revision annotation
+//     its update then writes again);
+//   - a nil spec.replicas counts as 1, the API server's default
+//     (rollout.DefaultReplicas; upstream dereferences it);
 //   - ReplicaSets are deleted with a UID precondition;
 //   - the Controller does not sync from a cached version its own last sync
 //     replaced (see above), so it does not conflict with itself.

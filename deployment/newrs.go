@@ -3,11 +3,14 @@ package deployment
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ctrlkit/ctrlkit/rollout"
 )
@@ -24,6 +27,7 @@ func (s *syncer) findNew() {
 		}
 		if equalIgnoreHash(&rs.Spec.Template, tpl) {
 			s.newIdx = i
+			s.touch()
 			return
 		}
 	}
@@ -33,18 +37,39 @@ func (s *syncer) findNew() {
 // that are identical under reflect.DeepEqual once the hash label is
 // ignored are semantically equal too, and most new ReplicaSets match
 // exactly, so the slower semantic comparison (which deep-copies both
-// templates) only runs when the exact one fails.
+// templates) only runs when the exact one fails. The exact comparison
+// goes field by field, without copying the templates.
 // FAST PATH THAT BELONGS IN ROLLOUT.EqualIgnoreHash.
 func equalIgnoreHash(a, b *corev1.PodTemplateSpec) bool {
-	if labelsEqualIgnoreHash(a.Labels, b.Labels) {
-		ca, cb := *a, *b
-		ca.Labels, cb.Labels = nil, nil
-		if reflect.DeepEqual(&ca, &cb) {
-			return true
-		}
+	if labelsEqualIgnoreHash(a.Labels, b.Labels) && metaEqualExceptLabels(&a.ObjectMeta, &b.ObjectMeta) &&
+		reflect.DeepEqual(&a.Spec, &b.Spec) {
+		return true
 	}
 	return rollout.EqualIgnoreHash(a, b)
 }
+
+// metaEqualExceptLabels is reflect.DeepEqual over every field of two
+// ObjectMetas but Labels, field by field (TestObjectMetaFields fails if
+// apimachinery adds one).
+func metaEqualExceptLabels(a, b *metav1.ObjectMeta) bool {
+	return a.Name == b.Name && a.GenerateName == b.GenerateName && a.Namespace == b.Namespace &&
+		a.SelfLink == b.SelfLink && a.UID == b.UID && a.ResourceVersion == b.ResourceVersion &&
+		a.Generation == b.Generation && timeDeepEqual(&a.CreationTimestamp, &b.CreationTimestamp) &&
+		(a.DeletionTimestamp == nil) == (b.DeletionTimestamp == nil) &&
+		(a.DeletionTimestamp == nil || timeDeepEqual(a.DeletionTimestamp, b.DeletionTimestamp)) &&
+		(a.DeletionGracePeriodSeconds == nil) == (b.DeletionGracePeriodSeconds == nil) &&
+		(a.DeletionGracePeriodSeconds == nil || *a.DeletionGracePeriodSeconds == *b.DeletionGracePeriodSeconds) &&
+		(a.Annotations == nil) == (b.Annotations == nil) && maps.Equal(a.Annotations, b.Annotations) &&
+		(a.Finalizers == nil) == (b.Finalizers == nil) && slices.Equal(a.Finalizers, b.Finalizers) &&
+		(len(a.OwnerReferences) == 0 && len(b.OwnerReferences) == 0 && (a.OwnerReferences == nil) == (b.OwnerReferences == nil) ||
+			reflect.DeepEqual(&a.OwnerReferences, &b.OwnerReferences)) &&
+		(len(a.ManagedFields) == 0 && len(b.ManagedFields) == 0 && (a.ManagedFields == nil) == (b.ManagedFields == nil) ||
+			reflect.DeepEqual(&a.ManagedFields, &b.ManagedFields))
+}
+
+// timeDeepEqual is reflect.DeepEqual for two times; == settles the usual
+// case.
+func timeDeepEqual(a, b *metav1.Time) bool { return a.Time == b.Time || reflect.DeepEqual(a, b) }
 
 // labelsEqualIgnoreHash compares two label maps without the
 // pod-template-hash key.
@@ -124,6 +149,7 @@ func (s *syncer) syncNewRS() {
 	if changed || rs.Spec.MinReadySeconds != s.d.Spec.MinReadySeconds {
 		updated.Spec.MinReadySeconds = s.d.Spec.MinReadySeconds
 		s.rss[s.newIdx] = updated
+		s.touch()
 		s.newRSUpdated = true
 		s.emit(UpdateReplicaSet{ReplicaSet: updated})
 		return
@@ -133,6 +159,7 @@ func (s *syncer) syncNewRS() {
 		// Deployment's annotations onto its in-memory copy, and later
 		// writes of this sync carry them.
 		s.rss[s.newIdx] = updated
+		s.touch()
 		rs = updated
 	}
 	s.syncRevision(rs)
@@ -143,7 +170,7 @@ func (s *syncer) syncNewRS() {
 // condition yet (the tail of upstream getNewReplicaSet).
 func (s *syncer) syncRevision(rs *appsv1.ReplicaSet) {
 	s.setRevision(rs.Annotations[revisionAnnotation])
-	if rollout.HasProgressDeadline(s.d) && rollout.GetCondition(s.d.Status, appsv1.DeploymentProgressing) == nil {
+	if rollout.HasProgressDeadline(s.d) && rollout.FindCondition(&s.d.Status, appsv1.DeploymentProgressing) == nil {
 		s.setStatus(rollout.SetCondition(s.d.Status, rollout.FoundNewReplicaSetCondition(rs.Name, s.now.Time)))
 	}
 }
@@ -181,6 +208,7 @@ func (s *syncer) createNewRS() error {
 		// no NewReplicaSetCreated condition.
 		s.rss = append(s.rss, existing)
 		s.newIdx = len(s.rss) - 1
+		s.touch()
 		s.setRevision(revision)
 		return nil
 	}
@@ -197,6 +225,7 @@ func (s *syncer) createNewRS() error {
 	}
 	s.rss = append(s.rss, rs)
 	s.newIdx = len(s.rss) - 1
+	s.touch()
 	s.setRevision(revision)
 	if rollout.HasProgressDeadline(s.d) {
 		s.setStatus(rollout.SetCondition(s.d.Status, rollout.CreatedNewReplicaSetCondition(rs.Name, s.now.Time)))

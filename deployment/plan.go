@@ -7,6 +7,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
 // Plan is what one sync of a Deployment decided. A Plan is data: printing
@@ -62,6 +64,10 @@ func (p Plan) HasWrites() bool {
 func (p Plan) String() string {
 	var b strings.Builder
 	for _, a := range p.Actions {
+		if a == nil {
+			b.WriteString("<nil action>\n")
+			continue
+		}
 		b.WriteString(a.String())
 		b.WriteByte('\n')
 	}
@@ -181,21 +187,31 @@ var (
 // String returns e.g. "create rs/web-7d9f6b replicas=3 revision=2".
 func (a CreateReplicaSet) String() string {
 	rs := a.ReplicaSet
+	if rs == nil {
+		return "create rs/<nil>"
+	}
 	return fmt.Sprintf("create rs/%s replicas=%d revision=%s", rs.Name, replicas(rs.Spec.Replicas), rs.Annotations[revisionAnnotation])
 }
 
 // String returns e.g. "scale rs/web-7d9f6b 3→5", or
 // "scale rs/web-7d9f6b 3→3 (annotations)" when only the annotations change.
 func (a ScaleReplicaSet) String() string {
-	if a.From == a.To {
-		return fmt.Sprintf("scale rs/%s %d→%d (annotations)", a.ReplicaSet.Name, a.From, a.To)
+	name := "<nil>"
+	if a.ReplicaSet != nil {
+		name = a.ReplicaSet.Name
 	}
-	return fmt.Sprintf("scale rs/%s %d→%d", a.ReplicaSet.Name, a.From, a.To)
+	if a.From == a.To {
+		return fmt.Sprintf("scale rs/%s %d→%d (annotations)", name, a.From, a.To)
+	}
+	return fmt.Sprintf("scale rs/%s %d→%d", name, a.From, a.To)
 }
 
 // String returns e.g. "update rs/web-7d9f6b revision=3 minReadySeconds=0".
 func (a UpdateReplicaSet) String() string {
 	rs := a.ReplicaSet
+	if rs == nil {
+		return "update rs/<nil>"
+	}
 	s := fmt.Sprintf("update rs/%s revision=%s", rs.Name, rs.Annotations[revisionAnnotation])
 	if h := rs.Annotations[revisionHistoryAnnotation]; h != "" {
 		s += " history=" + h
@@ -214,7 +230,11 @@ func (a ReleaseReplicaSet) String() string { return "release rs/" + a.Key.Name }
 
 // String returns e.g. "update deployment/web (rollback)".
 func (a UpdateDeployment) String() string {
-	return fmt.Sprintf("update deployment/%s (rollback annotation cleared)", a.Deployment.Name)
+	name := "<nil>"
+	if a.Deployment != nil {
+		name = a.Deployment.Name
+	}
+	return fmt.Sprintf("update deployment/%s (rollback annotation cleared)", name)
 }
 
 // String returns e.g. `event Normal ScalingReplicaSet "Scaled up replica set web-7d9f6b from 0 to 3"`.
@@ -244,9 +264,6 @@ func statusLine(old, d *appsv1.Deployment) string {
 	return b.String()
 }
 
-func replicas(p *int32) int32 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
+// replicas reads a spec.replicas; nil is the API default
+// (rollout.DefaultReplicas).
+func replicas(p *int32) int32 { return rollout.ReplicasOrDefault(p) }

@@ -3,6 +3,8 @@ package deployment
 import (
 	"errors"
 
+	appsv1 "k8s.io/api/apps/v1"
+
 	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
@@ -19,11 +21,16 @@ import (
 // With D=10 and 25%/25% (maxSurge 3, maxUnavailable 2), a template change
 // on a settled ReplicaSet of 10 creates the new one at min(13−10, 10) = 3
 // and, in the same pass, shrinks the old one by 13 − 8 − 3 = 2.
+//
+// Deviation (an upstream race fixed): while the new ReplicaSet's status
+// has not observed its generation, its available pods do not count toward
+// the availability that lets old ReplicaSets scale down (see
+// unobservedAvailability).
 func (s *syncer) rolling() error {
 	if err := s.syncOrCreateNewRS(); err != nil {
 		return err
 	}
-	step, err := rollout.Rolling(s.d, s.newRS(), s.olds())
+	step, err := rollout.Rolling(s.d, unobservedAvailability(s.newRS()), s.olds())
 	if err != nil && !isIgnored(err) {
 		return err
 	}
@@ -37,6 +44,26 @@ func (s *syncer) rolling() error {
 		s.cleanup(s.olds())
 	}
 	return s.syncRolloutStatus()
+}
+
+// unobservedAvailability returns the new ReplicaSet as the rolling
+// scale-down should see it: as it is, or, while its status has not
+// observed its generation, with no available pods. Such a status may still
+// count pods a scale-down of this Deployment's (or a rollback to this
+// ReplicaSet's template right after one) has since deleted; upstream
+// trusts it, takes the new ReplicaSet for available, scales the old ones
+// down, and availability drops below maxUnavailable (e2e soak seeds 1535,
+// 1620, 1788 under exact virtual time). The ReplicaSet controller writes
+// the current generation as soon as its pods are seen, and the scale-down
+// follows. rs is not modified; the copy differs only in its status, which
+// applyScale does not keep.
+func unobservedAvailability(rs *appsv1.ReplicaSet) *appsv1.ReplicaSet {
+	if rs == nil || rs.Status.ObservedGeneration >= rs.Generation || rs.Status.AvailableReplicas == 0 {
+		return rs
+	}
+	cp := *rs
+	cp.Status.AvailableReplicas = 0
+	return &cp
 }
 
 // isIgnored reports whether err is one upstream only logs.

@@ -16,6 +16,7 @@ func (s *syncer) applyScale(sc rollout.Scale) {
 	if i >= 0 {
 		cur := s.rss[i]
 		out.Generation = cur.Generation
+		out.Status = cur.Status // the scale was decided on a copy (see unobservedAvailability)
 		if replicas(cur.Spec.Replicas) != sc.To {
 			// The API server bumps the generation of a spec change; later
 			// steps of this sync (history cleanup) must see the ReplicaSet
@@ -23,6 +24,7 @@ func (s *syncer) applyScale(sc rollout.Scale) {
 			out.Generation++
 		}
 		s.rss[i] = out
+		s.touch()
 	}
 	s.emit(ScaleReplicaSet{ReplicaSet: out, From: sc.From, To: sc.To})
 	if typ, reason, msg, ok := sc.Event(); ok {

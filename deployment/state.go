@@ -3,6 +3,7 @@ package deployment
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -63,9 +64,12 @@ type syncer struct {
 
 	// rss are the claimed ReplicaSets in creation order (the order
 	// upstream's list has after FindNewReplicaSet sorted it); an entry is
-	// replaced, never edited, when the plan writes it.
+	// replaced, never edited, when the plan writes it. Every change of rss
+	// or newIdx goes through touch.
 	rss    []*appsv1.ReplicaSet
 	newIdx int // index of the new ReplicaSet in rss, -1 if none
+	// oldsCache and allCache are olds() and all() since the last touch.
+	oldsCache, allCache []*appsv1.ReplicaSet
 	// newRSUpdated records that getNewReplicaSet updated the new
 	// ReplicaSet's annotations. Upstream returns right after that Update
 	// without syncing the Deployment's revision, and every later call in
@@ -106,26 +110,43 @@ func (s *syncer) newRS() *appsv1.ReplicaSet {
 	return s.rss[s.newIdx]
 }
 
+// touch records a change of s.rss or s.newIdx.
+func (s *syncer) touch() { s.oldsCache, s.allCache = nil, nil }
+
 // olds returns every claimed ReplicaSet except the new one, in creation
-// order (upstream FindOldReplicaSets' "all"). The slice is fresh.
+// order (upstream FindOldReplicaSets' "all"). The slice is shared until
+// the next touch: callers must not modify it (appending copies: it has no
+// spare capacity).
 func (s *syncer) olds() []*appsv1.ReplicaSet {
+	if s.oldsCache == nil {
+		s.olds2()
+	}
+	return s.oldsCache
+}
+
+// all returns the olds followed by the new ReplicaSet, if any (upstream's
+// append(oldRSs, newRS), minus the nil entry), shared as olds' is.
+func (s *syncer) all() []*appsv1.ReplicaSet {
+	if s.allCache == nil {
+		s.olds2()
+	}
+	return s.allCache
+}
+
+// olds2 builds both lists in one slice: all is olds plus the new
+// ReplicaSet at the end.
+func (s *syncer) olds2() {
 	out := make([]*appsv1.ReplicaSet, 0, len(s.rss))
 	for i, rs := range s.rss {
 		if i != s.newIdx {
 			out = append(out, rs)
 		}
 	}
-	return out
-}
-
-// all returns the olds followed by the new ReplicaSet, if any (upstream's
-// append(oldRSs, newRS), minus the nil entry).
-func (s *syncer) all() []*appsv1.ReplicaSet {
-	out := s.olds()
+	n := len(out)
 	if rs := s.newRS(); rs != nil {
 		out = append(out, rs)
 	}
-	return out
+	s.oldsCache, s.allCache = out[:n:n], out[:len(out):len(out)]
 }
 
 // index returns rs's position in s.rss (by UID, then name), or -1.
@@ -152,9 +173,13 @@ func (s *syncer) setRevision(rev string) bool {
 	if s.d.Annotations[revisionAnnotation] == rev {
 		return false
 	}
-	d, changed := rollout.SetDeploymentRevision(s.d, rev)
-	s.d.Annotations = d.Annotations
-	return changed
+	// rollout.SetDeploymentRevision on a copy of the annotations alone
+	// (it deep-copies the whole Deployment).
+	ann := make(map[string]string, len(s.d.Annotations)+1)
+	maps.Copy(ann, s.d.Annotations)
+	ann[revisionAnnotation] = rev
+	s.d.Annotations = ann
+	return true
 }
 
 // plan assembles the result: the actions, then a status write if the

@@ -78,8 +78,8 @@ func (s *syncer) run() error {
 		s.syncDeploymentStatus()
 		return nil
 	}
-	if st, changed := rollout.PausedConditions(s.d, s.now.Time); changed {
-		s.setStatus(st)
+	if c, ok := rollout.PauseCondition(s.d, s.now.Time); ok { // rollout.PausedConditions, without a copy
+		s.setStatus(rollout.SetCondition(s.d.Status, c))
 	}
 	if d.Spec.Paused {
 		return s.sync()

@@ -2,9 +2,11 @@ package deployment
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/informer"
@@ -24,9 +26,21 @@ import (
 // ReplicaSet controller also sees that a ReplicaSet it is about to sync
 // was just scaled, and waits for that event instead of writing its
 // status on the old version.
+//
+// Creates are tracked too (a deliberate difference from upstream). A sync
+// that runs before the ReplicaSet cache has the ReplicaSet the last sync
+// created sees no such ReplicaSet: with a new template by then, it takes
+// the created one for missing, creates another at full size, and numbers
+// it from a history that lacks the first (two full-size ReplicaSets under
+// Recreate, a duplicate revision). So the next sync of that Deployment
+// waits until the cache has it, or until a live read says it is gone.
+// Failed creates are tracked the same way: the error may hide a create
+// that happened (a lost response, a timeout).
 type writeTracker struct {
 	deployments *informer.Cache[*appsv1.Deployment]
 	replicaSets *informer.Cache[*appsv1.ReplicaSet]
+	// live reads a ReplicaSet from the API server, bypassing the cache.
+	live func(ctx context.Context, key types.NamespacedName) (*appsv1.ReplicaSet, error)
 
 	mu      sync.Mutex
 	pending map[types.NamespacedName][]trackedWrite // by Deployment
@@ -35,20 +49,34 @@ type writeTracker struct {
 type trackedWrite struct {
 	rs  bool // a ReplicaSet, else the Deployment
 	key types.NamespacedName
+	// create marks a ReplicaSet this process created (or may have: uid is
+	// empty when the create failed ambiguously).
+	create bool
+	uid    types.UID
 }
 
 // syncKey carries the Deployment being synced to the tracking client.
 type syncKey struct{}
 
 // behind reports whether a write of the last sync of d has not reached the
-// caches yet; once none is pending it forgets them.
-func (t *writeTracker) behind(d types.NamespacedName) bool {
+// caches yet; once none is pending it forgets them. A created ReplicaSet
+// that the cache lacks is looked up live: if the API server has it, its
+// event is on the way; if not (it was deleted before the cache saw it, or
+// an ambiguous create did not happen), there is nothing to wait for. An
+// error of that read is returned: the caller retries later.
+func (t *writeTracker) behind(ctx context.Context, d types.NamespacedName) (bool, error) {
 	t.mu.Lock()
 	writes := t.pending[d]
 	t.mu.Unlock()
 	for _, w := range writes {
-		if w.rs && t.replicaSets.Behind(w.key) || !w.rs && t.deployments.Behind(w.key) {
-			return true
+		switch {
+		case w.create:
+			waiting, err := t.createPending(ctx, w)
+			if err != nil || waiting {
+				return waiting, err
+			}
+		case w.rs && t.replicaSets.Behind(w.key) || !w.rs && t.deployments.Behind(w.key):
+			return true, nil
 		}
 	}
 	if len(writes) > 0 {
@@ -56,7 +84,28 @@ func (t *writeTracker) behind(d types.NamespacedName) bool {
 		delete(t.pending, d)
 		t.mu.Unlock()
 	}
-	return false
+	return false, nil
+}
+
+// createPending reports whether the ReplicaSet created by w exists but is
+// not in the cache yet.
+func (t *writeTracker) createPending(ctx context.Context, w trackedWrite) (bool, error) {
+	if rs, err := t.replicaSets.Get(w.key); err == nil && (w.uid == "" || rs.UID == w.uid) {
+		return false, nil
+	}
+	rs, err := t.live(ctx, w.key)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("deployment: confirming the create of ReplicaSet %s: %w", w.key, err)
+	case w.uid != "" && rs.UID != w.uid:
+		return false, nil // ours is gone; another took its name
+	}
+	if cached, err := t.replicaSets.Get(w.key); err == nil && cached.UID == rs.UID {
+		return false, nil // the event arrived meanwhile
+	}
+	return true, nil
 }
 
 // wrote records a successful write made while syncing the Deployment in
@@ -79,6 +128,21 @@ func (t *writeTracker) wrote(ctx context.Context, w trackedWrite, replaced strin
 	t.pending[d] = append(t.pending[d], w)
 }
 
+// created records a ReplicaSet created (uid set) or maybe created (uid
+// empty) while syncing the Deployment in ctx.
+func (t *writeTracker) created(ctx context.Context, key types.NamespacedName, uid types.UID) {
+	d, ok := ctx.Value(syncKey{}).(types.NamespacedName)
+	if !ok {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.pending == nil {
+		t.pending = make(map[types.NamespacedName][]trackedWrite)
+	}
+	t.pending[d] = append(t.pending[d], trackedWrite{rs: true, key: key, create: true, uid: uid})
+}
+
 func (t *writeTracker) cachedRS(key types.NamespacedName) string {
 	if rs, err := t.replicaSets.Get(key); err == nil {
 		return rs.ResourceVersion
@@ -93,8 +157,8 @@ func (t *writeTracker) cachedDeployment(key types.NamespacedName) string {
 	return ""
 }
 
-// trackingClient is a Client that reports successful updates and patches
-// to a writeTracker. The cached version is read before the write: read
+// trackingClient is a Client that reports creates, and successful updates
+// and patches, to a writeTracker. The cached version is read before the write: read
 // after, it could already be the write's own event. Only writes that
 // stored a new version count: an update that changes nothing keeps the
 // resourceVersion and sends no event, and waiting for one would wait
@@ -107,6 +171,19 @@ func (t *writeTracker) cachedDeployment(key types.NamespacedName) string {
 type trackingClient struct {
 	Client
 	t *writeTracker
+}
+
+// CreateReplicaSet reports every create: a failed one too, since the
+// error may hide a create that happened (a lost response, a timeout); the
+// next sync then settles it with a live read if the cache lacks the name.
+func (c trackingClient) CreateReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
+	out, err := c.Client.CreateReplicaSet(ctx, rs)
+	if err == nil && out != nil {
+		c.t.created(ctx, keyOf(out), out.UID)
+	} else {
+		c.t.created(ctx, keyOf(rs), "")
+	}
+	return out, err
 }
 
 func (c trackingClient) UpdateReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {

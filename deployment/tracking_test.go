@@ -2,6 +2,7 @@ package deployment_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -9,11 +10,15 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/deployment"
 	"github.com/ctrlkit/ctrlkit/internal/queuetest"
+	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
 // runTracked runs a Controller with its own Reconciler writing through
@@ -155,5 +160,124 @@ func TestControllerDoesNotWaitForNoopWrites(t *testing.T) {
 	done.WaitFor(t, 2)
 	if n := client.count(); n != 2 {
 		t.Errorf("status writes after the ReplicaSet's event = %d; want 2 (the sync waited for an event that cannot come)", n)
+	}
+}
+
+// A sync that runs before the ReplicaSet cache has the ReplicaSet the last
+// sync created must not take it for missing (e2e soak seed 438): with a
+// new template by then, upstream creates a second ReplicaSet at full size
+// beside the first, numbered from a history without it (two ReplicaSets of
+// revision 1, both full under Recreate). The controller waits until the
+// cache has what it created.
+func TestControllerWaitsForItsOwnCreates(t *testing.T) {
+	w := newWorld()
+	d0 := newDeployment(3, "web:v1")
+	d0.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+	d := w.addDeployment(d0)
+	key := deployment.KeyOf(d)
+	dw, rsw, done := runTracked(t, w, d, w)
+
+	done.WaitFor(t, 1) // creates ReplicaSet A; its event is held back
+	if n := len(w.replicaSets()); n != 1 {
+		t.Fatalf("first sync left %d ReplicaSets; want 1", n)
+	}
+	a := w.replicaSets()[0]
+
+	// The template changes; the Deployment's event arrives, the
+	// ReplicaSet's does not yet.
+	w.edit(key, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "web:v2" })
+	cur, err := w.Get(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dw.Modify(cur)
+	done.WaitFor(t, 2)
+	if got := w.replicaSets(); len(got) != 1 {
+		t.Fatalf("a sync on a cache without its own ReplicaSet created another: %d ReplicaSets", len(got))
+	}
+
+	// A's event arrives: the old ReplicaSet is scaled down first, and only
+	// then is the new one created, as revision 2.
+	rsw.Add(a)
+	done.WaitFor(t, 3)
+	w.settle()
+	w.dropTerminating()
+	for _, rs := range w.replicaSets() {
+		rsw.Modify(rs)
+	}
+	done.WaitFor(t, 4)
+	revisions := map[string]string{}
+	for _, rs := range w.replicaSets() {
+		revisions[rs.Spec.Template.Spec.Containers[0].Image] = fmt.Sprintf("%s replicas=%d", rs.Annotations[rollout.RevisionAnnotation], *rs.Spec.Replicas)
+	}
+	want := map[string]string{"web:v1": "1 replicas=0", "web:v2": "2 replicas=3"}
+	if diff := cmp.Diff(want, revisions); diff != "" {
+		t.Errorf("ReplicaSets by image (-want +got):\n%s", diff)
+	}
+}
+
+// lostCreate is the world, except that creates report a timeout after
+// they happened (a response lost on the way back).
+type lostCreate struct{ *world }
+
+func (l lostCreate) CreateReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
+	if _, err := l.world.CreateReplicaSet(ctx, rs); err != nil {
+		return nil, err
+	}
+	return nil, apierrors.NewTimeoutError("response lost", 1)
+}
+
+// A create that failed may have happened: the next sync, with the cache
+// still without that name, reads it live and waits for its event. A
+// created ReplicaSet that is gone before the cache saw it is not waited
+// for.
+func TestControllerConfirmsCreatesLive(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		lost     bool // the create reports a timeout
+		deleted  bool // the created ReplicaSet is deleted before its event
+		wantRSes int  // after the sync on the new template
+	}{
+		{name: "created, event late", wantRSes: 1},
+		{name: "response lost, event late", lost: true, wantRSes: 1},
+		{name: "deleted before the cache saw it", deleted: true, wantRSes: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld()
+			d0 := newDeployment(3, "web:v1")
+			d0.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+			d := w.addDeployment(d0)
+			key := deployment.KeyOf(d)
+			var client deployment.Client = w
+			if tc.lost {
+				client = lostCreate{w}
+			}
+			dw, _, done := runTracked(t, w, d, client)
+			done.WaitFor(t, 1)
+			a := w.replicaSets()[0]
+			if tc.deleted {
+				if err := w.DeleteReplicaSet(context.Background(), types.NamespacedName{Namespace: a.Namespace, Name: a.Name}, a.UID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w.edit(key, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "web:v2" })
+			cur, err := w.Get(key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dw.Modify(cur)
+			done.WaitFor(t, 2)
+			got := w.replicaSets()
+			if len(got) != tc.wantRSes {
+				t.Fatalf("after the sync on the new template: %d ReplicaSets; want %d", len(got), tc.wantRSes)
+			}
+			wantImage := "web:v1" // waited
+			if tc.deleted {
+				wantImage = "web:v2" // nothing to wait for: created the new one
+			}
+			if img := got[0].Spec.Template.Spec.Containers[0].Image; img != wantImage {
+				t.Errorf("ReplicaSet image = %s; want %s", img, wantImage)
+			}
+		})
 	}
 }

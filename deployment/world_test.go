@@ -130,6 +130,18 @@ func (w *world) edit(key types.NamespacedName, f func(d *appsv1.Deployment)) {
 	w.deployments[key] = d
 }
 
+// replicaSets returns copies of the stored ReplicaSets, sorted by name.
+func (w *world) replicaSets() []*appsv1.ReplicaSet {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]*appsv1.ReplicaSet, 0, len(w.rss))
+	for _, rs := range w.rss {
+		out = append(out, rs.DeepCopy())
+	}
+	slices.SortFunc(out, func(a, b *appsv1.ReplicaSet) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
 // Get implements deployment.DeploymentGetter.
 func (w *world) Get(key types.NamespacedName) (*appsv1.Deployment, error) {
 	w.mu.Lock()

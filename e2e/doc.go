@@ -17,8 +17,11 @@
 //     one it still needed; every pod that goes away was deleted by the
 //     ReplicaSet controller or collected with its owner;
 //   - a pod has at most one controller, a Deployment at most one
-//     ReplicaSet with its current template;
-//   - revision numbers only grow;
+//     ReplicaSet with its current template, and no two of its ReplicaSets
+//     share a revision;
+//   - revision numbers only grow, except a Deployment's once history
+//     cleanup has deleted every ReplicaSet that held the higher ones (the
+//     next ReplicaSet is numbered from what is left, as upstream);
 //   - a Recreate rollout starts no new pod while an old one exists. Only
 //     the rollout promises that: a paused Deployment or a scaling event
 //     goes through upstream's scale(), which sizes a ReplicaSet at once,
@@ -30,8 +33,9 @@
 //
 //	CTRLKIT_E2E_SEED=42 go test -run TestRandomised ./e2e
 //
-// CTRLKIT_SOAK=1 runs many more seeds, and BenchmarkScale rolls out
-// 10,000 Deployments of 10 replicas:
+// CTRLKIT_SOAK=1 runs seeds 1-200, CTRLKIT_SOAK_SEEDS any list of seeds
+// and ranges (CTRLKIT_SOAK_SEEDS=1-2000, or 283,438,456), and
+// BenchmarkScale rolls out 10,000 Deployments of 10 replicas:
 //
 //	go test -run xxx -bench BenchmarkScale -benchtime 1x ./e2e
 package e2e

@@ -16,18 +16,21 @@ import (
 // checker replays a history and checks the invariants of package e2e at
 // every state.
 type checker struct {
-	s          *state
-	deleted    map[types.UID]bool  // pods the ReplicaSet controller deleted
-	failed     map[types.UID]int32 // its failed pod creations, by ReplicaSet
-	rssOf      map[types.UID]map[types.UID]bool
-	podsOf     map[types.UID]map[types.UID]bool
-	armed      map[types.UID]bool            // Deployment complete since its last resize
-	specs      map[types.UID]map[int64]int32 // ReplicaSet spec.replicas by generation
-	depSpecs   map[types.UID]map[int64]depSpec
-	scaled     map[types.UID]bool // ReplicaSets last grown by a step that may not be a Recreate rollout's
-	revisions  map[types.UID]int64
-	rv         uint64
-	violations []string
+	s         *state
+	deleted   map[types.UID]bool  // pods the ReplicaSet controller deleted
+	failed    map[types.UID]int32 // its failed pod creations, by ReplicaSet
+	rssOf     map[types.UID]map[types.UID]bool
+	podsOf    map[types.UID]map[types.UID]bool
+	armed     map[types.UID]bool            // Deployment complete since its last resize
+	specs     map[types.UID]map[int64]int32 // ReplicaSet spec.replicas by generation
+	depSpecs  map[types.UID]map[int64]depSpec
+	scaled    map[types.UID]bool // ReplicaSets last grown by a step that may not be a Recreate rollout's
+	revisions map[types.UID]int64
+	// dupRevisions marks the Deployments already reported for two
+	// ReplicaSets with one revision.
+	dupRevisions map[types.UID]bool
+	rv           uint64
+	violations   []string
 }
 
 // check replays history (in resourceVersion order) and returns the
@@ -40,6 +43,7 @@ func check(history []record, deleted map[types.UID]bool, failed map[types.UID]in
 		rssOf: map[types.UID]map[types.UID]bool{}, podsOf: map[types.UID]map[types.UID]bool{},
 		armed: map[types.UID]bool{}, specs: map[types.UID]map[int64]int32{}, revisions: map[types.UID]int64{},
 		depSpecs: map[types.UID]map[int64]depSpec{}, scaled: map[types.UID]bool{},
+		dupRevisions: map[types.UID]bool{},
 	}
 	for _, rec := range history {
 		c.rv = rec.rv
@@ -77,7 +81,7 @@ func (c *checker) deployment(typ watch.EventType, d *appsv1.Deployment) {
 	if d.Status.ObservedGeneration >= d.Generation && rollout.DeploymentComplete(d, d.Status) {
 		c.armed[d.UID] = true
 	}
-	c.revision("deployment "+d.Name, d)
+	c.deploymentRevision(d)
 	c.bounds(d.UID)
 }
 
@@ -233,7 +237,8 @@ func (c *checker) deleting(p *corev1.Pod) {
 }
 
 // bounds checks the surge and availability bounds of Deployment uid, and
-// that it has at most one ReplicaSet with its template.
+// that it has at most one ReplicaSet with its template and no two
+// ReplicaSets with the same revision.
 func (c *checker) bounds(uid types.UID) {
 	d := c.s.deps[uid]
 	if d == nil || d.DeletionTimestamp != nil {
@@ -242,8 +247,16 @@ func (c *checker) bounds(uid types.UID) {
 	var total int32
 	current := 0
 	available := int32(0)
+	byRevision := map[int64]string{}
 	for rsUID := range c.rssOf[uid] {
 		rs := c.s.rss[rsUID]
+		if r, err := rollout.Revision(rs); err == nil && r > 0 {
+			if other, dup := byRevision[r]; dup && !c.dupRevisions[uid] {
+				c.dupRevisions[uid] = true // once per Deployment
+				c.violate("deployment %s: ReplicaSets %s and %s both have revision %d", d.Name, other, rs.Name, r)
+			}
+			byRevision[r] = rs.Name
+		}
 		total += *rs.Spec.Replicas
 		if rollout.EqualIgnoreHash(&rs.Spec.Template, &d.Spec.Template) {
 			current++

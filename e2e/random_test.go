@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +19,9 @@ import (
 )
 
 // seeds returns the seeds of the randomised runs: CTRLKIT_E2E_SEED replays
-// one, CTRLKIT_SOAK=1 runs many.
+// one, CTRLKIT_SOAK_SEEDS runs a list of seeds and ranges ("1-2000",
+// "283,438,456", "1-100,438"), CTRLKIT_SOAK=1 runs seeds 1-200, and by
+// default seeds 1-4 run.
 func seeds(t *testing.T) []uint64 {
 	if s := os.Getenv("CTRLKIT_E2E_SEED"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
@@ -27,15 +30,48 @@ func seeds(t *testing.T) []uint64 {
 		}
 		return []uint64{n}
 	}
-	n := 4
+	spec := "1-4"
 	if os.Getenv("CTRLKIT_SOAK") == "1" {
-		n = 200
+		spec = "1-200"
 	}
-	out := make([]uint64, n)
-	for i := range out {
-		out[i] = uint64(i + 1)
+	if s := os.Getenv("CTRLKIT_SOAK_SEEDS"); s != "" {
+		spec = s
+	}
+	out, err := parseSeeds(spec)
+	if err != nil {
+		t.Fatalf("CTRLKIT_SOAK_SEEDS=%q: %v", spec, err)
 	}
 	return out
+}
+
+// parseSeeds parses a comma-separated list of seeds and inclusive ranges
+// ("1-2000,4711"), in the order given.
+func parseSeeds(spec string) ([]uint64, error) {
+	var out []uint64
+	for _, part := range strings.Split(spec, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		first, err := strconv.ParseUint(lo, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("seed %q: %w", part, err)
+		}
+		last := first
+		if isRange {
+			if last, err = strconv.ParseUint(hi, 10, 64); err != nil {
+				return nil, fmt.Errorf("seed range %q: %w", part, err)
+			}
+			if last < first {
+				return nil, fmt.Errorf("seed range %q is empty", part)
+			}
+		}
+		for s := first; ; s++ {
+			out = append(out, s)
+			if s == last {
+				break
+			}
+		}
+	}
+	return out, nil
 }
 
 // Random Deployments go through random changes (resizes, new images, bad
@@ -203,4 +239,30 @@ func randomFaults(rnd *rand.Rand) memcluster.Faults {
 		f.WatchDropRate = rnd.Float64() * 0.01
 	}
 	return f
+}
+
+func TestParseSeeds(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		want []uint64
+		err  bool
+	}{
+		{spec: "7", want: []uint64{7}},
+		{spec: "1-4", want: []uint64{1, 2, 3, 4}},
+		{spec: "438, 283,10-12", want: []uint64{438, 283, 10, 11, 12}},
+		{spec: "5-5", want: []uint64{5}},
+		{spec: "5-4", err: true},
+		{spec: "x", err: true},
+		{spec: "1-", err: true},
+		{spec: "", err: true},
+	} {
+		got, err := parseSeeds(tc.spec)
+		if (err != nil) != tc.err {
+			t.Errorf("parseSeeds(%q) error = %v; want error %v", tc.spec, err, tc.err)
+			continue
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) && !tc.err {
+			t.Errorf("parseSeeds(%q) = %v; want %v", tc.spec, got, tc.want)
+		}
+	}
 }

@@ -43,6 +43,13 @@ func (c ReplicaSetClient) DeletePod(ctx context.Context, namespace, name string,
 	return c.Clientset.CoreV1().Pods(namespace).Delete(ctx, name, opts)
 }
 
+// GetPod reads the pod namespace/name from the API server.
+func (c ReplicaSetClient) GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	ctx, cancel := graceful(ctx, c.Grace)
+	defer cancel()
+	return c.Clientset.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
 // PatchPod applies a strategic merge patch to the pod namespace/name.
 func (c ReplicaSetClient) PatchPod(ctx context.Context, namespace, name string, patch []byte) error {
 	ctx, cancel := graceful(ctx, c.Grace)

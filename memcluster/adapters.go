@@ -35,6 +35,11 @@ func (a ControllerClient) PatchPod(ctx context.Context, namespace, name string, 
 	return err
 }
 
+// GetPod reads a pod from the cluster (not from a cache).
+func (a ControllerClient) GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	return a.Cluster.Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
 // GetReplicaSet reads a ReplicaSet from the cluster (not from a cache).
 func (a ControllerClient) GetReplicaSet(ctx context.Context, key types.NamespacedName) (*appsv1.ReplicaSet, error) {
 	return a.Cluster.ReplicaSets(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})

@@ -11,8 +11,10 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
 // Patch applies a patch to the object called name, then stores it as
@@ -25,6 +27,11 @@ import (
 //   - [types.MergePatchType] (RFC 7386);
 //   - [types.JSONPatchType] (RFC 6902: add, remove, replace, move, copy,
 //     test). A failed test is a 422.
+//
+// Documents and patches are decoded as kube-apiserver decodes them:
+// integers stay int64 (k8s.io/apimachinery/pkg/util/json), so a field the
+// patch does not touch keeps its exact value (2^53+1 is not rounded
+// through a float64) and MaxInt64 round-trips.
 //
 // A metadata.uid in the patch that differs from the stored one, or a
 // metadata.resourceVersion that is not the stored one, fails with Conflict:
@@ -101,10 +108,10 @@ func (r *Resource[T]) patchLocked(key types.NamespacedName, pt types.PatchType, 
 // mergePatch applies an RFC 7386 JSON merge patch.
 func mergePatch(doc, patch []byte) ([]byte, error) {
 	var d, p any
-	if err := json.Unmarshal(doc, &d); err != nil {
+	if err := utiljson.Unmarshal(doc, &d); err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal(patch, &p); err != nil {
+	if err := utiljson.Unmarshal(patch, &p); err != nil {
 		return nil, fmt.Errorf("invalid JSON merge patch: %w", err)
 	}
 	return json.Marshal(mergeValue(d, p))
@@ -136,6 +143,14 @@ type jsonPatchOp struct {
 	Value *json.RawMessage `json:"value"`
 }
 
+// The limits kube-apiserver puts on a JSON patch: operations per patch
+// (a 413 beyond), and bytes copied by "copy" operations in total (the
+// operation fails beyond).
+const (
+	maxJSONPatchOperations = 10000
+	maxJSONPatchCopyBytes  = 3 << 20
+)
+
 // jsonPatch applies an RFC 6902 JSON patch. Decoding errors are a 400;
 // operations that fail (a missing path, a failed test) are a 422.
 func jsonPatch(doc, patch []byte) ([]byte, error) {
@@ -143,13 +158,18 @@ func jsonPatch(doc, patch []byte) ([]byte, error) {
 	if err := json.Unmarshal(patch, &ops); err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid JSON patch: %v", err))
 	}
+	if len(ops) > maxJSONPatchOperations {
+		return nil, apierrors.NewRequestEntityTooLargeError(
+			fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(ops)))
+	}
 	var d any
-	if err := json.Unmarshal(doc, &d); err != nil {
+	if err := utiljson.Unmarshal(doc, &d); err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
+	copied := 0
 	for i, op := range ops {
 		var err error
-		if d, err = applyOp(d, op); err != nil {
+		if d, err = applyOp(d, op, &copied); err != nil {
 			return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "",
 				fmt.Sprintf("json patch operation %d (%s %s): %v", i, op.Op, op.Path, err), 0, false)
 		}
@@ -157,7 +177,9 @@ func jsonPatch(doc, patch []byte) ([]byte, error) {
 	return json.Marshal(d)
 }
 
-func applyOp(d any, op jsonPatchOp) (any, error) {
+// applyOp applies one operation to d; copied counts the bytes "copy"
+// operations have copied so far.
+func applyOp(d any, op jsonPatchOp, copied *int) (any, error) {
 	path, err := pointer(op.Path)
 	if err != nil {
 		return nil, err
@@ -167,7 +189,7 @@ func applyOp(d any, op jsonPatchOp) (any, error) {
 			return nil, fmt.Errorf("missing value")
 		}
 		var v any
-		return v, json.Unmarshal(*op.Value, &v)
+		return v, utiljson.Unmarshal(*op.Value, &v)
 	}
 	switch op.Op {
 	case "add", "replace":
@@ -204,6 +226,15 @@ func applyOp(d any, op jsonPatchOp) (any, error) {
 			if d, err = removeAt(d, from); err != nil {
 				return nil, err
 			}
+		} else {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return nil, err
+			}
+			if *copied += len(b); *copied > maxJSONPatchCopyBytes {
+				return nil, fmt.Errorf("unable to copy, would exceed the maximum copy size of %d bytes", maxJSONPatchCopyBytes)
+			}
+			v = runtime.DeepCopyJSONValue(v) // a copy, not an alias of the source
 		}
 		return setAt(d, path, v, true)
 	default:

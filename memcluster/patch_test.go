@@ -2,6 +2,7 @@ package memcluster
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -173,3 +174,71 @@ func asStatus(err error, out *apierrors.APIStatus) bool {
 
 // line formats values separated by spaces.
 func line(v ...any) string { return strings.TrimSuffix(fmt.Sprintln(v...), "\n") }
+
+// A patch keeps every integer it does not touch exactly, and writes the
+// ones it sets exactly, as kube-apiserver does: 2^53+1 is not rounded to
+// 2^53 (a float64 decode would), and MaxInt64 does not overflow.
+func TestPatchKeepsLargeIntegers(t *testing.T) {
+	for _, n := range []int64{1<<53 + 1, math.MaxInt64} {
+		for _, pt := range []types.PatchType{types.StrategicMergePatchType, types.MergePatchType, types.JSONPatchType} {
+			t.Run(fmt.Sprintf("%d/%s", n, pt), func(t *testing.T) {
+				c, _ := newTestCluster(t)
+				d := deployment("web")
+				d.Spec.Template.Spec.TerminationGracePeriodSeconds = &n
+				one := int64(1)
+				d.Spec.Template.Spec.ActiveDeadlineSeconds = &one
+				must(c.Deployments("ns").Create(ctxT(t), d, metav1.CreateOptions{}))(t)
+				// Touch spec.replicas only; then set another field to n.
+				touch, set := `{"spec":{"replicas":3}}`, fmt.Sprintf(`{"spec":{"template":{"spec":{"activeDeadlineSeconds":%d}}}}`, n)
+				if pt == types.JSONPatchType {
+					touch = `[{"op":"replace","path":"/spec/replicas","value":3}]`
+					set = fmt.Sprintf(`[{"op":"replace","path":"/spec/template/spec/activeDeadlineSeconds","value":%d}]`, n)
+				}
+				must(c.Deployments("ns").Patch(ctxT(t), "web", pt, []byte(touch), metav1.PatchOptions{}))(t)
+				got := must(c.Deployments("ns").Patch(ctxT(t), "web", pt, []byte(set), metav1.PatchOptions{}))(t)
+				spec := got.Spec.Template.Spec
+				if *got.Spec.Replicas != 3 || *spec.TerminationGracePeriodSeconds != n || *spec.ActiveDeadlineSeconds != n {
+					t.Errorf("after patches: replicas=%d terminationGracePeriodSeconds=%d activeDeadlineSeconds=%d; want 3, %d, %d",
+						*got.Spec.Replicas, *spec.TerminationGracePeriodSeconds, *spec.ActiveDeadlineSeconds, n, n)
+				}
+			})
+		}
+	}
+}
+
+// A JSON patch "copy" copies: changing the source afterwards leaves the
+// copy alone (RFC 6902 4.5).
+func TestJSONPatchCopyIsACopy(t *testing.T) {
+	doc := []byte(`{"a":{"l":{"x":"1"}},"n":[1]}`)
+	out, err := jsonPatch(doc, []byte(`[{"op":"copy","from":"/a","path":"/b"},{"op":"add","path":"/a/l/y","value":"2"},`+
+		`{"op":"copy","from":"/n","path":"/m"},{"op":"replace","path":"/n/0","value":5}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"a":{"l":{"x":"1","y":"2"}},"b":{"l":{"x":"1"}},"m":[1],"n":[5]}`; string(out) != want {
+		t.Errorf("jsonPatch = %s; want %s", out, want)
+	}
+}
+
+// JSON patches have kube-apiserver's limits: 10,000 operations, and 3 MiB
+// copied in total (without it, a few dozen "copy" operations that each
+// double the document exhaust memory).
+func TestJSONPatchLimits(t *testing.T) {
+	doc := []byte(fmt.Sprintf(`{"a":%q}`, strings.Repeat("x", 1<<20)))
+	copyOp := `{"op":"copy","from":"/a","path":"/b%d"}`
+	var ops []string
+	for i := range 3 {
+		ops = append(ops, fmt.Sprintf(copyOp, i))
+	}
+	if _, err := jsonPatch(doc, []byte("["+strings.Join(ops[:2], ",")+"]")); err != nil {
+		t.Errorf("copying 2 MiB: %v", err)
+	}
+	_, err := jsonPatch(doc, []byte("["+strings.Join(ops, ",")+"]"))
+	if se, ok := err.(apierrors.APIStatus); !ok || se.Status().Code != 422 {
+		t.Errorf("copying 3 MiB + 3 bytes: error %v; want a 422 (kube-apiserver's answer, whose text does not say why)", err)
+	}
+	many := "[" + strings.Repeat(`{"op":"test","path":"/a","value":"x"},`, maxJSONPatchOperations) + `{"op":"remove","path":"/a"}]`
+	if _, err := jsonPatch(doc, []byte(many)); !apierrors.IsRequestEntityTooLargeError(err) {
+		t.Errorf("%d operations: error %v; want 413", maxJSONPatchOperations+1, err)
+	}
+}

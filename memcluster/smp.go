@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
 // A strategic merge patch, implemented from the struct tags of the typed
@@ -21,11 +23,11 @@ import (
 
 // strategicMergePatch applies patch to the JSON document doc of a typed object of type t.
 func strategicMergePatch(doc, patch []byte, t reflect.Type) ([]byte, error) {
-	var d, p map[string]any
-	if err := json.Unmarshal(doc, &d); err != nil {
+	var d, p map[string]any // integers decode as int64, as in kube-apiserver
+	if err := utiljson.Unmarshal(doc, &d); err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal(patch, &p); err != nil {
+	if err := utiljson.Unmarshal(patch, &p); err != nil {
 		return nil, fmt.Errorf("invalid strategic merge patch: %w", err)
 	}
 	out, err := smpMap(d, p, t)

@@ -147,6 +147,10 @@ func (a *api) DeletePod(ctx context.Context, namespace, name string, uid types.U
 	return a.c.Pods(namespace).Delete(ctx, name, opts)
 }
 
+func (a *api) GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	return a.c.Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
 func (a *api) PatchPod(ctx context.Context, namespace, name string, patch []byte) error {
 	a.podWrites.Add(1)
 	_, err := a.c.Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})

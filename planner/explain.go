@@ -244,6 +244,8 @@ func explainRecreate(d *appsv1.Deployment, newRS *appsv1.ReplicaSet, olds []*app
 	switch {
 	case len(step.Scales) > 0:
 		return []Blocker{pending(step.Scales)}
+	case step.OldPodsRunning && running(olds, byRS) == 0:
+		return []Blocker{{Code: ControllerPending, Message: "waiting for old replica set statuses to catch up"}}
 	case step.OldPodsRunning:
 		var running, terminating int32
 		for _, rs := range olds {
@@ -269,6 +271,20 @@ func explainRecreate(d *appsv1.Deployment, newRS *appsv1.ReplicaSet, olds []*app
 	return []Blocker{{Code: NewPodsUnavailable, ReplicaSet: newRS.Name, Replicas: D, Total: replicas(newRS.Spec.Replicas),
 		Available: avail, NewUnavailable: replicas(newRS.Spec.Replicas) - avail, Pods: causes,
 		Message: fmt.Sprintf("new replica set %s has %d of %d pods available (%s)", newRS.Name, avail, D, causes)}}
+}
+
+// running counts the old pods that are not Succeeded or Failed, and the
+// replicas old ReplicaSets still report.
+func running(olds []*appsv1.ReplicaSet, byRS map[types.UID][]*corev1.Pod) int32 {
+	n := rollout.TotalActualReplicas(olds)
+	for _, rs := range olds {
+		for _, p := range byRS[rs.UID] {
+			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // pending describes the scales the controller would make next.

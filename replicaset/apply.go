@@ -2,6 +2,7 @@ package replicaset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -26,6 +27,11 @@ type Applied struct {
 	// DeletesFailed are the UIDs of the pods whose deletion failed, NotFound
 	// included. Mark each as observed.
 	DeletesFailed []types.UID
+	// DeletesUnsettled are the UIDs of the pods whose deletion failed and
+	// may have happened all the same: no live read could tell (see
+	// [Apply]). Keep expecting them: if the deletion happened, its event
+	// comes; if not, the expectation expires.
+	DeletesUnsettled []types.UID
 }
 
 // Apply executes the actions of p for rs, in order, and emits the pod
@@ -39,11 +45,23 @@ type Applied struct {
 //     terminating (that failure is ignored altogether).
 //   - [DeletePods]: every pod deleted concurrently, with its UID as a
 //     precondition. NotFound counts as deleted and is not an error.
-//     Events: SuccessfulDelete, or FailedDelete except for NotFound.
+//     Events: SuccessfulDelete, or FailedDelete except for NotFound. The
+//     error of a failed deletion reads "unable to delete pods: <API
+//     error>", as upstream's (it becomes the ReplicaFailure message).
+//     Deviation: when c is also a [PodGetter], a deletion that failed
+//     with any other error is settled with a live read first, since the
+//     error may hide a deletion that happened (a lost response, a
+//     timeout). A pod that is gone, replaced (another UID) or being
+//     deleted counts as deleted; one still there is a failure
+//     (DeletesFailed); if the read fails too, the deletion is reported
+//     as failed but listed in DeletesUnsettled. Upstream takes every
+//     error for "not deleted" and, its cache still showing the pod, may
+//     delete one pod too many on the next sync.
 //   - [Event]: recorded on rs.
 //
 // It returns the first error, in pod order, of the first failing action;
-// later actions are not executed.
+// later actions are not executed. A nil c or rs, or a nil pod to delete,
+// is an error before anything is written.
 func Apply(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, p Plan) (Applied, error) {
 	return apply(ctx, c, events, rs, p, false)
 }
@@ -52,6 +70,19 @@ func Apply(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.Re
 // in order, for simulations that must replay exactly (the calls of a batch
 // would otherwise reach the API server in any order).
 func apply(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, p Plan, sequential bool) (Applied, error) {
+	if c == nil {
+		return Applied{}, errors.New("replicaset: Apply: the PodWriter is nil")
+	}
+	if err := checkRS("Apply", rs); err != nil {
+		return Applied{}, err
+	}
+	for _, a := range p.Actions {
+		if d, ok := a.(DeletePods); ok {
+			if err := checkPods("Apply", "DeletePods.Pods", d.Pods); err != nil {
+				return Applied{}, err
+			}
+		}
+	}
 	if events == nil {
 		events = discardEvents{}
 	}
@@ -115,33 +146,22 @@ func createPod(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv
 }
 
 func deletePods(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, pods []*corev1.Pod, res *Applied, sequential bool) error {
-	errs := make([]error, len(pods))
-	gone := make([]bool, len(pods)) // NotFound: already deleted
-	each(len(pods), sequential, func(i int) {
-		pod := pods[i]
-		err := c.DeletePod(ctx, pod.Namespace, pod.Name, pod.UID)
-		switch {
-		case err == nil:
-			events.Event(rs, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted pod: "+pod.Name)
-		case apierrors.IsNotFound(err):
-			gone[i] = true
-		default:
-			events.Event(rs, corev1.EventTypeWarning, ReasonFailedDelete, fmt.Sprintf("Error deleting: %v", err))
-			errs[i] = fmt.Errorf("unable to delete pod %s: %w", pod.Name, err)
-		}
-	})
+	outcomes := make([]deleteOutcome, len(pods))
+	live, _ := c.(PodGetter)
+	each(len(pods), sequential, func(i int) { outcomes[i] = deletePod(ctx, c, live, events, rs, pods[i]) })
 	var first error
 	for i, pod := range pods {
+		o := outcomes[i]
 		switch {
-		case errs[i] != nil:
-			res.DeletesFailed = append(res.DeletesFailed, pod.UID)
-			if first == nil {
-				first = errs[i]
-			}
-		case gone[i]:
+		case o.err != nil && o.unsettled:
+			res.DeletesUnsettled = append(res.DeletesUnsettled, pod.UID)
+		case o.err != nil, o.gone:
 			res.DeletesFailed = append(res.DeletesFailed, pod.UID)
 		default:
 			res.Deleted++
+		}
+		if o.err != nil && first == nil {
+			first = o.err
 		}
 	}
 	return first
@@ -161,4 +181,36 @@ func each(n int, sequential bool, f func(i int)) {
 		wg.Go(func() { f(i) })
 	}
 	wg.Wait()
+}
+
+// deleteOutcome is what became of one pod deletion.
+type deleteOutcome struct {
+	err       error // the deletion failed (or could not be settled)
+	gone      bool  // NotFound: already deleted, its event may never come
+	unsettled bool  // with err: it may have happened
+}
+
+// deletePod deletes pod and, if that fails and live is set, settles with a
+// live read whether it happened anyway.
+func deletePod(ctx context.Context, c PodWriter, live PodGetter, events EventRecorder, rs *appsv1.ReplicaSet, pod *corev1.Pod) deleteOutcome {
+	err := c.DeletePod(ctx, pod.Namespace, pod.Name, pod.UID)
+	if apierrors.IsNotFound(err) {
+		return deleteOutcome{gone: true}
+	}
+	var unsettled bool
+	if err != nil && live != nil {
+		cur, getErr := live.GetPod(ctx, pod.Namespace, pod.Name)
+		switch {
+		case apierrors.IsNotFound(getErr), getErr == nil && (cur.UID != pod.UID || cur.DeletionTimestamp != nil):
+			err = nil // it happened: its event will come
+		case getErr != nil:
+			unsettled = true
+		}
+	}
+	if err != nil {
+		events.Event(rs, corev1.EventTypeWarning, ReasonFailedDelete, fmt.Sprintf("Error deleting: %v", err))
+		return deleteOutcome{err: fmt.Errorf("unable to delete pods: %w", err), unsettled: unsettled}
+	}
+	events.Event(rs, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted pod: "+pod.Name)
+	return deleteOutcome{}
 }

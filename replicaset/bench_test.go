@@ -42,8 +42,8 @@ func BenchmarkManageReplicasDelete(b *testing.B) {
 	in := replicaset.Input{ReplicaSet: rs, Active: pods, Related: pods, ExpectationsSatisfied: true}
 	b.ReportAllocs()
 	for b.Loop() {
-		p := replicaset.ManageReplicas(in, t0)
-		if len(p.Actions) != 1 {
+		p, err := replicaset.ManageReplicas(in, t0)
+		if err != nil || len(p.Actions) != 1 {
 			b.Fatalf("plan = %v", p)
 		}
 	}
@@ -67,6 +67,10 @@ func (f failClient) PatchPod(context.Context, string, string, []byte) error {
 }
 func (f failClient) UpdateReplicaSetStatus(context.Context, *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
 	f.b.Fatal("unexpected status update")
+	return nil, nil
+}
+func (f failClient) GetPod(context.Context, string, string) (*corev1.Pod, error) {
+	f.b.Fatal("unexpected live pod read")
 	return nil, nil
 }
 func (f failClient) GetReplicaSet(context.Context, types.NamespacedName) (*appsv1.ReplicaSet, error) {

@@ -51,8 +51,17 @@ type Claim struct {
 // released, as upstream only ever claims active pods. The claimed set after
 // the writes is the Own pods plus the Adopt pods whose patch succeeded, in
 // this order (upstream PodControllerRefManager.ClaimPods over
-// FilterActivePods).
-func ClaimPods(rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.Pod) []Claim {
+// FilterActivePods). A nil rs, a nil selector or a nil pod is an error.
+func ClaimPods(rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.Pod) ([]Claim, error) {
+	if err := checkRS("ClaimPods", rs); err != nil {
+		return nil, err
+	}
+	if err := checkSelector("ClaimPods", selector); err != nil {
+		return nil, err
+	}
+	if err := checkPods("ClaimPods", "pods", pods); err != nil {
+		return nil, err
+	}
 	var out []Claim
 	for _, p := range pods {
 		if !IsPodActive(p) {
@@ -62,7 +71,7 @@ func ClaimPods(rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.P
 			out = append(out, Claim{Pod: p, Verdict: v})
 		}
 	}
-	return out
+	return out, nil
 }
 
 // ClaimVerdict decides what rs does about pod, whose labels are matched
@@ -76,7 +85,12 @@ func ClaimPods(rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.P
 //   - an orphan: Adopt if rs is not being deleted, the pod matches, the pod
 //     is not being deleted and rs's namespace is empty or the pod's;
 //     otherwise Ignore.
+//
+// With a nil rs, selector or pod there is nothing to claim: Ignore.
 func ClaimVerdict(rs *appsv1.ReplicaSet, selector labels.Selector, pod *corev1.Pod) Verdict {
+	if rs == nil || selector == nil || pod == nil {
+		return Ignore
+	}
 	return claimVerdict(rs, pod, metav1.GetControllerOfNoCopy(pod), selector.Matches(labels.Set(pod.Labels)))
 }
 
@@ -118,7 +132,11 @@ func controllerOf(pod *corev1.Pod) *metav1.OwnerReference {
 // controller looks at for rs: pods whose controller reference names rs
 // (kind ReplicaSet, its name and UID) and pods without a controller, in
 // rs's namespace (upstream FilterPodsByOwner with includeOrphanedPods).
+// False when rs or pod is nil.
 func IsOwnedOrOrphan(rs *appsv1.ReplicaSet, pod *corev1.Pod) bool {
+	if rs == nil || pod == nil {
+		return false
+	}
 	return ownedOrOrphan(rs, pod, metav1.GetControllerOfNoCopy(pod))
 }
 
@@ -129,8 +147,11 @@ func ownedOrOrphan(rs *appsv1.ReplicaSet, pod *corev1.Pod, ref *metav1.OwnerRefe
 
 // IsClaimed reports whether pod is controlled by rs and matches selector
 // (the per-pod test of upstream FilterClaimedPods, used for terminating
-// pods, which are never adopted).
+// pods, which are never adopted). False when an argument is nil.
 func IsClaimed(rs *appsv1.ReplicaSet, selector labels.Selector, pod *corev1.Pod) bool {
+	if rs == nil || selector == nil || pod == nil {
+		return false
+	}
 	ref := metav1.GetControllerOfNoCopy(pod)
 	return ref != nil && ref.UID == rs.UID && selector.Matches(labels.Set(pod.Labels))
 }
@@ -138,8 +159,12 @@ func IsClaimed(rs *appsv1.ReplicaSet, selector labels.Selector, pod *corev1.Pod)
 // AdoptPatch returns the strategic merge patch that makes rs the controller
 // of pod, byte for byte as upstream: it sets metadata.ownerReferences to
 // rs's controller reference, with metadata.uid as a precondition on the
-// pod's UID (upstream ownerRefControllerPatch).
+// pod's UID (upstream ownerRefControllerPatch). A nil rs or pod is an
+// error.
 func AdoptPatch(rs *appsv1.ReplicaSet, pod *corev1.Pod) ([]byte, error) {
+	if err := checkArgs("AdoptPatch", rs, pod); err != nil {
+		return nil, err
+	}
 	return json.Marshal(adoptPatch{Metadata: adoptMeta{
 		OwnerReferences: []metav1.OwnerReference{*NewControllerRef(rs)},
 		UID:             pod.UID,
@@ -149,8 +174,12 @@ func AdoptPatch(rs *appsv1.ReplicaSet, pod *corev1.Pod) ([]byte, error) {
 // ReleasePatch returns the strategic merge patch that removes rs's owner
 // reference from pod ("$patch": "delete" keyed by the owner UID), with the
 // pod's UID as a precondition, byte for byte as upstream
-// (GenerateDeleteOwnerRefStrategicMergeBytes).
+// (GenerateDeleteOwnerRefStrategicMergeBytes). A nil rs or pod is an
+// error.
 func ReleasePatch(rs *appsv1.ReplicaSet, pod *corev1.Pod) ([]byte, error) {
+	if err := checkArgs("ReleasePatch", rs, pod); err != nil {
+		return nil, err
+	}
 	return json.Marshal(releasePatch{Metadata: releaseMeta{
 		UID:             pod.UID,
 		OwnerReferences: []map[string]string{{"$patch": "delete", "uid": string(rs.UID)}},
@@ -179,13 +208,14 @@ type releaseMeta struct {
 // selector matches pod's labels; ReplicaSets with an invalid or empty
 // selector match nothing, and a pod without labels matches no ReplicaSet
 // (upstream ReplicaSetLister.GetPodReplicaSets). The result is a new slice.
+// A nil pod matches nothing; nil entries of rss are skipped.
 func PodReplicaSets(pod *corev1.Pod, rss []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
-	if len(pod.Labels) == 0 {
+	if pod == nil || len(pod.Labels) == 0 {
 		return nil
 	}
 	var out []*appsv1.ReplicaSet
 	for _, rs := range rss {
-		if rs.Namespace != pod.Namespace {
+		if rs == nil || rs.Namespace != pod.Namespace {
 			continue
 		}
 		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)

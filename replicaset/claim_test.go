@@ -64,7 +64,11 @@ func TestClaimPods(t *testing.T) {
 	}
 	type claim struct{ Pod, Verdict string }
 	var got []claim
-	for _, c := range replicaset.ClaimPods(rs, sel, pods) {
+	claims, err := replicaset.ClaimPods(rs, sel, pods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range claims {
 		got = append(got, claim{c.Pod.Name, c.Verdict.String()})
 	}
 	want := []claim{{"orphan", "adopt"}, {"mine", "own"}, {"strayed", "release"}}

@@ -354,6 +354,9 @@ type PodCache struct {
 // NewPodCache returns a PodCache over c, adding an index of orphan pods to
 // c unless it is already there.
 func NewPodCache(c *informer.Cache[*corev1.Pod]) (*PodCache, error) {
+	if c == nil {
+		return nil, errors.New("replicaset: NewPodCache: the cache is nil")
+	}
 	if !slices.Contains(c.IndexNames(), orphanIndex) {
 		err := c.AddIndex(orphanIndex, func(p *corev1.Pod) ([]string, error) {
 			if metav1.GetControllerOfNoCopy(p) != nil {

@@ -58,11 +58,25 @@
 //     [Reconciler.Reconcile]). Config.EagerStatus restores upstream's
 //     timing.
 //
+// # Deviations from upstream
+//
+// The README's "Deliberate differences from upstream" lists them all. In
+// this package: a sync that starts with its own creates or deletes
+// unobserved does not advance status.observedGeneration (its pod cache is
+// behind its own writes); a
+// failed pod deletion is settled with a live read ([PodGetter]) before it
+// stops being expected; pods are deleted with a UID precondition; no
+// deletion-age metric is computed (upstream's can divide by zero); bad
+// input gives an error, never a panic (a nil ReplicaSet, selector or pod,
+// a negative spec.replicas); a nil spec.replicas counts as 1, the API
+// server's default; status.terminatingReplicas is always set (the
+// DeploymentReplicaSetTerminatingReplicas gate at its v1.37 default, on).
+//
 // # Usage
 //
 // To decide only, and apply with your own client:
 //
-//	plan := replicaset.ManageReplicas(replicaset.Input{
+//	plan, err := replicaset.ManageReplicas(replicaset.Input{
 //		ReplicaSet: rs, Active: pods, ExpectationsSatisfied: true,
 //	}, now)
 //

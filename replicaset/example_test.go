@@ -60,9 +60,13 @@ func ExampleManageReplicas() {
 		examplePod(rs, "web-c", "", time.Time{}),
 		examplePod(rs, "web-d", "node-2", now.Add(-time.Hour)),
 	}
-	plan := replicaset.ManageReplicas(replicaset.Input{
+	plan, err := replicaset.ManageReplicas(replicaset.Input{
 		ReplicaSet: rs, Active: pods, ExpectationsSatisfied: true,
 	}, now)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Print(plan)
 	// Output:
 	// delete 2 pods web-c, web-b
@@ -80,7 +84,11 @@ func ExampleCalculateStatus() {
 		examplePod(rs, "web-a", "node-1", now.Add(-time.Hour)),   // available
 		examplePod(rs, "web-b", "node-1", now.Add(-time.Second)), // ready, not yet available
 	}
-	st := replicaset.CalculateStatus(rs, pods, nil, errors.New("pods \"web\" is forbidden: exceeded quota"), now)
+	st, err := replicaset.CalculateStatus(rs, pods, nil, errors.New("pods \"web\" is forbidden: exceeded quota"), now)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Printf("replicas=%d ready=%d available=%d\n", st.Replicas, st.ReadyReplicas, st.AvailableReplicas)
 	for _, c := range st.Conditions {
 		fmt.Printf("%s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
@@ -109,14 +117,23 @@ func ExampleReconciler() {
 		return
 	}
 	key := types.NamespacedName{Namespace: "default", Name: "web"}
-	for i := range 2 {
+	for i := range 3 {
+		if i == 2 {
+			// A pod informer's handler reports each new pod; a Controller
+			// does this itself.
+			for range 3 {
+				r.Expectations().CreationObserved(key)
+			}
+		}
 		if _, err := r.Reconcile(context.Background(), key); err != nil {
 			fmt.Println(err)
 			return
 		}
-		fmt.Printf("sync %d: pods %v, status.replicas %d\n", i+1, names(w.snapshot()), w.rs(key).Status.Replicas)
+		st := w.rs(key).Status
+		fmt.Printf("sync %d: pods %v, status.replicas %d, observedGeneration %d\n", i+1, names(w.snapshot()), st.Replicas, st.ObservedGeneration)
 	}
 	// Output:
-	// sync 1: pods [web-p001 web-p002 web-p003], status.replicas 0
-	// sync 2: pods [web-p001 web-p002 web-p003], status.replicas 3
+	// sync 1: pods [web-p001 web-p002 web-p003], status.replicas 0, observedGeneration 0
+	// sync 2: pods [web-p001 web-p002 web-p003], status.replicas 3, observedGeneration 0
+	// sync 3: pods [web-p001 web-p002 web-p003], status.replicas 3, observedGeneration 1
 }

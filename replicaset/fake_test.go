@@ -45,6 +45,11 @@ type world struct {
 	createErr func(n int) error
 	statusErr func(n int) error
 	deleteErr func(pod *corev1.Pod) error
+	// lostDelete, if it returns an error, makes a deletion that happened
+	// report that error (a response lost on the way back).
+	lostDelete func(pod *corev1.Pod) error
+	// getPodErr, if set, fails live pod reads.
+	getPodErr error
 	creates   int
 	statuses  int
 
@@ -259,7 +264,23 @@ func (w *world) DeletePod(_ context.Context, ns, name string, uid types.UID) err
 	}
 	w.podChangedLocked(old, cur)
 	w.mu.Unlock()
+	if w.lostDelete != nil {
+		return w.lostDelete(old)
+	}
 	return nil
+}
+
+// GetPod is the live read of a pod.
+func (w *world) GetPod(_ context.Context, ns, name string) (*corev1.Pod, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.getPodErr != nil {
+		return nil, w.getPodErr
+	}
+	if p, ok := w.pods[types.NamespacedName{Namespace: ns, Name: name}]; ok {
+		return p.DeepCopy(), nil
+	}
+	return nil, apierrors.NewNotFound(podsGR, name)
 }
 
 // reap removes every pod with a deletion timestamp.

@@ -84,6 +84,14 @@ type PodWriter interface {
 	PatchPod(ctx context.Context, namespace, name string, patch []byte) error
 }
 
+// PodGetter reads one pod from the API server, not from a cache. [Apply]
+// uses it to settle a failed deletion: the error may hide a deletion that
+// happened (a lost response, a timeout). A missing pod is reported with an
+// error for which apierrors.IsNotFound is true.
+type PodGetter interface {
+	GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+}
+
 // StatusWriter writes a ReplicaSet's status and reads ReplicaSets live
 // (bypassing any cache) when a fresh copy is needed.
 type StatusWriter interface {
@@ -95,9 +103,11 @@ type StatusWriter interface {
 	GetReplicaSet(ctx context.Context, key types.NamespacedName) (*appsv1.ReplicaSet, error)
 }
 
-// Client is every write the Reconciler makes.
+// Client is every write the Reconciler makes, and the live reads that
+// settle what a failed write did.
 type Client interface {
 	PodWriter
+	PodGetter
 	StatusWriter
 }
 

@@ -1,6 +1,7 @@
 package replicaset
 
 import (
+	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -45,9 +46,26 @@ type Input struct {
 //   - nothing is created or deleted when diff is 0, when expectations are
 //     not satisfied, or when rs is being deleted.
 //
-// Status and RequeueAfter assume the actions succeed; see [Plan].
-func ManageReplicas(in Input, now time.Time) Plan {
-	return manageReplicas(in, nil, now)
+// Status and RequeueAfter assume the actions succeed; see [Plan]. A nil
+// in.ReplicaSet, a negative spec.replicas (the API server rejects it), or
+// a nil pod in in.Active, in.Terminating or in.Related, is an error, with
+// an empty Plan.
+func ManageReplicas(in Input, now time.Time) (Plan, error) {
+	if err := checkRS("ManageReplicas", in.ReplicaSet); err != nil {
+		return Plan{}, err
+	}
+	if n := replicas(in.ReplicaSet); n < 0 {
+		return Plan{}, fmt.Errorf("replicaset: ManageReplicas: spec.replicas is negative (%d)", n)
+	}
+	for _, l := range []struct {
+		what string
+		pods []*corev1.Pod
+	}{{"Input.Active", in.Active}, {"Input.Terminating", in.Terminating}, {"Input.Related", in.Related}} {
+		if err := checkPods("ManageReplicas", l.what, l.pods); err != nil {
+			return Plan{}, err
+		}
+	}
+	return manageReplicas(in, nil, now), nil
 }
 
 // manageReplicas is [ManageReplicas] with the status counts of in.Active at
@@ -66,7 +84,7 @@ func manageReplicas(in Input, counts *podCounts, now time.Time) Plan {
 			p.Actions = []Action{CreatePods{Count: n}}
 			p.Expect = &Expect{Creations: n}
 		case diff > 0:
-			victims := PodsToDelete(in.Active, in.Related, min(diff, burst), now)
+			victims := podsToDelete(in.Active, in.Related, min(diff, burst), now)
 			uids := make([]types.UID, len(victims))
 			for i, v := range victims {
 				uids[i] = v.UID
@@ -79,10 +97,11 @@ func manageReplicas(in Input, counts *podCounts, now time.Time) Plan {
 	if counts != nil {
 		st = statusFromCounts(rs, *counts, in.Terminating, nil, now)
 	} else {
-		st = CalculateStatus(rs, in.Active, in.Terminating, nil, now)
+		st = calculateStatus(rs, in.Active, in.Terminating, nil, now)
 	}
 	if w, ok := StatusToWrite(rs, st); ok {
-		p.Status = &w
+		p.Status = new(appsv1.ReplicaSetStatus) // allocated only when there is one to write
+		*p.Status = w
 	}
 	p.RequeueAfter = AvailabilityRequeue(rs, &st, in.Active, now, now)
 	return p

@@ -90,7 +90,10 @@ func TestManageReplicas(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := clonePods(tc.in.Active)
-			got := replicaset.ManageReplicas(tc.in, t0)
+			got, err := replicaset.ManageReplicas(tc.in, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("ManageReplicas mismatch (-want +got):\n%s", diff)
 			}
@@ -104,7 +107,10 @@ func TestManageReplicas(t *testing.T) {
 func TestManageReplicasRequeue(t *testing.T) {
 	rs := newRS("web", 1, func(rs *appsv1.ReplicaSet) { rs.Spec.MinReadySeconds = 30 })
 	pods := []*corev1.Pod{newPod("a", ownedBy(rs), readySince(t0.Add(-10*time.Second)))}
-	got := replicaset.ManageReplicas(replicaset.Input{ReplicaSet: rs, Active: pods, ExpectationsSatisfied: true}, t0)
+	got, err := replicaset.ManageReplicas(replicaset.Input{ReplicaSet: rs, Active: pods, ExpectationsSatisfied: true}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got.RequeueAfter != 20*time.Second {
 		t.Errorf("RequeueAfter = %v; want 20s", got.RequeueAfter)
 	}

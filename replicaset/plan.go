@@ -125,7 +125,10 @@ func (a CreatePods) String() string {
 func (a DeletePods) String() string {
 	names := make([]string, len(a.Pods))
 	for i, p := range a.Pods {
-		names[i] = p.Name
+		names[i] = "<nil>"
+		if p != nil {
+			names[i] = p.Name
+		}
 	}
 	if len(names) == 1 {
 		return "delete pod " + names[0]

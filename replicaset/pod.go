@@ -42,23 +42,27 @@ const (
 var ErrNoLabels = errors.New("unable to create pods, no labels")
 
 // IsPodActive reports whether p is neither terminal (Succeeded, Failed) nor
-// being deleted (upstream controller.IsPodActive).
+// being deleted (upstream controller.IsPodActive). A nil pod is not.
 func IsPodActive(p *corev1.Pod) bool {
-	return p.Status.Phase != corev1.PodSucceeded &&
+	return p != nil && p.Status.Phase != corev1.PodSucceeded &&
 		p.Status.Phase != corev1.PodFailed &&
 		p.DeletionTimestamp == nil
 }
 
 // IsPodTerminating reports whether p is being deleted but has not reached a
-// terminal phase (upstream controller.IsPodTerminating).
+// terminal phase (upstream controller.IsPodTerminating). A nil pod is not.
 func IsPodTerminating(p *corev1.Pod) bool {
-	return p.Status.Phase != corev1.PodSucceeded &&
+	return p != nil && p.Status.Phase != corev1.PodSucceeded &&
 		p.Status.Phase != corev1.PodFailed &&
 		p.DeletionTimestamp != nil
 }
 
-// readyCondition returns the first Ready condition of p, or nil.
+// readyCondition returns the first Ready condition of p, or nil (also for
+// a nil p).
 func readyCondition(p *corev1.Pod) *corev1.PodCondition {
+	if p == nil {
+		return nil
+	}
 	for i := range p.Status.Conditions {
 		if p.Status.Conditions[i].Type == corev1.PodReady {
 			return &p.Status.Conditions[i]
@@ -68,7 +72,7 @@ func readyCondition(p *corev1.Pod) *corev1.PodCondition {
 }
 
 // IsPodReady reports whether the first Ready condition of p is True
-// (upstream podutil.IsPodReady).
+// (upstream podutil.IsPodReady). A nil pod is not ready.
 func IsPodReady(p *corev1.Pod) bool {
 	c := readyCondition(p)
 	return c != nil && c.Status == corev1.ConditionTrue
@@ -78,7 +82,7 @@ func IsPodReady(p *corev1.Pod) bool {
 // minReadySeconds at now. The boundary is inclusive: a pod that became ready
 // exactly minReadySeconds ago is available. A ready pod without a transition
 // time is available only when minReadySeconds is 0 (upstream
-// podutil.IsPodAvailable).
+// podutil.IsPodAvailable). A nil pod is not available.
 func IsPodAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
 	c := readyCondition(p)
 	return c != nil && c.Status == corev1.ConditionTrue && availableSince(c, minReadySeconds, now)
@@ -94,7 +98,9 @@ func availableSince(c *corev1.PodCondition, minReadySeconds int32, now time.Time
 	return !lt.IsZero() && !lt.Add(time.Duration(minReadySeconds)*time.Second).After(now)
 }
 
-// replicas returns spec.replicas, with the API default of 1 for nil.
+// replicas returns spec.replicas, with the API default of 1 for nil (the
+// rule of the whole library: rollout.DefaultReplicas; replicaset does not
+// import rollout).
 func replicas(rs *appsv1.ReplicaSet) int {
 	if rs.Spec.Replicas == nil {
 		return 1
@@ -104,8 +110,11 @@ func replicas(rs *appsv1.ReplicaSet) int {
 
 // NewControllerRef returns the controller reference pods of rs carry:
 // apps/v1 ReplicaSet, controller=true, blockOwnerDeletion=true (upstream
-// metav1.NewControllerRef with the ReplicaSet kind).
+// metav1.NewControllerRef with the ReplicaSet kind). Nil for a nil rs.
 func NewControllerRef(rs *appsv1.ReplicaSet) *metav1.OwnerReference {
+	if rs == nil {
+		return nil
+	}
 	return metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind(controllerKindName))
 }
 
@@ -115,7 +124,11 @@ func NewControllerRef(rs *appsv1.ReplicaSet) *metav1.OwnerReference {
 // copy of its spec, and rs's controller reference. It returns [ErrNoLabels]
 // when the template has no labels. rs is not modified (upstream
 // controller.GetPodFromTemplate plus the label check of RealPodControl).
+// A nil rs is an error.
 func NewPod(rs *appsv1.ReplicaSet) (*corev1.Pod, error) {
+	if err := checkRS("NewPod", rs); err != nil {
+		return nil, err
+	}
 	tpl := &rs.Spec.Template
 	if len(tpl.Labels) == 0 {
 		return nil, ErrNoLabels

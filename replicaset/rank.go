@@ -16,13 +16,25 @@ import (
 // every pod, the pods are returned in their input order without ranking;
 // otherwise they are ranked with [RankForDeletion]. n is clamped to
 // [0, len(pods)] (upstream getPodsToDelete, which sorts its argument in
-// place; this function does not).
-func PodsToDelete(pods, related []*corev1.Pod, n int, now time.Time) []*corev1.Pod {
+// place; this function does not). A nil entry in pods or related is an
+// error.
+func PodsToDelete(pods, related []*corev1.Pod, n int, now time.Time) ([]*corev1.Pod, error) {
+	if err := checkPods("PodsToDelete", "pods", pods); err != nil {
+		return nil, err
+	}
+	if err := checkPods("PodsToDelete", "related", related); err != nil {
+		return nil, err
+	}
+	return podsToDelete(pods, related, n, now), nil
+}
+
+// podsToDelete is [PodsToDelete] without the checks.
+func podsToDelete(pods, related []*corev1.Pod, n int, now time.Time) []*corev1.Pod {
 	n = max(0, min(n, len(pods)))
 	if n == len(pods) {
 		return slices.Clone(pods)
 	}
-	return RankForDeletion(pods, related, now)[:n]
+	return rankForDeletion(pods, related, now)[:n]
 }
 
 // RankForDeletion returns a copy of pods sorted with the most deletable pod
@@ -31,9 +43,21 @@ func PodsToDelete(pods, related []*corev1.Pod, n int, now time.Time) []*corev1.P
 // [LessForDeletion]. The sort is the same algorithm (sort.Sort) on the same
 // comparison as upstream, so for the same input order the output order is
 // identical, ties included (upstream getPodsRankedByRelatedPodsOnSameNode
-// followed by sort.Sort(controller.ActivePodsWithRanks)).
-func RankForDeletion(pods, related []*corev1.Pod, now time.Time) []*corev1.Pod {
-	ranks := CoLocationRanks(pods, related)
+// followed by sort.Sort(controller.ActivePodsWithRanks)). A nil entry in
+// pods or related is an error.
+func RankForDeletion(pods, related []*corev1.Pod, now time.Time) ([]*corev1.Pod, error) {
+	if err := checkPods("RankForDeletion", "pods", pods); err != nil {
+		return nil, err
+	}
+	if err := checkPods("RankForDeletion", "related", related); err != nil {
+		return nil, err
+	}
+	return rankForDeletion(pods, related, now), nil
+}
+
+// rankForDeletion is [RankForDeletion] without the checks.
+func rankForDeletion(pods, related []*corev1.Pod, now time.Time) []*corev1.Pod {
+	ranks := coLocationRanks(pods, related)
 	keys := make([]rankKey, len(pods))
 	s := rankSorter{now: !now.IsZero(), keys: make([]*rankKey, len(pods))}
 	for i, p := range pods {
@@ -52,8 +76,20 @@ func RankForDeletion(pods, related []*corev1.Pod, now time.Time) []*corev1.Pod {
 // in related that run on the same node name (the empty node name counts as
 // a node too). related is normally every pod selected by the ReplicaSets
 // that share pods' owner, and is empty for a ReplicaSet without a controller
-// (upstream getPodsRankedByRelatedPodsOnSameNode).
-func CoLocationRanks(pods, related []*corev1.Pod) []int {
+// (upstream getPodsRankedByRelatedPodsOnSameNode). A nil entry in pods or
+// related is an error.
+func CoLocationRanks(pods, related []*corev1.Pod) ([]int, error) {
+	if err := checkPods("CoLocationRanks", "pods", pods); err != nil {
+		return nil, err
+	}
+	if err := checkPods("CoLocationRanks", "related", related); err != nil {
+		return nil, err
+	}
+	return coLocationRanks(pods, related), nil
+}
+
+// coLocationRanks is [CoLocationRanks] without the checks.
+func coLocationRanks(pods, related []*corev1.Pod) []int {
 	ranks := make([]int, len(pods))
 	if len(related) == 0 {
 		return ranks
@@ -89,8 +125,12 @@ func CoLocationRanks(pods, related []*corev1.Pod) []int {
 //
 // Otherwise it returns false. The log-scale buckets are always on, as in
 // v1.37 where the LogarithmicScaleDown gate was removed (upstream
-// controller.ActivePodsWithRanks.Less).
+// controller.ActivePodsWithRanks.Less). A nil pod comes before any other
+// (nothing is lost by deleting it); two nil pods are equal.
 func LessForDeletion(a, b *corev1.Pod, rankA, rankB int, now time.Time) bool {
+	if a == nil || b == nil {
+		return a == nil && b != nil
+	}
 	ka, kb := newRankKey(a, rankA, now), newRankKey(b, rankB, now)
 	return lessKey(&ka, &kb, !now.IsZero())
 }
@@ -223,8 +263,14 @@ func phaseOrdinal(p corev1.PodPhase) int {
 // DeletionCost returns the value of the pod-deletion-cost annotation, or 0
 // when it is absent or invalid: empty, a leading "+", a leading zero other
 // than "0" itself, or outside int32 (upstream
-// helper.GetDeletionCostFromPodAnnotations with its error dropped).
-func DeletionCost(p *corev1.Pod) int32 { return deletionCost(p.Annotations) }
+// helper.GetDeletionCostFromPodAnnotations with its error dropped). A nil
+// pod costs 0.
+func DeletionCost(p *corev1.Pod) int32 {
+	if p == nil {
+		return 0
+	}
+	return deletionCost(p.Annotations)
+}
 
 func deletionCost(annotations map[string]string) int32 {
 	v, ok := annotations[PodDeletionCostAnnotation]

@@ -100,7 +100,7 @@ func TestRankForDeletion(t *testing.T) {
 	}, pods...)
 	before := clonePods(pods)
 
-	got := names(replicaset.RankForDeletion(pods, related, t0))
+	got := names(ok(t)(replicaset.RankForDeletion(pods, related, t0)))
 	// Rank (co-located pods) outranks ready time: colocated (3) before
 	// ready-old (2) before ready-new (1).
 	want := []string{"pending", "not-ready", "colocated", "ready-old", "ready-new"}
@@ -110,10 +110,10 @@ func TestRankForDeletion(t *testing.T) {
 	if diff := cmp.Diff(before, pods); diff != "" {
 		t.Errorf("RankForDeletion modified its input (-before +after):\n%s", diff)
 	}
-	if diff := cmp.Diff([]int{2, 1, 1, 2, 3}, replicaset.CoLocationRanks(pods, related)); diff != "" {
+	if diff := cmp.Diff([]int{2, 1, 1, 2, 3}, okInts(t)(replicaset.CoLocationRanks(pods, related))); diff != "" {
 		t.Errorf("CoLocationRanks mismatch (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]int{0, 0, 0, 0, 0}, replicaset.CoLocationRanks(pods, nil)); diff != "" {
+	if diff := cmp.Diff([]int{0, 0, 0, 0, 0}, okInts(t)(replicaset.CoLocationRanks(pods, nil))); diff != "" {
 		t.Errorf("CoLocationRanks(nil related) mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -137,7 +137,7 @@ func TestPodsToDelete(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(strconv.Itoa(tc.n), func(t *testing.T) {
-			got := names(replicaset.PodsToDelete(pods, nil, tc.n, t0))
+			got := names(ok(t)(replicaset.PodsToDelete(pods, nil, tc.n, t0)))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("PodsToDelete(n=%d) mismatch (-want +got):\n%s", tc.n, diff)
 			}
@@ -160,8 +160,8 @@ func TestRankAgreesWithReference(t *testing.T) {
 		if iter%10 == 0 {
 			now = time.Time{}
 		}
-		got := names(replicaset.RankForDeletion(pods, related, now))
-		ref := refSorter{pods: clonePtrs(pods), ranks: replicaset.CoLocationRanks(pods, related), now: now}
+		got := names(ok(t)(replicaset.RankForDeletion(pods, related, now)))
+		ref := refSorter{pods: clonePtrs(pods), ranks: okInts(t)(replicaset.CoLocationRanks(pods, related)), now: now}
 		sort.Sort(ref)
 		if diff := cmp.Diff(names(ref.pods), got); diff != "" {
 			t.Fatalf("iteration %d: RankForDeletion disagrees with reference (-ref +got):\n%s", iter, diff)
@@ -317,3 +317,26 @@ func clonePods(pods []*corev1.Pod) []*corev1.Pod {
 }
 
 func clonePtrs(pods []*corev1.Pod) []*corev1.Pod { return append([]*corev1.Pod(nil), pods...) }
+
+// ok returns a function that returns its pods, failing the test on an
+// error: ok(t)(replicaset.PodsToDelete(...)).
+func ok(tb testing.TB) func([]*corev1.Pod, error) []*corev1.Pod {
+	return func(pods []*corev1.Pod, err error) []*corev1.Pod {
+		tb.Helper()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return pods
+	}
+}
+
+// okInts is ok for ranks.
+func okInts(tb testing.TB) func([]int, error) []int {
+	return func(v []int, err error) []int {
+		tb.Helper()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return v
+	}
+}

@@ -87,6 +87,7 @@ type Reconciler struct {
 	eager  bool
 
 	selectors selectorCache
+	bufs      podBuffers // pod lists read through a podAppender
 }
 
 // NewReconciler returns a Reconciler for cfg, or an error naming the first
@@ -149,6 +150,23 @@ func (r *Reconciler) Expectations() *Expectations { return r.exp }
 // ReplicaFailure condition is news. A caller that does not sync a
 // ReplicaSet again on its pods' events should set EagerStatus.
 //
+// A second deliberate difference, whatever EagerStatus says: a sync that
+// starts while creations or deletions of earlier syncs are unobserved
+// (expectations not satisfied) writes the counts it sees, as upstream,
+// but does not advance status.observedGeneration. Its pod cache is
+// behind the controller's own writes: upstream writes status.replicas
+// from it with observedGeneration current, and a Deployment controller
+// reading that status (a Recreate rollout waits for old ReplicaSets to
+// report 0 at their generation, see rollout.OldStatusPending) may start
+// new pods beside old ones that status failed to count. The counts stay
+// as fresh as upstream's (a Deployment's availability reads them), and
+// pods this controller is deleting count as terminating even before the
+// cache shows it (upstream counts them available, and a Deployment may
+// then report a resize complete that is not); only the claim "this
+// generation is accounted for" waits for the sync that has seen the
+// controller's own writes. Should their events never come, the result
+// asks for a sync once the expectations expire.
+//
 // Every error is returned wrapped with the key.
 func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
@@ -167,7 +185,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 	if err != nil {
 		return Result{}, fmt.Errorf("replicaset %s: invalid selector: %w", key, err)
 	}
-	active, terminating, counts, err := r.claim(ctx, rs, selector, now)
+	buf := r.bufs.get()
+	defer r.bufs.put(buf) // nothing of this sync keeps the lists it reads
+	active, terminating, counts, err := r.claim(ctx, rs, selector, now, buf)
 	if err != nil {
 		return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
 	}
@@ -181,6 +201,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		}
 	}
 	plan := manageReplicas(in, &counts, now)
+	var expiry time.Duration // when unobserved writes stop holding observedGeneration back
+	if !satisfied {
+		// Deviation: the pod cache is behind this controller's own creates
+		// or deletes; the status counted from it must not say this
+		// generation is accounted for (see above).
+		plan.Status = nil
+		st := statusFromCounts(rs, counts, terminating, nil, now)
+		if deleting := r.exp.PendingDeletions(key); len(deleting) > 0 {
+			// The pods this controller is deleting are not active, whatever
+			// its cache says yet.
+			st = statusDeleting(rs, active, terminating, deleting, now)
+		}
+		if st, ok := heldStatus(rs, st); ok {
+			plan.Status = &st
+		}
+		if x, ok := r.exp.Get(key); ok {
+			expiry = max(x.Timestamp.Add(ExpectationsTimeout+time.Second).Sub(now), time.Second)
+		}
+	}
 	var manageErr error
 	if len(plan.Actions) > 0 {
 		if v := log.V(2); v.Enabled() {
@@ -193,6 +232,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		for _, uid := range applied.DeletesFailed {
 			r.exp.DeletionObserved(key, uid)
 		}
+		// applied.DeletesUnsettled stay expected: they may have happened.
 		if manageErr == nil && !r.eager {
 			// Every write succeeded: the pod events they cause sync the key
 			// again and write the status (see above).
@@ -201,7 +241,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		// Time has passed and the round may have failed: decide the status
 		// again, as upstream does after manageReplicas.
 		now = r.clock.Now()
-		st := CalculateStatus(rs, active, terminating, manageErr, now)
+		st := calculateStatus(rs, active, terminating, manageErr, now)
 		plan.Status = nil
 		if w, ok := StatusToWrite(rs, st); ok {
 			plan.Status = &w
@@ -223,16 +263,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		if st == nil {
 			st = &rs.Status
 		}
-		return Result{RequeueAfter: AvailabilityRequeue(rs, st, active, now, r.clock.Now())}, nil
+		return Result{RequeueAfter: sooner(AvailabilityRequeue(rs, st, active, now, r.clock.Now()), expiry)}, nil
 	}
-	return Result{}, nil
+	return Result{RequeueAfter: expiry}, nil
+}
+
+// sooner returns the shorter of two positive delays; 0 means none.
+func sooner(a, b time.Duration) time.Duration {
+	if a <= 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // claim returns rs's active claimed pods, in listing order, and its
 // terminating claimed pods, adopting and releasing pods on the way. It
 // makes the status counts of the active pods at now in the same pass.
-func (r *Reconciler) claim(ctx context.Context, rs *appsv1.ReplicaSet, selector *labelMatcher, now time.Time) (active, terminating []*corev1.Pod, counts podCounts, err error) {
-	lists, err := r.listPods(rs)
+func (r *Reconciler) claim(ctx context.Context, rs *appsv1.ReplicaSet, selector *labelMatcher, now time.Time, buf *[]*corev1.Pod) (active, terminating []*corev1.Pod, counts podCounts, err error) {
+	lists, err := r.listPods(rs, buf)
 	if err != nil {
 		return nil, nil, podCounts{}, err
 	}
@@ -281,10 +329,21 @@ func (r *Reconciler) claim(ctx context.Context, rs *appsv1.ReplicaSet, selector 
 
 // listPods returns the candidate pods of rs in up to two lists: through the
 // controller index (owned, then orphans) when available, otherwise the
-// whole namespace.
-func (r *Reconciler) listPods(rs *appsv1.ReplicaSet) ([2][]*corev1.Pod, error) {
+// whole namespace. A [PodCache] fills buf instead of new lists.
+func (r *Reconciler) listPods(rs *appsv1.ReplicaSet, buf *[]*corev1.Pod) ([2][]*corev1.Pod, error) {
 	var out [2][]*corev1.Pod
 	var err error
+	if a, ok := r.index.(podAppender); ok {
+		b := *buf
+		if b, err = a.AppendByController(b[:0], rs.Namespace, rs.UID); err != nil {
+			return out, err
+		}
+		n := len(b)
+		b, err = a.AppendByController(b, rs.Namespace, "")
+		*buf = b
+		out[0], out[1] = b[:n:n], b[n:]
+		return out, err
+	}
 	if r.index == nil {
 		out[0], err = r.pods.List(rs.Namespace, labels.Everything())
 		return out, err

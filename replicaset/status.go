@@ -2,11 +2,13 @@ package replicaset
 
 import (
 	"reflect"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // ReplicaFailure condition reasons. The reason is empty when the failing
@@ -40,7 +42,23 @@ const (
 // else "", message manageErr.Error(), LastTransitionTime now) when manageErr
 // is set and no such condition exists; it is removed when manageErr is nil;
 // an existing condition is kept as is when there is a new error.
-func CalculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, manageErr error, now time.Time) appsv1.ReplicaSetStatus {
+//
+// A nil rs, or a nil pod in active or terminating, is an error.
+func CalculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, manageErr error, now time.Time) (appsv1.ReplicaSetStatus, error) {
+	if err := checkRS("CalculateStatus", rs); err != nil {
+		return appsv1.ReplicaSetStatus{}, err
+	}
+	if err := checkPods("CalculateStatus", "active", active); err != nil {
+		return appsv1.ReplicaSetStatus{}, err
+	}
+	if err := checkPods("CalculateStatus", "terminating", terminating); err != nil {
+		return appsv1.ReplicaSetStatus{}, err
+	}
+	return calculateStatus(rs, active, terminating, manageErr, now), nil
+}
+
+// calculateStatus is [CalculateStatus] without the checks.
+func calculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, manageErr error, now time.Time) appsv1.ReplicaSetStatus {
 	var c podCounts
 	want := newLabelSet(rs.Spec.Template.Labels)
 	for _, p := range active {
@@ -96,7 +114,8 @@ func statusFromCounts(rs *appsv1.ReplicaSet, c podCounts, terminating []*corev1.
 	st.ReadyReplicas = c.ready
 	st.AvailableReplicas = c.available
 	if n := int32(len(terminating)); st.TerminatingReplicas == nil || *st.TerminatingReplicas != n {
-		st.TerminatingReplicas = &n
+		st.TerminatingReplicas = new(int32) // allocated only when it changes
+		*st.TerminatingReplicas = n
 	}
 	return st
 }
@@ -105,8 +124,12 @@ func statusFromCounts(rs *appsv1.ReplicaSet, c podCounts, terminating []*corev1.
 // way upstream writes: any count, TerminatingReplicas (nil ≠ 0), the
 // conditions (deep equality, so nil ≠ empty), or an ObservedGeneration
 // behind rs.Generation (the negation of upstream updateReplicaSetStatus's
-// no-op check). newStatus.ObservedGeneration is ignored.
+// no-op check). newStatus.ObservedGeneration is ignored. With a nil rs or
+// newStatus there is nothing to write: false.
 func NeedsStatusUpdate(rs *appsv1.ReplicaSet, newStatus *appsv1.ReplicaSetStatus) bool {
+	if rs == nil || newStatus == nil {
+		return false
+	}
 	old := &rs.Status
 	return old.Replicas != newStatus.Replicas ||
 		old.FullyLabeledReplicas != newStatus.FullyLabeledReplicas ||
@@ -117,11 +140,43 @@ func NeedsStatusUpdate(rs *appsv1.ReplicaSet, newStatus *appsv1.ReplicaSetStatus
 		!conditionsEqual(old.Conditions, newStatus.Conditions)
 }
 
+// statusDeleting is the status of rs with the pods whose UIDs are in
+// deleting (sorted) moved from active to terminating: they are being
+// deleted, whether or not the cache has seen it.
+func statusDeleting(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, deleting []types.UID, now time.Time) appsv1.ReplicaSetStatus {
+	kept := make([]*corev1.Pod, 0, len(active))
+	term := slices.Clone(terminating)
+	for _, p := range active {
+		if _, found := slices.BinarySearch(deleting, p.UID); found {
+			term = append(term, p)
+		} else {
+			kept = append(kept, p)
+		}
+	}
+	return calculateStatus(rs, kept, term, nil, now)
+}
+
+// heldStatus is [StatusToWrite] for a sync whose pod cache is behind the
+// controller's own creates or deletes: the counts and conditions of
+// newStatus, with the stored ObservedGeneration kept; false when that
+// changes nothing.
+func heldStatus(rs *appsv1.ReplicaSet, newStatus appsv1.ReplicaSetStatus) (appsv1.ReplicaSetStatus, bool) {
+	newStatus.ObservedGeneration = rs.Status.ObservedGeneration
+	old := &rs.Status
+	changed := old.Replicas != newStatus.Replicas ||
+		old.FullyLabeledReplicas != newStatus.FullyLabeledReplicas ||
+		old.ReadyReplicas != newStatus.ReadyReplicas ||
+		old.AvailableReplicas != newStatus.AvailableReplicas ||
+		!int32PtrEqual(old.TerminatingReplicas, newStatus.TerminatingReplicas) ||
+		!conditionsEqual(old.Conditions, newStatus.Conditions)
+	return newStatus, changed
+}
+
 // StatusToWrite returns newStatus with ObservedGeneration set to
 // rs.Generation, and whether it needs writing at all (see
 // [NeedsStatusUpdate]).
 func StatusToWrite(rs *appsv1.ReplicaSet, newStatus appsv1.ReplicaSetStatus) (appsv1.ReplicaSetStatus, bool) {
-	if !NeedsStatusUpdate(rs, &newStatus) {
+	if !NeedsStatusUpdate(rs, &newStatus) { // also for a nil rs
 		return newStatus, false
 	}
 	newStatus.ObservedGeneration = rs.Generation
@@ -153,7 +208,8 @@ func NextAvailabilityCheck(pods []*corev1.Pod, minReadySeconds int32, evaluatedA
 }
 
 // untilAvailable returns the positive time left at now before the ready pod
-// p becomes available (upstream nextPodAvailabilityCheck).
+// p becomes available (upstream nextPodAvailabilityCheck); false for a nil
+// p.
 func untilAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) (time.Duration, bool) {
 	if minReadySeconds <= 0 {
 		return 0, false
@@ -171,8 +227,12 @@ func untilAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) (time.D
 // ready pods are not yet available; then [NextAvailabilityCheck], falling
 // back to minReadySeconds. A due check yields the smallest positive delay,
 // because a zero [Result.RequeueAfter] means "no requeue" (upstream's
-// AddAfter(key, 0) adds at once).
+// AddAfter(key, 0) adds at once). A nil rs or status needs no requeue: 0.
+// Nil pods are never waiting.
 func AvailabilityRequeue(rs *appsv1.ReplicaSet, status *appsv1.ReplicaSetStatus, active []*corev1.Pod, evaluatedAt, now time.Time) time.Duration {
+	if rs == nil || status == nil {
+		return 0
+	}
 	minReady := rs.Spec.MinReadySeconds
 	if minReady <= 0 || status.ReadyReplicas == status.AvailableReplicas {
 		return 0

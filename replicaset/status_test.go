@@ -89,7 +89,10 @@ func TestCalculateStatus(t *testing.T) {
 			rs := rs.DeepCopy()
 			rs.Status.Conditions = tc.conds
 			before := rs.DeepCopy()
-			got := replicaset.CalculateStatus(rs, tc.active, tc.terminating, tc.err, t0)
+			got, err := replicaset.CalculateStatus(rs, tc.active, tc.terminating, tc.err, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("CalculateStatus mismatch (-want +got):\n%s", diff)
 			}

@@ -68,19 +68,26 @@ func cloneRS(rs *appsv1.ReplicaSet) *appsv1.ReplicaSet {
 // [ErrIgnoredByUpstream]. Errors from MaxSurge are reported the same way.
 func SetNewReplicaSetAnnotations(d *appsv1.Deployment, rs *appsv1.ReplicaSet, newRevision string, exists bool, historyLimit int) (*appsv1.ReplicaSet, bool, error) {
 	out := cloneRS(rs)
+	changed, err := setNewReplicaSetAnnotations(d, out, newRevision, exists, historyLimit)
+	return out, changed, err
+}
+
+// setNewReplicaSetAnnotations is [SetNewReplicaSetAnnotations] on out
+// itself, which the caller owns.
+func setNewReplicaSetAnnotations(d *appsv1.Deployment, out *appsv1.ReplicaSet, newRevision string, exists bool, historyLimit int) (bool, error) {
 	changed := copyAnnotations(d, out)
 
 	oldRevision, had := out.Annotations[RevisionAnnotation]
 	oldRev, err := strconv.ParseInt(oldRevision, 10, 64)
 	if err != nil {
 		if oldRevision != "" {
-			return out, false, ignored(fmt.Errorf("rollout: ReplicaSet %s/%s: old revision is not an integer: %w", out.Namespace, out.Name, err))
+			return false, ignored(fmt.Errorf("rollout: ReplicaSet %s/%s: old revision is not an integer: %w", out.Namespace, out.Name, err))
 		}
 		oldRev = 0
 	}
 	newRev, err := strconv.ParseInt(newRevision, 10, 64)
 	if err != nil {
-		return out, false, ignored(fmt.Errorf("rollout: new revision is not an integer: %w", err))
+		return false, ignored(fmt.Errorf("rollout: new revision is not an integer: %w", err))
 	}
 	if oldRev < newRev {
 		out.Annotations[RevisionAnnotation] = newRevision
@@ -92,14 +99,14 @@ func SetNewReplicaSetAnnotations(d *appsv1.Deployment, rs *appsv1.ReplicaSet, ne
 		}
 	}
 	if exists {
-		return out, changed, nil
+		return changed, nil
 	}
 	surge, serr := MaxSurge(d)
 	D := desired(d)
 	if setReplicasAnnotations(out, D, D+surge) {
 		changed = true
 	}
-	return out, changed, serr
+	return changed, serr
 }
 
 // pushRevisionHistory appends rev to the comma-separated history, dropping

@@ -25,15 +25,21 @@ func Cleanup(d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet) []*appsv1.Replic
 	if !HasRevisionHistoryLimit(d) {
 		return nil
 	}
-	var cleanable []*appsv1.ReplicaSet
+	n := 0
+	for _, rs := range oldRSs {
+		if rs != nil && rs.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	diff := int32(n) - *d.Spec.RevisionHistoryLimit // int32, as upstream
+	if diff <= 0 {
+		return nil
+	}
+	cleanable := make([]*appsv1.ReplicaSet, 0, n)
 	for _, rs := range oldRSs {
 		if rs != nil && rs.DeletionTimestamp == nil {
 			cleanable = append(cleanable, rs)
 		}
-	}
-	diff := int32(len(cleanable)) - *d.Spec.RevisionHistoryLimit // int32, as upstream
-	if diff <= 0 {
-		return nil
 	}
 	sort.Sort(byRevision(cleanable))
 	var out []*appsv1.ReplicaSet

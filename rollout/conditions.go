@@ -24,6 +24,21 @@ func NewCondition(t appsv1.DeploymentConditionType, status corev1.ConditionStatu
 	}
 }
 
+// FindCondition returns a pointer to the first condition of type t in
+// status, or nil. Unlike [GetCondition] it does not copy: the result
+// points into status.Conditions and must be treated as read-only.
+func FindCondition(status *appsv1.DeploymentStatus, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
+	if status == nil {
+		return nil
+	}
+	for i := range status.Conditions {
+		if status.Conditions[i].Type == t {
+			return &status.Conditions[i]
+		}
+	}
+	return nil
+}
+
 // GetCondition returns a copy of the first condition of type t in status,
 // or nil (upstream GetDeploymentCondition).
 func GetCondition(status appsv1.DeploymentStatus, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
@@ -47,7 +62,7 @@ func GetCondition(status appsv1.DeploymentStatus, t appsv1.DeploymentConditionTy
 // The returned status never shares a Conditions backing array with the
 // argument when it changed; status itself is not modified.
 func SetCondition(status appsv1.DeploymentStatus, c appsv1.DeploymentCondition) appsv1.DeploymentStatus {
-	cur := GetCondition(status, c.Type)
+	cur := FindCondition(&status, c.Type)
 	if cur != nil && cur.Status == c.Status && cur.Reason == c.Reason {
 		return status
 	}
@@ -59,9 +74,17 @@ func SetCondition(status appsv1.DeploymentStatus, c appsv1.DeploymentCondition) 
 }
 
 // RemoveCondition returns status without conditions of type t (upstream
-// RemoveDeploymentCondition). As upstream, the remaining list is a new
-// slice, nil when empty.
+// RemoveDeploymentCondition). As upstream, an empty list becomes nil, and
+// a list that loses a condition is a new slice; one with no condition of
+// type t is returned as it is (shared with the argument: treat it as
+// read-only).
 func RemoveCondition(status appsv1.DeploymentStatus, t appsv1.DeploymentConditionType) appsv1.DeploymentStatus {
+	if FindCondition(&status, t) == nil {
+		if len(status.Conditions) == 0 {
+			status.Conditions = nil
+		}
+		return status
+	}
 	status.Conditions = withoutCondition(status.Conditions, t)
 	return status
 }
@@ -126,19 +149,29 @@ func PausedConditions(d *appsv1.Deployment, now time.Time) (appsv1.DeploymentSta
 		return appsv1.DeploymentStatus{}, false
 	}
 	st := *d.Status.DeepCopy()
-	if !HasProgressDeadline(d) {
-		return st, false
+	if c, ok := PauseCondition(d, now); ok {
+		return SetCondition(st, c), true
 	}
-	cond := GetCondition(st, appsv1.DeploymentProgressing)
+	return st, false
+}
+
+// PauseCondition returns the condition [PausedConditions] sets, and
+// whether it sets one, without copying d's status: set it with
+// [SetCondition].
+func PauseCondition(d *appsv1.Deployment, now time.Time) (appsv1.DeploymentCondition, bool) {
+	if d == nil || !HasProgressDeadline(d) {
+		return appsv1.DeploymentCondition{}, false
+	}
+	cond := FindCondition(&d.Status, appsv1.DeploymentProgressing)
 	if cond != nil && cond.Reason == ReasonProgressDeadlineExceeded {
-		return st, false
+		return appsv1.DeploymentCondition{}, false
 	}
 	pausedCond := cond != nil && cond.Reason == ReasonDeploymentPaused
 	switch {
 	case d.Spec.Paused && !pausedCond:
-		return SetCondition(st, NewCondition(appsv1.DeploymentProgressing, corev1.ConditionUnknown, ReasonDeploymentPaused, "Deployment is paused", now)), true
+		return NewCondition(appsv1.DeploymentProgressing, corev1.ConditionUnknown, ReasonDeploymentPaused, "Deployment is paused", now), true
 	case !d.Spec.Paused && pausedCond:
-		return SetCondition(st, NewCondition(appsv1.DeploymentProgressing, corev1.ConditionUnknown, ReasonDeploymentResumed, "Deployment is resumed", now)), true
+		return NewCondition(appsv1.DeploymentProgressing, corev1.ConditionUnknown, ReasonDeploymentResumed, "Deployment is resumed", now), true
 	}
-	return st, false
+	return appsv1.DeploymentCondition{}, false
 }

@@ -28,7 +28,8 @@
 //     otherwise.
 //   - No panics: nil objects, nil pointers, negative counts, values near
 //     MaxInt32 and malformed annotations all give an answer. A nil
-//     *int32 replica count reads as 0 (upstream would panic).
+//     spec.replicas reads as [DefaultReplicas] (1, the API server's
+//     default; upstream would panic), in every package of this library.
 //   - Errors are returned, never swallowed. Where upstream logs or ignores
 //     a problem and carries on, the function returns upstream's decision
 //     together with an error wrapping [ErrIgnoredByUpstream]; a caller

@@ -3,8 +3,8 @@ package rollout
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"hash/fnv"
+	"io"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -37,7 +37,9 @@ func ComputeHash(template *corev1.PodTemplateSpec, collisionCount *int32) string
 		t = *template
 	}
 	h := fnv.New32a()
-	fmt.Fprintf(h, "%v", dump.ForHash(t))
+	// What fmt.Fprintf(h, "%v", …) writes, without a second formatting pass;
+	// a hash.Hash never returns an error.
+	io.WriteString(h, dump.ForHash(t))
 	if collisionCount != nil {
 		var b [8]byte
 		binary.LittleEndian.PutUint32(b[:4], uint32(*collisionCount))
@@ -110,7 +112,7 @@ func NewReplicaSet(d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet) (*appsv1.R
 		return nil, err
 	}
 	*rs.Spec.Replicas = n
-	rs, _, annErr := SetNewReplicaSetAnnotations(d, rs, strconv.FormatInt(maxOld+1, 10), false, MaxRevisionHistoryLength)
+	_, annErr := setNewReplicaSetAnnotations(d, rs, strconv.FormatInt(maxOld+1, 10), false, MaxRevisionHistoryLength) // rs is ours: no copy
 	return rs, joinIgnored(revErr, err, annErr)
 }
 

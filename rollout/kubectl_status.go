@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -51,12 +52,15 @@ type StatusResult struct {
 //     available", or "successfully rolled out" (Done);
 //   - before that, "Waiting for deployment spec update to be observed".
 //
-// Errors carry a Reason too. kubectl with --watch=false exits 0 even when
+// Errors carry a Reason too, except for a nil d, which is an error with
+// no Reason (kubectl never has a nil Deployment to ask about; reporting
+// "successfully rolled out" for one would be a wrong answer). kubectl
+// with --watch=false exits 0 even when
 // not Done. The Available condition is not consulted, and status.replicas
 // excludes terminating pods, so Done can come while old pods terminate.
 func Status(d *appsv1.Deployment, revision int64) (StatusResult, error) {
 	if d == nil {
-		d = &appsv1.Deployment{}
+		return StatusResult{}, errors.New("rollout: Status: the Deployment is nil")
 	}
 	if revision > 0 {
 		rev, err := Revision(d)
@@ -71,7 +75,7 @@ func Status(d *appsv1.Deployment, revision int64) (StatusResult, error) {
 	if d.Generation > st.ObservedGeneration {
 		return StatusResult{Message: "Waiting for deployment spec update to be observed...\n", Reason: StatusWaitingGeneration}, nil
 	}
-	if c := GetCondition(st, appsv1.DeploymentProgressing); c != nil && c.Reason == ReasonProgressDeadlineExceeded {
+	if c := FindCondition(&st, appsv1.DeploymentProgressing); c != nil && c.Reason == ReasonProgressDeadlineExceeded {
 		return StatusResult{Reason: StatusDeadlineExceeded}, fmt.Errorf("deployment %q exceeded its progress deadline", d.Name)
 	}
 	prefix := fmt.Sprintf("Waiting for deployment %q rollout to finish: ", d.Name)

@@ -52,6 +52,8 @@ func TestStatus(t *testing.T) {
 			result{Res: StatusResult{Reason: StatusDeadlineExceeded}, Err: "deployment \"web\" exceeded its progress deadline"}},
 		{"revision mismatch", mk(1, 1, appsv1.DeploymentStatus{}), 3,
 			result{Res: StatusResult{Reason: StatusRevisionMismatch}, Err: "desired revision (3) is different from the running revision (4)"}},
+		{"nil deployment is an error, not a success", nil, 0,
+			result{Err: "rollout: Status: the Deployment is nil"}},
 		{"unparseable revision", badRev, 3,
 			result{Res: StatusResult{Reason: StatusRevisionMismatch}, Err: "cannot get the revision of deployment \"web\": strconv.ParseInt: parsing \"x\": invalid syntax"}},
 	}

@@ -124,18 +124,34 @@ func int32Of(p *int32) int32 {
 	return *p
 }
 
-// specReplicas is *rs.Spec.Replicas, 0 for a nil ReplicaSet or pointer.
+// specReplicas is rs's spec.replicas: 0 for a nil ReplicaSet, and
+// [DefaultReplicas] for a nil pointer.
 func specReplicas(rs *appsv1.ReplicaSet) int32 {
 	if rs == nil {
 		return 0
 	}
-	return int32Of(rs.Spec.Replicas)
+	return ReplicasOrDefault(rs.Spec.Replicas)
 }
 
-// desired is *d.Spec.Replicas, 0 for a nil Deployment or pointer.
+// desired is d's spec.replicas: 0 for a nil Deployment, and
+// [DefaultReplicas] for a nil pointer.
 func desired(d *appsv1.Deployment) int32 {
 	if d == nil {
 		return 0
 	}
-	return int32Of(d.Spec.Replicas)
+	return ReplicasOrDefault(d.Spec.Replicas)
+}
+
+// DefaultReplicas is what a nil spec.replicas of a Deployment or a
+// ReplicaSet counts as, everywhere in this library: the API server's
+// default, which it stores on create (upstream dereferences the pointer
+// and panics on nil; the object can only come from a hand-built value).
+const DefaultReplicas int32 = 1
+
+// ReplicasOrDefault returns *p, or [DefaultReplicas] for a nil p.
+func ReplicasOrDefault(p *int32) int32 {
+	if p == nil {
+		return DefaultReplicas
+	}
+	return *p
 }

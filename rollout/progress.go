@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // DeploymentComplete reports whether st shows every desired replica
@@ -47,7 +48,7 @@ func DeploymentTimedOut(d *appsv1.Deployment, st appsv1.DeploymentStatus, now ti
 	if !HasProgressDeadline(d) {
 		return false
 	}
-	c := GetCondition(st, appsv1.DeploymentProgressing)
+	c := FindCondition(&st, appsv1.DeploymentProgressing)
 	switch {
 	case c == nil, c.Reason == ReasonNewReplicaSetAvailable:
 		return false
@@ -101,7 +102,7 @@ func NextProgressCheck(d *appsv1.Deployment, st appsv1.DeploymentStatus, now tim
 	if !HasProgressDeadline(d) {
 		return ProgressCheck{}
 	}
-	cur := GetCondition(d.Status, appsv1.DeploymentProgressing)
+	cur := FindCondition(&d.Status, appsv1.DeploymentProgressing)
 	if cur == nil || DeploymentComplete(d, st) || cur.Reason == ReasonProgressDeadlineExceeded {
 		return ProgressCheck{}
 	}
@@ -151,7 +152,7 @@ func SyncStatus(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *appsv1
 	if !hasDeadline {
 		st = RemoveCondition(st, appsv1.DeploymentProgressing)
 	}
-	cur := GetCondition(d.Status, appsv1.DeploymentProgressing)
+	cur := FindCondition(&d.Status, appsv1.DeploymentProgressing)
 	complete := st.Replicas == st.UpdatedReplicas && cur != nil && cur.Reason == ReasonNewReplicaSetAvailable
 	if hasDeadline && !complete {
 		subject := fmt.Sprintf("Deployment %q", d.Name)
@@ -179,9 +180,40 @@ func SyncStatus(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *appsv1
 	} else {
 		st = RemoveCondition(st, appsv1.DeploymentReplicaFailure)
 	}
-	out := StatusUpdate{Status: st, Changed: !reflect.DeepEqual(d.Status, st)}
+	out := StatusUpdate{Status: st, Changed: !statusEqual(&d.Status, &st)}
 	if !out.Changed {
 		out.Check = NextProgressCheck(d, st, now)
 	}
 	return out, err
+}
+
+// statusEqual is reflect.DeepEqual(*a, *b) for Deployment statuses,
+// without boxing them (a nil and an empty condition list differ, as
+// there).
+func statusEqual(a, b *appsv1.DeploymentStatus) bool {
+	if a.ObservedGeneration != b.ObservedGeneration || a.Replicas != b.Replicas || a.UpdatedReplicas != b.UpdatedReplicas ||
+		a.ReadyReplicas != b.ReadyReplicas || a.AvailableReplicas != b.AvailableReplicas || a.UnavailableReplicas != b.UnavailableReplicas ||
+		!int32PtrEqual(a.TerminatingReplicas, b.TerminatingReplicas) || !int32PtrEqual(a.CollisionCount, b.CollisionCount) ||
+		(a.Conditions == nil) != (b.Conditions == nil) || len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	for i := range a.Conditions {
+		x, y := &a.Conditions[i], &b.Conditions[i]
+		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message ||
+			!timeDeepEqual(&x.LastUpdateTime, &y.LastUpdateTime) || !timeDeepEqual(&x.LastTransitionTime, &y.LastTransitionTime) {
+			return false
+		}
+	}
+	return true
+}
+
+// timeDeepEqual is reflect.DeepEqual for two times; == settles the usual
+// case (same instant, same location pointer).
+func timeDeepEqual(a, b *metav1.Time) bool { return a.Time == b.Time || reflect.DeepEqual(a, b) }
+
+func int32PtrEqual(a, b *int32) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }

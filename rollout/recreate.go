@@ -34,8 +34,18 @@ func (s RecreateStep) Scaled() bool { return s.ScaledOld || s.OldPodsRunning }
 // scaleUpNewReplicaSetForRecreate):
 //
 //  1. every active old ReplicaSet is scaled to 0, in the order given;
-//  2. otherwise, while [OldPodsRunning], nothing happens;
+//  2. otherwise, while [OldPodsRunning] or [OldStatusPending], nothing
+//     happens;
 //  3. otherwise the new ReplicaSet is created if missing, or scaled to D.
+//
+// Deviation (an upstream race fixed): upstream waits only while
+// [OldPodsRunning], which trusts an old ReplicaSet's status.replicas even
+// when the ReplicaSet controller has not yet reported on the scale-down
+// (status.observedGeneration behind metadata.generation): a status
+// written before it, or from a pod cache that had not yet seen the pods
+// that controller had just created, reads 0 while old pods run, and the
+// new ReplicaSet starts beside them. Recreate also waits while
+// [OldStatusPending].
 //
 // podsByRS maps ReplicaSet UIDs to their pods (upstream podMap: pods whose
 // controller reference is that ReplicaSet, inactive ones included). A
@@ -49,13 +59,28 @@ func Recreate(d *appsv1.Deployment, newRS *appsv1.ReplicaSet, oldRSs []*appsv1.R
 	if len(scales) > 0 {
 		return RecreateStep{Scales: scales, ScaledOld: true}, err
 	}
-	if OldPodsRunning(newRS, oldRSs, podsByRS) {
+	if OldPodsRunning(newRS, oldRSs, podsByRS) || OldStatusPending(oldRSs) {
 		return RecreateStep{OldPodsRunning: true}, err
 	}
 	if newRS == nil {
 		return RecreateStep{CreateNewReplicaSet: true}, err
 	}
 	return RecreateStep{Scales: sc.lazy(nil, newRS, specReplicas(newRS), desired(d))}, err
+}
+
+// OldStatusPending reports whether the status of some old ReplicaSet has
+// not observed its current generation (status.observedGeneration <
+// metadata.generation): its status.replicas may still count pods as they
+// were before the scale-down, or before pods its controller has created
+// were seen. Nil ReplicaSets are skipped. Upstream has no such check (see
+// [Recreate]).
+func OldStatusPending(oldRSs []*appsv1.ReplicaSet) bool {
+	for _, rs := range oldRSs {
+		if rs != nil && rs.Status.ObservedGeneration < rs.Generation {
+			return true
+		}
+	}
+	return false
 }
 
 // OldPodsRunning reports whether a Recreate rollout must still wait

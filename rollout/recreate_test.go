@@ -61,6 +61,16 @@ func TestRecreate(t *testing.T) {
 			want:  result{},
 		},
 		{
+			name: "old status not yet current: wait (deviation: upstream creates the new ReplicaSet)",
+			old:  []*appsv1.ReplicaSet{rs("a", 0, 0, actual(0), func(r *appsv1.ReplicaSet) { r.Generation = 2 })},
+			want: result{OldPodsRunning: true},
+		},
+		{
+			name: "old status current at its generation: create",
+			old:  []*appsv1.ReplicaSet{rs("a", 0, 0, actual(0), func(r *appsv1.ReplicaSet) { r.Generation, r.Status.ObservedGeneration = 2, 2 })},
+			want: result{CreateNewReplica: true},
+		},
+		{
 			name: "unknown phase counts as running",
 			old:  []*appsv1.ReplicaSet{rs("a", 0, 0, actual(0))},
 			pods: map[types.UID][]*corev1.Pod{"a-uid": {pod(corev1.PodUnknown)}},

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -51,8 +52,11 @@ func CalculateStatus(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *a
 		n := *d.Status.CollisionCount
 		st.CollisionCount = &n
 	}
-	for _, c := range d.Status.Conditions {
-		st.Conditions = append(st.Conditions, *c.DeepCopy())
+	// Conditions hold no pointers a deep copy would follow (metav1.Time's
+	// DeepCopy is a value copy): one clone copies them all. None stays nil,
+	// as upstream's appends leave it.
+	if len(d.Status.Conditions) > 0 {
+		st.Conditions = slices.Clone(d.Status.Conditions)
 	}
 	maxUnavailable, err := MaxUnavailable(d)
 	if available >= desired(d)-maxUnavailable {
