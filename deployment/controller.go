@@ -104,6 +104,7 @@ type Controller struct {
 	rec      Interface
 	tracker  *writeTracker // nil with a Reconciler of the caller's
 	regs     []*informer.Registration
+	synced   chan struct{} // closed once every handler has synced
 	runCalls sync.Once
 }
 
@@ -122,7 +123,7 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 	if cfg.MaxRetries <= 0 {
 		cfg.MaxRetries = DefaultMaxRetries
 	}
-	c := &Controller{cfg: cfg, rec: cfg.Reconciler,
+	c := &Controller{cfg: cfg, rec: cfg.Reconciler, synced: make(chan struct{}),
 		queue: workqueue.New(workqueue.Config[types.NamespacedName]{Name: "deployment", Clock: cfg.Clock, RateLimiter: cfg.RateLimiter,
 			Metrics: cfg.Metrics})}
 	if c.rec == nil {
@@ -144,7 +145,7 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 	}
 	// The queue is served once every handler has seen its informer's
 	// first list; see workqueue.Queue.Serve.
-	synced := serveWhenSynced(c.queue, 3)
+	synced := c.serveWhenSynced(3)
 	dh, rh, ph := h.deploymentHandler(), h.replicaSetHandler(), h.podHandler()
 	dh.OnSynced, rh.OnSynced, ph.OnSynced = synced, synced, synced
 	for _, add := range []func() (*informer.Registration, error){
@@ -172,12 +173,10 @@ func (c *Controller) Run(ctx context.Context) error {
 
 func (c *Controller) run(ctx context.Context) error {
 	defer c.queue.ShutDown()
-	for _, reg := range c.regs {
-		select {
-		case <-reg.Synced():
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	select {
+	case <-c.synced: // every handler has seen its informer's first list
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	var wg sync.WaitGroup
 	for range c.cfg.Workers {
@@ -354,14 +353,16 @@ func (h handlers) enqueueSelecting(rs *appsv1.ReplicaSet) {
 	}
 }
 
-// serveWhenSynced returns an OnSynced callback for n handlers that serves
-// q once all n have synced.
-func serveWhenSynced(q *workqueue.Queue[types.NamespacedName], n int) func() {
+// serveWhenSynced returns an OnSynced callback for n handlers. Once all n
+// have synced it announces the workers to the queue (see
+// workqueue.Queue.Serve), then lets Run start them.
+func (c *Controller) serveWhenSynced(n int) func() {
 	var left atomic.Int32
 	left.Store(int32(n))
 	return func() {
 		if left.Add(-1) == 0 {
-			q.Serve()
+			c.queue.Serve(c.cfg.Workers)
+			close(c.synced)
 		}
 	}
 }

@@ -130,13 +130,16 @@ func (c *Controller) Reconciler() *Reconciler { return c.rec }
 func (c *Controller) Run(ctx context.Context) (err error) {
 	log := logr.FromContextOrDiscard(ctx).WithValues("controller", "replicaset")
 	defer c.queue.ShutDown()
-	// The queue is served once both handlers have seen their informer's
-	// first list; see workqueue.Queue.Serve.
+	// Once both handlers have seen their informer's first list, the
+	// workers are announced to the queue (see workqueue.Queue.Serve) and
+	// started.
 	var left atomic.Int32
 	left.Store(2)
+	ready := make(chan struct{})
 	synced := func() {
 		if left.Add(-1) == 0 {
-			c.queue.Serve()
+			c.queue.Serve(c.workers)
+			close(ready)
 		}
 	}
 	rsReg, err := c.rsInf.AddHandler(informer.Handler[*appsv1.ReplicaSet]{
@@ -155,12 +158,10 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 		err = errors.Join(err, c.rsInf.RemoveHandler(rsReg), c.podInf.RemoveHandler(podReg))
 	}()
 
-	for _, synced := range []<-chan struct{}{c.rsInf.Synced(), c.podInf.Synced(), rsReg.Synced(), podReg.Synced()} {
-		select {
-		case <-synced:
-		case <-ctx.Done():
-			return nil
-		}
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		return nil
 	}
 	log.Info("Starting workers", "workers", c.workers)
 	var wg sync.WaitGroup

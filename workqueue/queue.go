@@ -63,8 +63,7 @@ type Queue[T comparable] struct {
 
 	delay   delayState[T]
 	forgets ring[forgetRecord[T]] // items whose failures will be forgotten, oldest first
-	work    *clock.Source         // tracks queued items as work on a fake clock; nil otherwise
-	served  bool                  // items are tracked work: see Serve
+	track   tracking              // queued items as work on a fake clock; see track.go
 }
 
 // entry is the queue's record of one item. It is in items for as long as
@@ -126,7 +125,7 @@ func (q *Queue[T]) setup() {
 	q.cond.L = &q.mu
 	q.items = make(map[T]*entry[T])
 	q.quick.seed = maphash.MakeSeed()
-	q.work = clock.NewSource(q.clock, fmt.Sprintf("workqueue %q", q.name))
+	q.track.src = clock.NewSource(q.clock, fmt.Sprintf("workqueue %q", q.name))
 }
 
 // now reads the clock as nanoseconds since the queue was created.
@@ -212,18 +211,17 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.mergePending()
-	q.serveLocked()
+	q.enterGet()
 	for q.ready.len() == 0 || q.ready.peek().state&unreleased != 0 && !q.shutdown {
 		// Items re-added while in flight are still to come, even after
 		// shutdown.
 		if q.shutdown && q.dirtyInFlight == 0 {
+			q.track.waiting--
 			return item, true
 		}
 		q.cond.Wait()
 	}
-	e := q.ready.pop()
-	setQueued(e, false)
-	e.state &^= unreleased
+	e := q.takeHead()
 	e.state = e.state&^failed | processing
 	e.satSeq = q.delay.seq.Load() // this run serves the delay requests made so far
 	q.lastGot = e
@@ -258,11 +256,13 @@ func (q *Queue[T]) Done(item T) {
 	q.processing--
 	done := e.work
 	e.work = clock.Work{}
+	q.track.returning++ // the worker comes back for more; see track.go
 	if e.state&dirty != 0 {
 		e.state &^= dirty
 		q.dirtyInFlight--
 		q.pushReady(e)
 	}
+	q.coverLocked()
 	if e.state&(limited|failed) == limited || q.forgets.len() > 0 {
 		q.settleFailures(e)
 	}
@@ -276,78 +276,6 @@ func (q *Queue[T]) Done(item T) {
 	// Last: whatever this run handed on (an AddAfter, the item queued
 	// again) is accounted for by now.
 	done.Done()
-}
-
-// pushReady queues e for Get, as a unit of work of the queue's clock. On a
-// deterministic clock Get hands it out only once its turn has come. mu is
-// held.
-func (q *Queue[T]) pushReady(e *entry[T]) {
-	setQueued(e, true)
-	q.ready.push(e)
-	if q.startWork(e) {
-		q.cond.Signal()
-	}
-}
-
-// startWork makes queued e a unit of tracked work, if the queue is served
-// on a fake clock, and reports whether it may be handed out at once. mu is
-// held.
-func (q *Queue[T]) startWork(e *entry[T]) bool {
-	if q.work == nil || !q.served {
-		return true
-	}
-	var now bool
-	e.work, now = q.work.Start(func() { q.release(e) })
-	if !now {
-		e.state |= unreleased
-	}
-	return now
-}
-
-// Serve says that workers now take the queue's items. It matters only on a
-// [clock.Fake], where a served queue's items are tracked work (see
-// [clock.Source]) from the moment they are queued until their Done: virtual
-// time does not move on while one is waiting. Before, no worker would take
-// them, and counting them would stop time for good, for instance while a
-// controller waits for caches whose first list takes virtual time.
-//
-// The first Get serves the queue. A controller that starts its workers when
-// its caches are synced calls Serve from the handler's
-// [informer.Handler.OnSynced], so that the items queued meanwhile count
-// from the instant the workers may take them. Calling it again does
-// nothing.
-func (q *Queue[T]) Serve() {
-	q.init()
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.serveLocked()
-}
-
-func (q *Queue[T]) serveLocked() {
-	if q.served || q.work == nil {
-		q.served = true
-		return
-	}
-	q.served = true
-	signal := false
-	for i := range q.ready.len() {
-		if q.startWork(q.ready.at(i)) {
-			signal = true
-		}
-	}
-	if signal {
-		q.cond.Broadcast()
-	}
-}
-
-// release makes e gettable when its turn comes on a deterministic clock.
-func (q *Queue[T]) release(e *entry[T]) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if e.state&unreleased != 0 {
-		e.state &^= unreleased
-		q.cond.Broadcast() // the waiting workers look at the head of ready
-	}
 }
 
 // Len returns the number of items waiting for Get. Items being processed

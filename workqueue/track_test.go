@@ -2,6 +2,7 @@ package workqueue_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -11,41 +12,93 @@ import (
 	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
-// On a fake clock a served queue's items are tracked work from Add to
-// Done, so that virtual time waits for them; before it is served, they
-// are not (no worker would take them).
-func TestServedItemsAreTrackedWork(t *testing.T) {
+// On a fake clock a queue's items are tracked work while a worker can take
+// them (one waiting in Get, one announced by Serve, or one coming back after
+// Done), from then until their Done.
+func TestItemsAreTrackedWhileAWorkerCanTakeThem(t *testing.T) {
 	fc := clock.NewFake(t0)
 	q := workqueue.New(workqueue.Config[string]{Name: "q", Clock: fc})
 	defer q.ShutDown()
+	busy := func(step, want string) {
+		t.Helper()
+		if got := fc.Busy(); !strings.Contains(got, want) || want == "" && got != "" {
+			t.Errorf("%s: Busy() = %q; want %q", step, got, want)
+		}
+	}
 	q.Add("a")
-	if b := fc.Busy(); b != "" {
-		t.Errorf("Busy() with an item in a queue not served = %q; want \"\"", b)
-	}
-	q.Serve()
-	if b := fc.Busy(); !strings.Contains(b, `workqueue "q" ×1`) {
-		t.Errorf("Busy() once served = %q; want the item counted", b)
-	}
+	q.Add("b")
+	busy("no worker yet", "")
+	q.Serve(1)
+	busy("one worker announced", `workqueue "q" ×1`)
 	item, _ := q.Get()
-	q.Add("a") // while processing: queued again at Done, still one unit
-	q.AddAfter("b", time.Second)
-	if b := fc.Busy(); !strings.Contains(b, `workqueue "q" ×1`) {
-		t.Errorf("Busy() while processing = %q; want one unit", b)
-	}
+	busy("a processing, b waiting for the worker", `workqueue "q" ×1`)
+	q.Add(item) // while processing: queued again at Done
 	q.Done(item)
+	busy("b for the returning worker", `workqueue "q" ×1`)
 	item, _ = q.Get()
 	q.Done(item)
-	if b := fc.Busy(); b != "" {
-		t.Errorf("Busy() after Done = %q; want \"\" (b waits for its delay: a timer, not work)", b)
+	item, _ = q.Get()
+	q.AddAfter("c", time.Second)
+	q.Done(item)
+	busy("c waits for its delay: a timer, not work", "")
+	fc.Step(time.Second) // the timer's callback queues c before Step returns
+	busy("c due, the worker comes back", `workqueue "q" ×1`)
+	if item, _ := q.Get(); item != "c" {
+		t.Errorf("Get() = %q; want c", item)
 	}
-	fc.Step(time.Second) // the timer's callback queues b before Step returns
-	if b := fc.Busy(); !strings.Contains(b, `workqueue "q" ×1`) {
-		t.Errorf("Busy() when b is due = %q; want it counted", b)
+	q.Done("c")
+}
+
+// A regression test (soak seed 417): with every worker asleep in a request
+// that takes virtual time (injected latency), an item queued meanwhile
+// must not count as work, or virtual time could never move on to wake
+// them.
+func TestQueuedItemsDoNotBlockSleepingWorkers(t *testing.T) {
+	for _, deterministic := range []bool{false, true} {
+		t.Run(fmt.Sprint("deterministic=", deterministic), func(t *testing.T) {
+			fc := clock.NewFake(t0)
+			if deterministic {
+				fc = clock.NewDeterministic(t0)
+			}
+			q := workqueue.New(workqueue.Config[string]{Name: "q", Clock: fc})
+			q.Serve(1)
+			q.Add("slow")
+			var mu sync.Mutex
+			var log []string
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				for {
+					item, shutdown := q.Get()
+					if shutdown {
+						return
+					}
+					if item == "slow" {
+						q.Add("next") // queued while the only worker sleeps
+						if err := clock.Sleep(context.Background(), fc, time.Minute); err != nil {
+							t.Error(err)
+						}
+					}
+					mu.Lock()
+					log = append(log, fmt.Sprintf("%s done at +%v", item, fc.Since(t0)))
+					mu.Unlock()
+					q.Done(item)
+				}
+			})
+			err := fc.RunUntil(context.Background(), func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(log) == 2
+			}, time.Hour)
+			q.ShutDown()
+			wg.Wait()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := strings.Join(log, ", "), "slow done at +1m0s, next done at +1m0s"; got != want {
+				t.Errorf("log = %q; want %q", got, want)
+			}
+		})
 	}
-	if item, _ := q.Get(); item != "b" {
-		t.Errorf("Get() = %q; want b", item)
-	}
-	q.Done("b")
 }
 
 // On a deterministic clock the workers get the items one at a time, in
@@ -53,7 +106,7 @@ func TestServedItemsAreTrackedWork(t *testing.T) {
 func TestDeterministicQueueTakesTurns(t *testing.T) {
 	fc := clock.NewDeterministic(t0)
 	q := workqueue.New(workqueue.Config[string]{Name: "q", Clock: fc})
-	q.Serve()
+	q.Serve(3)
 	for _, item := range []string{"a", "b", "c"} {
 		q.Add(item)
 	}
