@@ -77,10 +77,14 @@ type Controller struct {
 	queue   *workqueue.Queue[types.NamespacedName]
 	workers int
 	batch   time.Duration // pod events wait this long; see BatchPeriod
+	rsReg   *informer.Registration
+	podReg  *informer.Registration
+	ready   chan struct{} // closed once both handlers have synced
 }
 
 // NewController returns a controller for cfg. It adds an index of orphan
-// pods to the pod informer's cache, and starts nothing.
+// pods to the pod informer's cache and registers its event handlers on the
+// informers, and starts nothing.
 func NewController(cfg ControllerConfig) (*Controller, error) {
 	switch {
 	case cfg.ReplicaSets == nil:
@@ -110,19 +114,55 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 	q := workqueue.New(workqueue.Config[types.NamespacedName]{
 		Name: "replicaset", Clock: clk, RateLimiter: cfg.RateLimiter, Metrics: cfg.Metrics,
 	})
-	return &Controller{
+	c := &Controller{
 		rsInf: cfg.ReplicaSets, podInf: cfg.Pods, rss: cfg.ReplicaSets.Cache(), rec: rec,
 		queue:   q,
 		workers: max(cfg.Workers, 1),
 		batch:   max(cfg.BatchPeriod, 0),
-	}, nil
+		ready:   make(chan struct{}),
+	}
+	if err := c.register(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// register adds the event handlers. They are added here rather than in
+// Run so that no event can fall between the constructor and Run, and so
+// that, on a fake clock, a simulation cannot move time on while Run's
+// goroutine has yet to start. Once both handlers have seen their
+// informer's first list, the workers are announced to the queue (see
+// workqueue.Queue.Serve) and Run starts them.
+func (c *Controller) register() error {
+	var left atomic.Int32
+	left.Store(2)
+	synced := func() {
+		if left.Add(-1) == 0 {
+			c.queue.Serve(c.workers)
+			close(c.ready)
+		}
+	}
+	var err error
+	c.rsReg, err = c.rsInf.AddHandler(informer.Handler[*appsv1.ReplicaSet]{
+		OnAdd: c.addRS, OnUpdate: c.updateRS, OnDelete: c.deleteRS, OnSynced: synced,
+	})
+	if err != nil {
+		return fmt.Errorf("replicaset: %w", err)
+	}
+	c.podReg, err = c.podInf.AddHandler(informer.Handler[*corev1.Pod]{
+		OnAdd: c.addPod, OnUpdate: c.updatePod, OnDelete: c.deletePod, OnSynced: synced,
+	})
+	if err != nil {
+		return errors.Join(fmt.Errorf("replicaset: %w", err), c.rsInf.RemoveHandler(c.rsReg))
+	}
+	return nil
 }
 
 // Reconciler returns the controller's reconciler.
 func (c *Controller) Reconciler() *Reconciler { return c.rec }
 
-// Run registers the event handlers, waits until both informers have synced
-// and the handlers have seen their contents, then syncs ReplicaSets with
+// Run waits until both informers have synced and the handlers (registered
+// by NewController) have seen their contents, then syncs ReplicaSets with
 // the configured number of workers until ctx ends. It then shuts the queue
 // down, waits for the workers to return and removes its handlers. It
 // returns nil after a normal shutdown, or an error if a handler could not
@@ -130,36 +170,11 @@ func (c *Controller) Reconciler() *Reconciler { return c.rec }
 func (c *Controller) Run(ctx context.Context) (err error) {
 	log := logr.FromContextOrDiscard(ctx).WithValues("controller", "replicaset")
 	defer c.queue.ShutDown()
-	// Once both handlers have seen their informer's first list, the
-	// workers are announced to the queue (see workqueue.Queue.Serve) and
-	// started.
-	var left atomic.Int32
-	left.Store(2)
-	ready := make(chan struct{})
-	synced := func() {
-		if left.Add(-1) == 0 {
-			c.queue.Serve(c.workers)
-			close(ready)
-		}
-	}
-	rsReg, err := c.rsInf.AddHandler(informer.Handler[*appsv1.ReplicaSet]{
-		OnAdd: c.addRS, OnUpdate: c.updateRS, OnDelete: c.deleteRS, OnSynced: synced,
-	})
-	if err != nil {
-		return fmt.Errorf("replicaset: %w", err)
-	}
-	podReg, err := c.podInf.AddHandler(informer.Handler[*corev1.Pod]{
-		OnAdd: c.addPod, OnUpdate: c.updatePod, OnDelete: c.deletePod, OnSynced: synced,
-	})
-	if err != nil {
-		return errors.Join(fmt.Errorf("replicaset: %w", err), c.rsInf.RemoveHandler(rsReg))
-	}
 	defer func() {
-		err = errors.Join(err, c.rsInf.RemoveHandler(rsReg), c.podInf.RemoveHandler(podReg))
+		err = errors.Join(err, c.rsInf.RemoveHandler(c.rsReg), c.podInf.RemoveHandler(c.podReg))
 	}()
-
 	select {
-	case <-ready:
+	case <-c.ready:
 	case <-ctx.Done():
 		return nil
 	}
