@@ -243,3 +243,29 @@ func TestEventsRecordsRealEvents(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+func TestNewInformerControllersErrors(t *testing.T) {
+	cs := fake.NewClientset()
+	f := informers.NewSharedInformerFactory(cs, 0)
+	if _, err := NewInformerControllers(nil, cs, InformerOptions{}); err == nil {
+		t.Error("nil factory: no error")
+	}
+	if _, err := NewInformerControllers(f, nil, InformerOptions{}); err == nil {
+		t.Error("nil clientset: no error")
+	}
+	if _, err := NewInformerControllers(f, cs, InformerOptions{Workers: -1}); err == nil {
+		t.Error("negative workers: no error")
+	}
+	c, err := NewInformerControllers(f, cs, InformerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Run(ctx); err != nil {
+		t.Errorf("Run on a cancelled context = %v; want nil", err)
+	}
+	if err := c.Run(ctx); err == nil {
+		t.Error("second Run: no error")
+	}
+}
