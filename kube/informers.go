@@ -164,7 +164,9 @@ func (c *InformerControllers) run(ctx context.Context) error {
 	log.Info("Started controllers", "workers", c.opts.Workers)
 	var wg sync.WaitGroup
 	for range c.opts.Workers {
-		wg.Go(func() { work(logr.NewContext(ctx, log.WithName("deployment")), c.dQueue, dr, deployment.DefaultMaxRetries) })
+		wg.Go(func() {
+			work(logr.NewContext(ctx, log.WithName("deployment")), c.dQueue, dr, deployment.DefaultMaxRetries)
+		})
 		wg.Go(func() { work(logr.NewContext(ctx, log.WithName("replicaset")), c.rsQueue, rr, 0) })
 	}
 	<-ctx.Done()
@@ -275,5 +277,7 @@ func noObs2[T any](f func(context.Context, T, T) []reconcile.Enqueue) func(conte
 	if f == nil {
 		return nil
 	}
-	return func(ctx context.Context, a, b T) ([]reconcile.Enqueue, []replicaset.Observation) { return f(ctx, a, b), nil }
+	return func(ctx context.Context, a, b T) ([]reconcile.Enqueue, []replicaset.Observation) {
+		return f(ctx, a, b), nil
+	}
 }
