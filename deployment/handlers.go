@@ -35,6 +35,10 @@ type EventRules struct {
 	// ReplicaSets reads the cached ReplicaSets, to find a deleted pod's
 	// Deployment.
 	ReplicaSets reconcile.Getter[*appsv1.ReplicaSet]
+	// Kind is the kind that controller references must name to resolve;
+	// "" means Deployment. A [Workload]'s rules set its kind, and read
+	// Deployments through [WorkloadViews].
+	Kind string
 }
 
 // DeploymentAdded syncs the Deployment.
@@ -120,7 +124,11 @@ func (r EventRules) PodDeleted(ctx context.Context, pod *corev1.Pod) []reconcile
 // resolve returns the Deployment a controller reference points to, if it
 // is cached with the same UID (upstream resolveControllerRef).
 func (r EventRules) resolve(ctx context.Context, namespace string, ref *metav1.OwnerReference) *appsv1.Deployment {
-	if ref == nil || ref.Kind != controllerKind.Kind {
+	kind := r.Kind
+	if kind == "" {
+		kind = controllerKind.Kind
+	}
+	if ref == nil || ref.Kind != kind {
 		return nil
 	}
 	d, err := r.Deployments.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name})
