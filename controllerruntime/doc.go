@@ -36,14 +36,22 @@
 //     so the ReplicaSet controller waits for a scale's event before writing
 //     that ReplicaSet's status.
 //
-// [Options] sets the workers, the rate limiter, and a namespace and label
-// restriction. A manager whose cache is restricted (cache.Options
-// DefaultNamespaces, label or field selectors by object) works too: the
-// controllers see what the cache holds.
+// [Options] sets the workers, the rate limiter, a namespace and a label
+// restriction, a batch period and upstream's status timing. A manager
+// whose cache is restricted (cache.Options DefaultNamespaces, label or field
+// selectors by object) works too: the controllers see what the cache holds.
 //
 // # Differences from the packaged controllers
 //
-// controller-runtime's controller retries a failing key until it succeeds
-// (no drop after 15 retries as kube-controller-manager's Deployment
-// controller does), and its queue has no batch period.
+// controller-runtime's controller retries a failing key with backoff until
+// it succeeds; kube-controller-manager's Deployment controller (and
+// deployment.Controller) drops a key after 15 retries until its next event.
+//
+// # Testing
+//
+// The unit tests run on controller-runtime's fake client. The e2e
+// directory (build tag e2e, run by kube/hack/e2e.sh) runs both controllers
+// in a Manager against a real kube-apiserver, and kube/e2e/compare runs the
+// operator of examples/controllerruntime side by side with
+// kube-controller-manager.
 package controllerruntime
