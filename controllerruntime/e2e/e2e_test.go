@@ -20,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -90,9 +91,10 @@ func TestManager(t *testing.T) {
 	cfg := startAPIServer(t)
 	const ns = "ctrlkit-e2e"
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Logger:  testr.New(t),
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		Logger:     testr.New(t),
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: skipNameValidation(),
+		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -193,3 +195,10 @@ func waitRolledOut(ctx context.Context, t *testing.T, c client.WithWatch, key ty
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// skipNameValidation lets each test register the controllers with its own
+// Manager: controller-runtime checks names across the process.
+func skipNameValidation() config.Controller {
+	skip := true
+	return config.Controller{SkipNameValidation: &skip}
+}

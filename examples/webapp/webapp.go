@@ -179,3 +179,35 @@ func copyPtr[T any](p *T) *T {
 }
 
 var _ deployment.Workload = (*WebApp)(nil)
+
+// List is a list of WebApps, as the API serves them.
+type List struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []WebApp `json:"items"`
+}
+
+// DeepCopyObject implements runtime.Object.
+func (l *List) DeepCopyObject() runtime.Object {
+	if l == nil {
+		return nil
+	}
+	out := &List{TypeMeta: l.TypeMeta}
+	l.ListMeta.DeepCopyInto(&out.ListMeta)
+	if l.Items != nil {
+		out.Items = make([]WebApp, len(l.Items))
+		for i := range l.Items {
+			out.Items[i] = *l.Items[i].DeepCopy()
+		}
+	}
+	return out
+}
+
+// AddToScheme registers WebApp and List under [Kind]'s group and version.
+func AddToScheme(s *runtime.Scheme) error {
+	gv := Kind.GroupVersion()
+	s.AddKnownTypeWithName(gv.WithKind(Kind.Kind), &WebApp{})
+	s.AddKnownTypeWithName(gv.WithKind(Kind.Kind+"List"), &List{})
+	metav1.AddToGroupVersion(s, gv)
+	return nil
+}
