@@ -141,11 +141,11 @@ func (c *InformerControllers) run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
 	defer c.dQueue.ShutDown()
 	defer c.rsQueue.ShutDown()
-	dEvents := StartEvents(context.WithoutCancel(ctx), c.cs)
-	defer dEvents.Shutdown()
+	events := StartEvents(context.WithoutCancel(ctx), c.cs)
+	defer events.Shutdown()
 	dr, err := deployment.NewReconciler(deployment.ReconcilerConfig{
 		Deployments: c.ds, ReplicaSets: c.rss, Pods: c.pods, Live: LiveDeployments(c.cs, c.opts.Grace),
-		Client: DeploymentClient{Clientset: c.cs, Grace: c.opts.Grace}, Events: dEvents.Deployment(),
+		Client: DeploymentClient{Clientset: c.cs, Grace: c.opts.Grace}, Events: events.Deployment(),
 		EagerStatus: c.opts.EagerStatus,
 	})
 	if err != nil {
@@ -153,7 +153,7 @@ func (c *InformerControllers) run(ctx context.Context) error {
 	}
 	rr, err := replicaset.NewReconciler(replicaset.ReconcilerConfig{
 		ReplicaSets: c.rss, Pods: c.pods, Client: ReplicaSetClient{Clientset: c.cs, Grace: c.opts.Grace},
-		Events: dEvents.ReplicaSet(), Expectations: c.exp, EagerStatus: c.opts.EagerStatus,
+		Events: events.ReplicaSet(), Expectations: c.exp, EagerStatus: c.opts.EagerStatus,
 	})
 	if err != nil {
 		return err
