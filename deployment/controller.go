@@ -162,8 +162,9 @@ func (c *Controller) Reconciler() *Reconciler { return c.own }
 
 // Run waits until the handlers have seen the informers' initial lists,
 // then runs the workers until ctx is done. It then shuts the queue down,
-// waits for the syncs in progress and returns ctx's error. Call it once.
-// The logger comes from ctx (logr.FromContextOrDiscard).
+// waits for the syncs in progress and returns nil, as replicaset's
+// Controller.Run does. Call it once. The logger comes from ctx
+// (logr.FromContextOrDiscard).
 func (c *Controller) Run(ctx context.Context) error {
 	err := errors.New("deployment: Controller.Run called twice")
 	c.runCalls.Do(func() { err = c.run(ctx) })
@@ -177,7 +178,7 @@ func (c *Controller) run(ctx context.Context) error {
 		select {
 		case <-reg.Synced():
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil
 		}
 	}
 	log.Info("Starting controller", "controller", "deployment", "workers", c.cfg.Workers)
@@ -192,7 +193,7 @@ func (c *Controller) run(ctx context.Context) error {
 	log.Info("Shutting down controller", "controller", "deployment")
 	c.queue.ShutDown()
 	wg.Wait()
-	return ctx.Err()
+	return nil
 }
 
 // processNext syncs one key; false means the queue is shut down.
