@@ -10,6 +10,21 @@
 // other, and a framework adapter (controller-runtime, client-go informers)
 // is written once for both.
 //
+// # One shape for both controllers
+//
+// Packages deployment and replicaset are built the same way:
+// NewReconciler(ReconcilerConfig) (*Reconciler, error) and
+// NewController(ControllerConfig) (*Controller, error), Controller.Reconciler
+// and Controller.Run(ctx), EventRules for the informer handlers, and the
+// same field names for the same things (Client, Events, Clock, Workers,
+// MaxRetries, RateLimiter, Metrics, BatchPeriod, EagerStatus). Constructors
+// over config structs, rather than struct literals, because each
+// Reconciler validates its configuration (an error names the missing
+// field, where a literal would fail on the first sync), fills in defaults
+// once (the real clock, a discarding recorder), and derives state from it
+// that must not change under running workers (the indexed read paths it
+// detects, the ReplicaSet controller's expectations and selector cache).
+//
 // # Guarantees
 //
 //   - Nothing here does I/O, starts a goroutine or keeps global state.
