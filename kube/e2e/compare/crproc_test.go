@@ -3,7 +3,9 @@
 package compare
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,13 +54,33 @@ func runCROperator(t *testing.T, ctx context.Context, bin, ns string, sc scenari
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "--kubeconfig="+filepath.Join(cp.Dir, "kubeconfig"), "--namespace="+ns, "--metrics-bind-address=0")
-	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Stdout = logf
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		logf.Close()
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		t.Fatal(err)
 	}
+	// Its log goes to the file; both controllers log "Starting workers"
+	// once their caches have synced, and that is the start.
+	started, logged := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(logged)
+		n := 0
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			fmt.Fprintln(logf, sc.Text())
+			if n += strings.Count(sc.Text(), "Starting workers"); n == 2 {
+				close(started)
+			}
+		}
+	}()
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait(); logf.Close() }()
+	go func() { <-logged; done <- cmd.Wait(); logf.Close() }()
 	stopped := false
 	stop := func() {
 		if stopped {
@@ -74,17 +96,15 @@ func runCROperator(t *testing.T, ctx context.Context, bin, ns string, sc scenari
 		}
 	}
 	defer stop()
-	// Both controllers log "Starting workers" once their caches synced.
-	deadline := time.Now().Add(time.Minute)
-	for {
+	select {
+	case <-started:
+	case err := <-done:
+		stopped = true // it has exited; nothing to stop
 		b, _ := os.ReadFile(logPath)
-		if strings.Count(string(b), "Starting workers") >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("controller-runtime operator did not start within a minute:\n%s", b)
-		}
-		time.Sleep(50 * time.Millisecond)
+		t.Fatalf("controller-runtime operator exited (%v) before it started:\n%s", err, b)
+	case <-time.After(time.Minute):
+		b, _ := os.ReadFile(logPath)
+		t.Fatalf("controller-runtime operator did not start within a minute:\n%s", b)
 	}
 	res := s.execute(sc, apiserverWrites, true)
 	stop()
