@@ -74,8 +74,10 @@ func runCROperator(t *testing.T, ctx context.Context, bin, ns string, sc scenari
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			fmt.Fprintln(logf, sc.Text())
-			if n += strings.Count(sc.Text(), "Starting workers"); n == 2 {
-				close(started)
+			if c := strings.Count(sc.Text(), "Starting workers"); c > 0 && n < 2 {
+				if n += c; n >= 2 {
+					close(started)
+				}
 			}
 		}
 	}()
