@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -59,15 +60,26 @@ func Example() {
 			queue.Add(e.Key)
 		}
 	}
+	// The queue runs on the fake clock: once served, its items are work the
+	// clock waits for. Serve it when both handlers have seen their first
+	// list, so that a key queued before the worker's first Get counts.
+	var handlersSynced atomic.Int32
+	serve := func() {
+		if handlersSynced.Add(1) == 2 {
+			queue.Serve()
+		}
+	}
 	must(deployments.AddHandler(informer.Handler[*appsv1.Deployment]{
 		OnAdd:    func(d *appsv1.Deployment) { enqueue(rules.DeploymentAdded(ctx, d)) },
 		OnUpdate: func(old, d *appsv1.Deployment) { enqueue(rules.DeploymentUpdated(ctx, old, d)) },
 		OnDelete: func(d informer.Deleted[*appsv1.Deployment]) { enqueue(rules.DeploymentDeleted(ctx, d.Obj)) },
+		OnSynced: serve,
 	}))
 	must(replicaSets.AddHandler(informer.Handler[*appsv1.ReplicaSet]{
 		OnAdd:    func(rs *appsv1.ReplicaSet) { enqueue(rules.ReplicaSetAdded(ctx, rs)) },
 		OnUpdate: func(old, rs *appsv1.ReplicaSet) { enqueue(rules.ReplicaSetUpdated(ctx, old, rs)) },
 		OnDelete: func(d informer.Deleted[*appsv1.ReplicaSet]) { enqueue(rules.ReplicaSetDeleted(ctx, d.Obj)) },
+		OnSynced: serve,
 	}))
 
 	// 4. The Reconciler reads the caches and writes through the API.
