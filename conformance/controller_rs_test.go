@@ -25,6 +25,7 @@ import (
 	upstreamrs "k8s.io/kubernetes/pkg/controller/replicaset"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/replicaset"
 )
 
@@ -201,14 +202,14 @@ type rsReader struct {
 	rss map[types.NamespacedName]*appsv1.ReplicaSet
 }
 
-func (r rsReader) Get(key types.NamespacedName) (*appsv1.ReplicaSet, error) {
+func (r rsReader) Get(_ context.Context, key types.NamespacedName) (*appsv1.ReplicaSet, error) {
 	if rs, ok := r.rss[key]; ok {
 		return rs, nil
 	}
 	return nil, notFound(key.Name)
 }
 
-func (r rsReader) List(namespace string, sel labels.Selector) ([]*appsv1.ReplicaSet, error) {
+func (r rsReader) List(_ context.Context, namespace string, sel labels.Selector) ([]*appsv1.ReplicaSet, error) {
 	var out []*appsv1.ReplicaSet
 	for _, rs := range r.rss {
 		if rs.Namespace == namespace && sel.Matches(labels.Set(rs.Labels)) {
@@ -221,7 +222,7 @@ func (r rsReader) List(namespace string, sel labels.Selector) ([]*appsv1.Replica
 
 type podReader struct{ pods []*corev1.Pod }
 
-func (p podReader) List(namespace string, sel labels.Selector) ([]*corev1.Pod, error) {
+func (p podReader) List(_ context.Context, namespace string, sel labels.Selector) ([]*corev1.Pod, error) {
 	var out []*corev1.Pod
 	for _, pod := range p.pods {
 		if pod.Namespace == namespace && sel.Matches(labels.Set(pod.Labels)) {
@@ -264,16 +265,16 @@ func (w clientWriter) GetReplicaSet(ctx context.Context, key types.NamespacedNam
 }
 
 // newOursRSHarness runs our Reconciler on w; eager sets
-// Config.EagerStatus (upstream's status timing).
+// ReconcilerConfig.EagerStatus (upstream's status timing).
 func newOursRSHarness(t testing.TB, w rsWorld, eager bool) *oursRSHarness {
-	return newOursRSHarnessWith(t, w, eager, func(pods []*corev1.Pod) replicaset.PodLister { return podReader{pods} })
+	return newOursRSHarnessWith(t, w, eager, func(pods []*corev1.Pod) reconcile.Lister[*corev1.Pod] { return podReader{pods} })
 }
 
 // newOursRSCachedHarness reads pods through the library's own informer
 // cache with the controller's indexes, the way a user runs the
 // Reconciler; the benchmarks use it so that both sides read indexed stores.
 func newOursRSCachedHarness(t testing.TB, w rsWorld) *oursRSHarness {
-	return newOursRSHarnessWith(t, w, true, func(pods []*corev1.Pod) replicaset.PodLister {
+	return newOursRSHarnessWith(t, w, true, func(pods []*corev1.Pod) reconcile.Lister[*corev1.Pod] {
 		c := informer.NewCache[*corev1.Pod](informer.CacheConfig[*corev1.Pod]{})
 		if err := c.Replace(pods); err != nil {
 			t.Fatalf("filling the pod cache: %v", err)
@@ -286,7 +287,7 @@ func newOursRSCachedHarness(t testing.TB, w rsWorld) *oursRSHarness {
 	})
 }
 
-func newOursRSHarnessWith(t testing.TB, w rsWorld, eager bool, podLister func([]*corev1.Pod) replicaset.PodLister) *oursRSHarness {
+func newOursRSHarnessWith(t testing.TB, w rsWorld, eager bool, podLister func([]*corev1.Pod) reconcile.Lister[*corev1.Pod]) *oursRSHarness {
 	objs := w.objects()
 	client := fake.NewSimpleClientset(objs...)
 	rss := map[types.NamespacedName]*appsv1.ReplicaSet{}
@@ -299,7 +300,7 @@ func newOursRSHarnessWith(t testing.TB, w rsWorld, eager bool, podLister func([]
 			pods = append(pods, o)
 		}
 	}
-	rec, err := replicaset.NewReconciler(replicaset.Config{
+	rec, err := replicaset.NewReconciler(replicaset.ReconcilerConfig{
 		ReplicaSets: rsReader{rss},
 		Pods:        podLister(pods),
 		Client:      clientWriter{client},

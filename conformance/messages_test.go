@@ -219,7 +219,7 @@ func oursRSMessages(ctx context.Context, t *testing.T, w rsWorld, react func(*fa
 		react(client)
 	}
 	var m messages
-	rec, err := replicaset.NewReconciler(replicaset.Config{
+	rec, err := replicaset.NewReconciler(replicaset.ReconcilerConfig{
 		ReplicaSets: rsReader{map[types.NamespacedName]*appsv1.ReplicaSet{{Namespace: "ns", Name: "web"}: w.rs}},
 		Pods:        podReader{w.pods}, Client: clientWriter{client}, EagerStatus: true,
 		Events: replicaset.EventRecorderFunc(func(_ runtime.Object, typ, reason, msg string) {

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
@@ -23,7 +24,7 @@ import (
 //
 //   - Conflict (a stale resourceVersion) and other API errors: retry the
 //     sync (the next snapshot decides afresh);
-//   - creating a ReplicaSet in a terminating namespace: [Terminal];
+//   - creating a ReplicaSet in a terminating namespace: [reconcile.Terminal];
 //   - creating a ReplicaSet that already exists: if it is ours, with our
 //     template, Apply goes on without the "Scaled up" event (upstream
 //     treats it as created); otherwise the AlreadyExists error is returned
@@ -160,7 +161,7 @@ func (a *applier) create(ctx context.Context, act CreateReplicaSet) error {
 		}
 		return err
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-		return Terminal(err)
+		return reconcile.Terminal(err)
 	}
 	msg := fmt.Sprintf("Failed to create new replica set %q: %v", rs.Name, err)
 	var serr error

@@ -15,8 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/deployment"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
@@ -131,7 +131,7 @@ func TestApplyErrorClasses(t *testing.T) {
 		}
 		w.mu.Unlock()
 		n, err := deployment.Apply(context.Background(), w, nil, p)
-		if !apierrors.IsConflict(err) || errors.Is(err, deployment.ErrTerminal) {
+		if !apierrors.IsConflict(err) || errors.Is(err, reconcile.ErrTerminal) {
 			t.Fatalf("Apply() error = %v; want a retriable Conflict", err)
 		}
 		if n != 2 {
@@ -150,7 +150,7 @@ func TestApplyErrorClasses(t *testing.T) {
 		}
 		w.events = nil
 		_, err := deployment.Apply(context.Background(), w, w, p)
-		if !errors.Is(err, deployment.ErrTerminal) {
+		if !errors.Is(err, reconcile.ErrTerminal) {
 			t.Fatalf("Apply() error = %v; want terminal", err)
 		}
 		if len(w.events) != 0 {
@@ -219,7 +219,7 @@ func TestApplyRollbackThenStatus(t *testing.T) {
 
 func TestReconciler(t *testing.T) {
 	newReconciler := func(w *world) *deployment.Reconciler {
-		return &deployment.Reconciler{Deployments: w, ReplicaSets: w, Pods: w, Client: w, Events: w, Clock: clock.NewFake(t0)}
+		return newReconcilerFor(t, w.config())
 	}
 	t.Run("not found", func(t *testing.T) {
 		w := newWorld()
@@ -257,14 +257,15 @@ func TestReconciler(t *testing.T) {
 	}
 	t.Run("adoption rechecks the live Deployment", func(t *testing.T) {
 		w, key := adoptWorld()
-		r := newReconciler(w)
-		r.Live = deployment.DeploymentGetterFunc(func(k types.NamespacedName) (*appsv1.Deployment, error) {
+		cfg := w.config()
+		cfg.Live = reconcile.GetterFunc[*appsv1.Deployment](func(_ context.Context, k types.NamespacedName) (*appsv1.Deployment, error) {
 			d, err := w.Get(k)
 			if err == nil {
 				d.UID = "recreated"
 			}
 			return d, err
 		})
+		r := newReconcilerFor(t, cfg)
 		w.writes = nil
 		_, err := r.Reconcile(context.Background(), key)
 		if err == nil || !strings.Contains(err.Error(), "is gone") {
@@ -302,8 +303,9 @@ func TestReconcilerDefersStatusAfterScales(t *testing.T) {
 	run := func(eager bool) outcome {
 		w := newWorld()
 		key := deployment.KeyOf(w.addDeployment(newDeployment(8, "web:v1")))
-		r := &deployment.Reconciler{Deployments: w, ReplicaSets: w, Pods: w, Client: w, Events: w,
-			Clock: clock.NewFake(t0), EagerStatus: eager}
+		cfg := w.config()
+		cfg.EagerStatus = eager
+		r := newReconcilerFor(t, cfg)
 		var out outcome
 		step := func() {
 			t.Helper()

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/deployment"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
 // Every exported entry point returns an error naming bad input, or its
@@ -54,11 +55,9 @@ func TestBadInput(t *testing.T) {
 		}, "<nil action>\ncreate rs/<nil>\nscale rs/<nil> 1→2\nupdate rs/<nil>\nupdate deployment/<nil> (rollback annotation cleared)\n" +
 			"status gen=0 replicas=0 updated=0 ready=0 available=0 unavailable=0 revision=\n"},
 		{"KeyOf(nil)", func() (any, error) { return deployment.KeyOf(nil), nil }, "/"},
-		{"NewReplicaSetCache(nil)", func() (any, error) { return nil, errOf(deployment.NewReplicaSetCache(nil)) },
-			"deployment: NewReplicaSetCache: nil cache"},
 		{"NewController(zero config)", func() (any, error) { return nil, errOf(deployment.NewController(deployment.ControllerConfig{})) },
 			"deployment: ControllerConfig needs"},
-		{"Terminal(nil)", func() (any, error) { return deployment.Terminal(nil) == nil, nil }, "true"},
+		{"Terminal(nil)", func() (any, error) { return reconcile.Terminal(nil) == nil, nil }, "true"},
 	}
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {

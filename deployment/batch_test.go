@@ -11,6 +11,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/deployment"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
 // With a BatchPeriod, ReplicaSet status changes wake the Deployment once,
@@ -27,7 +28,7 @@ func TestControllerBatchPeriod(t *testing.T) {
 	calls := make(chan types.NamespacedName, 100)
 	c, err := deployment.NewController(deployment.ControllerConfig{
 		Deployments: dInf, ReplicaSets: rsInf, Pods: podInf, Clock: fc, BatchPeriod: 50 * time.Millisecond,
-		Reconciler: deployment.ReconcileFunc(func(_ context.Context, key types.NamespacedName) (deployment.Result, error) {
+		Reconciler: reconcile.Func(func(_ context.Context, key types.NamespacedName) (deployment.Result, error) {
 			calls <- key
 			return deployment.Result{}, nil
 		}),

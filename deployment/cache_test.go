@@ -15,9 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/deployment"
-	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
@@ -29,90 +27,19 @@ func rsNamed(ns, name string, owner *appsv1.Deployment) *appsv1.ReplicaSet {
 	return rs
 }
 
-func TestReplicaSetCache(t *testing.T) {
-	if _, err := deployment.NewReplicaSetCache(nil); err == nil {
-		t.Error("NewReplicaSetCache(nil) succeeded; want an error")
-	}
-	c := informer.NewCache[*appsv1.ReplicaSet](informer.CacheConfig[*appsv1.ReplicaSet]{})
-	d1 := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "d1", UID: "d1"}}
-	d2 := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "d2", UID: "d2"}}
-	for _, rs := range []*appsv1.ReplicaSet{
-		rsNamed("a", "x", d1), rsNamed("a", "y", d1), rsNamed("a", "z", d2),
-		rsNamed("a", "orphan", nil), rsNamed("b", "orphan", nil),
-	} {
-		if err := c.Add(rs); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rc, err := deployment.NewReplicaSetCache(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := deployment.NewReplicaSetCache(c); err != nil { // the index exists already
-		t.Fatalf("second NewReplicaSetCache: %v", err)
-	}
-	names := func(rss []*appsv1.ReplicaSet, err error) []string {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, rs := range rss {
-			out = append(out, rs.Namespace+"/"+rs.Name)
-		}
-		slices.Sort(out)
-		return out
-	}
-	for _, tc := range []struct {
-		ns   string
-		uid  types.UID
-		want []string
-	}{
-		{"a", "d1", []string{"a/x", "a/y"}},
-		{"a", "d2", []string{"a/z"}},
-		{"a", "", []string{"a/orphan"}},
-		{"b", "", []string{"b/orphan"}},
-		{"c", "", nil},
-	} {
-		if diff := cmp.Diff(tc.want, names(rc.ListByController(tc.ns, tc.uid))); diff != "" {
-			t.Errorf("ListByController(%q, %q) (-want +got):\n%s", tc.ns, tc.uid, diff)
-		}
-	}
-	// Adoption moves a ReplicaSet out of the orphans.
-	adopted := rsNamed("a", "orphan", d2)
-	if err := c.Update(adopted); err != nil {
-		t.Fatal(err)
-	}
-	if got := names(rc.ListByController("a", "")); len(got) != 0 {
-		t.Errorf("orphans of a after adoption = %v; want none", got)
-	}
-	if diff := cmp.Diff([]string{"a/orphan", "a/z"}, names(rc.ListByController("a", "d2"))); diff != "" {
-		t.Errorf("owned by d2 after adoption (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"a/orphan", "a/x", "a/y", "a/z"}, names(rc.List("a", labels.Everything()))); diff != "" {
-		t.Errorf("List(a) (-want +got):\n%s", diff)
-	}
-	if rs, err := rc.Get(types.NamespacedName{Namespace: "a", Name: "x"}); err != nil || rs.Name != "x" {
-		t.Errorf("Get(a/x) = %v, %v", rs, err)
-	}
-	if _, err := rc.Get(types.NamespacedName{Namespace: "a", Name: "nope"}); !apierrors.IsNotFound(err) {
-		t.Errorf("Get(a/nope) error = %v; want NotFound", err)
-	}
-}
-
 // indexedWorld gives a world's ReplicaSets the indexed reads of
-// deployment.ReplicaSetsByController, and counts full listings.
+// deployment.ReplicaSetsByController (context-taking), and counts full listings.
 type indexedWorld struct {
 	w     *world
 	lists int
 }
 
-func (x *indexedWorld) List(namespace string, sel labels.Selector) ([]*appsv1.ReplicaSet, error) {
+func (x *indexedWorld) List(_ context.Context, namespace string, sel labels.Selector) ([]*appsv1.ReplicaSet, error) {
 	x.lists++
 	return x.w.List(namespace, sel)
 }
 
-func (x *indexedWorld) ListByController(namespace string, uid types.UID) ([]*appsv1.ReplicaSet, error) {
+func (x *indexedWorld) ListByController(_ context.Context, namespace string, uid types.UID) ([]*appsv1.ReplicaSet, error) {
 	all, err := x.w.List(namespace, labels.Everything())
 	if err != nil {
 		return nil, err
@@ -126,7 +53,7 @@ func (x *indexedWorld) ListByController(namespace string, uid types.UID) ([]*app
 	}), nil
 }
 
-func (x *indexedWorld) Get(key types.NamespacedName) (*appsv1.ReplicaSet, error) {
+func (x *indexedWorld) Get(_ context.Context, key types.NamespacedName) (*appsv1.ReplicaSet, error) {
 	x.w.mu.Lock()
 	defer x.w.mu.Unlock()
 	rs, ok := x.w.rss[key]
@@ -240,11 +167,12 @@ func TestReconcilerIndexedReads(t *testing.T) {
 			run := func(indexed bool) (*world, *indexedWorld) {
 				w := newWorld()
 				key := sc.setup(w)
-				r := &deployment.Reconciler{Deployments: w, ReplicaSets: w, Pods: w, Client: w, Events: w, Clock: clock.NewFake(t0)}
+				cfg := w.config()
 				x := &indexedWorld{w: w}
 				if indexed {
-					r.ReplicaSets = x
+					cfg.ReplicaSets = x
 				}
+				r := newReconcilerFor(t, cfg)
 				sc.steps(w, key, func() {
 					if _, err := r.Reconcile(context.Background(), key); err != nil {
 						t.Fatalf("indexed=%v: Reconcile: %v", indexed, err)

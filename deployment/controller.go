@@ -11,37 +11,17 @@ import (
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
 // DefaultMaxRetries is how many times a failing Deployment is retried
 // before it is dropped until its next change (upstream maxRetries).
 const DefaultMaxRetries = 15
-
-// Interface is what a [Controller] worker calls for each key;
-// [*Reconciler] implements it.
-type Interface interface {
-	Reconcile(ctx context.Context, key types.NamespacedName) (Result, error)
-}
-
-// ReconcileFunc adapts a function to [Interface].
-type ReconcileFunc func(ctx context.Context, key types.NamespacedName) (Result, error)
-
-// Reconcile calls f(ctx, key).
-func (f ReconcileFunc) Reconcile(ctx context.Context, key types.NamespacedName) (Result, error) {
-	return f(ctx, key)
-}
-
-var (
-	_ Interface = (*Reconciler)(nil)
-	_ Interface = ReconcileFunc(nil)
-)
 
 // ControllerConfig wires a [Controller]. The three informers are required;
 // the controller registers handlers on them but does not run them (they
@@ -53,11 +33,14 @@ type ControllerConfig struct {
 
 	// Reconciler handles each key. Nil means a [Reconciler] reading the
 	// informers' caches and writing with Client, Live and Events.
-	Reconciler Interface
-	// Client, Live and Events configure the default Reconciler (see its
-	// fields); Client is required when Reconciler is nil.
+	Reconciler reconcile.Reconciler
+	// Client makes every write of the default Reconciler; required when
+	// Reconciler is nil.
 	Client Client
-	Live   DeploymentGetter
+	// Live configures the default Reconciler (see
+	// [ReconcilerConfig.Live]); nil means the informer cache.
+	Live reconcile.Getter[*appsv1.Deployment]
+	// Events records events about Deployments; nil discards them.
 	Events EventRecorder
 
 	// Clock drives the queue's delays and the Reconciler's time. Nil
@@ -73,8 +56,6 @@ type ControllerConfig struct {
 	// workqueue.DefaultControllerRateLimiter (upstream's: 5ms·2^n up to
 	// 1000s, and 10 qps overall).
 	RateLimiter workqueue.RateLimiter[types.NamespacedName]
-	// Logger receives errors and dropped keys; the zero Logger discards.
-	Logger logr.Logger
 	// Metrics receives the work queue's measurements (depth, latency,
 	// work duration, retries); nil takes none.
 	Metrics workqueue.Metrics
@@ -97,11 +78,13 @@ type ControllerConfig struct {
 }
 
 // Controller is the Deployment controller: informer events become keys in
-// a work queue (upstream's handler rules), and workers reconcile them.
+// a work queue ([EventRules], upstream's handler rules), and workers
+// reconcile them. Create it with [NewController] and call Run once.
 type Controller struct {
 	cfg      ControllerConfig
 	queue    *workqueue.Queue[types.NamespacedName]
-	rec      Interface
+	rec      reconcile.Reconciler
+	own      *Reconciler   // the default Reconciler; nil with the caller's
 	tracker  *writeTracker // nil with a Reconciler of the caller's
 	regs     []*informer.Registration
 	synced   chan struct{} // closed once every handler has synced
@@ -117,32 +100,45 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 	if cfg.Reconciler == nil && cfg.Client == nil {
 		return nil, errors.New("deployment: ControllerConfig needs a Client or a Reconciler")
 	}
-	if cfg.Workers <= 0 {
+	if cfg.Workers < 0 {
+		return nil, fmt.Errorf("deployment: ControllerConfig.Workers is negative (%d)", cfg.Workers)
+	}
+	if cfg.MaxRetries < 0 {
+		return nil, fmt.Errorf("deployment: ControllerConfig.MaxRetries is negative (%d)", cfg.MaxRetries)
+	}
+	if cfg.Workers == 0 {
 		cfg.Workers = 1
 	}
-	if cfg.MaxRetries <= 0 {
+	if cfg.MaxRetries == 0 {
 		cfg.MaxRetries = DefaultMaxRetries
+	}
+	deployments, err := reconcile.FromCache(cfg.Deployments.Cache())
+	if err != nil {
+		return nil, fmt.Errorf("deployment: %w", err)
+	}
+	rss, err := reconcile.FromCache(cfg.ReplicaSets.Cache())
+	if err != nil {
+		return nil, fmt.Errorf("deployment: %w", err)
 	}
 	c := &Controller{cfg: cfg, rec: cfg.Reconciler, synced: make(chan struct{}),
 		queue: workqueue.New(workqueue.Config[types.NamespacedName]{Name: "deployment", Clock: cfg.Clock, RateLimiter: cfg.RateLimiter,
 			Metrics: cfg.Metrics})}
 	if c.rec == nil {
-		rsCache, err := NewReplicaSetCache(cfg.ReplicaSets.Cache())
+		pods, err := reconcile.FromCache(cfg.Pods.Cache())
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("deployment: %w", err)
 		}
 		c.tracker = &writeTracker{deployments: cfg.Deployments.Cache(), replicaSets: cfg.ReplicaSets.Cache(),
 			live: cfg.Client.GetReplicaSet}
-		c.rec = &Reconciler{Deployments: cfg.Deployments.Cache(), ReplicaSets: rsCache, Pods: cfg.Pods.Cache(),
+		c.own, err = NewReconciler(ReconcilerConfig{Deployments: deployments, ReplicaSets: rss, Pods: pods,
 			Live: cfg.Live, Client: trackingClient{Client: cfg.Client, t: c.tracker}, Events: cfg.Events, Clock: cfg.Clock,
-			EagerStatus: cfg.EagerStatus}
+			EagerStatus: cfg.EagerStatus})
+		if err != nil {
+			return nil, err
+		}
+		c.rec = c.own
 	}
-	h := handlers{deployments: cfg.Deployments.Cache(), replicaSets: cfg.ReplicaSets.Cache(), enqueue: c.queue.Add, later: c.queue.Add}
-	if cfg.BatchPeriod > 0 {
-		// The queue keeps the earliest deadline of a key: the first event
-		// of a burst sets the time of the one sync for all of it.
-		h.later = func(key types.NamespacedName) { c.queue.AddAfter(key, cfg.BatchPeriod) }
-	}
+	h := handlers{rules: EventRules{Deployments: deployments, ReplicaSets: rss}, q: c.queue, batch: cfg.BatchPeriod}
 	// The queue is served once every handler has seen its informer's
 	// first list; see workqueue.Queue.Serve.
 	synced := c.serveWhenSynced(3)
@@ -162,9 +158,15 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 	return c, nil
 }
 
+// Reconciler returns the controller's own Reconciler, or nil when
+// ControllerConfig.Reconciler replaced it.
+func (c *Controller) Reconciler() *Reconciler { return c.own }
+
 // Run waits until the handlers have seen the informers' initial lists,
 // then runs the workers until ctx is done. It then shuts the queue down,
-// waits for the syncs in progress and returns ctx's error. Call it once.
+// waits for the syncs in progress and returns nil, as replicaset's
+// Controller.Run does. Call it once. The logger comes from ctx
+// (logr.FromContextOrDiscard).
 func (c *Controller) Run(ctx context.Context) error {
 	err := errors.New("deployment: Controller.Run called twice")
 	c.runCalls.Do(func() { err = c.run(ctx) })
@@ -172,27 +174,30 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 func (c *Controller) run(ctx context.Context) error {
+	log := logr.FromContextOrDiscard(ctx)
 	defer c.queue.ShutDown()
 	select {
 	case <-c.synced: // every handler has seen its informer's first list
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil
 	}
+	log.Info("Starting controller", "controller", "deployment", "workers", c.cfg.Workers)
 	var wg sync.WaitGroup
 	for range c.cfg.Workers {
 		wg.Go(func() {
-			for c.processNext(ctx) {
+			for c.processNext(ctx, log) {
 			}
 		})
 	}
 	<-ctx.Done()
+	log.Info("Shutting down controller", "controller", "deployment")
 	c.queue.ShutDown()
 	wg.Wait()
-	return ctx.Err()
+	return nil
 }
 
 // processNext syncs one key; false means the queue is shut down.
-func (c *Controller) processNext(ctx context.Context) bool {
+func (c *Controller) processNext(ctx context.Context, log logr.Logger) bool {
 	key, shutdown := c.queue.Get()
 	if shutdown {
 		return false
@@ -219,137 +224,65 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		if res.RequeueAfter > 0 {
 			c.queue.AddAfter(key, res.RequeueAfter)
 		}
-	case errors.Is(err, ErrTerminal):
-		c.cfg.Logger.Error(err, "Not retrying deployment", "deployment", key)
+	case reconcile.IsTerminal(err):
+		log.Error(err, "Not retrying deployment", "deployment", key)
 		c.queue.Forget(key)
 	case c.queue.NumRequeues(key) < c.cfg.MaxRetries:
-		c.cfg.Logger.V(2).Info("Error syncing deployment", "deployment", key, "err", err)
+		log.V(2).Info("Error syncing deployment", "deployment", key, "err", err)
 		c.queue.AddRateLimited(key)
 	default:
-		c.cfg.Logger.Error(err, "Dropping deployment out of the queue", "deployment", key)
+		log.Error(err, "Dropping deployment out of the queue", "deployment", key)
 		c.queue.Forget(key)
 	}
 	return true
 }
 
-// handlers maps informer events to Deployment keys (upstream's
-// add/update/delete handlers).
+// handlers feed a controller's queue from its informers through
+// [EventRules].
 type handlers struct {
-	deployments *informer.Cache[*appsv1.Deployment]
-	replicaSets *informer.Cache[*appsv1.ReplicaSet]
-	enqueue     func(types.NamespacedName)
-	later       func(types.NamespacedName) // enqueue after the batch period
+	rules EventRules
+	q     *workqueue.Queue[types.NamespacedName]
+	batch time.Duration
+}
+
+// add enqueues what a rule asked for. The queue keeps the earliest
+// deadline of a key: the first batched event of a burst sets the time of
+// the one sync for all of it.
+func (h handlers) add(es []reconcile.Enqueue) {
+	for _, e := range es {
+		switch {
+		case e.After > 0:
+			h.q.AddAfter(e.Key, e.After)
+		case e.Batch && h.batch > 0:
+			h.q.AddAfter(e.Key, h.batch)
+		default:
+			h.q.Add(e.Key)
+		}
+	}
 }
 
 func (h handlers) deploymentHandler() informer.Handler[*appsv1.Deployment] {
+	ctx := context.Background()
 	return informer.Handler[*appsv1.Deployment]{
-		OnAdd:    func(d *appsv1.Deployment) { h.enqueue(keyOf(d)) },
-		OnUpdate: func(_, d *appsv1.Deployment) { h.enqueue(keyOf(d)) }, // always, resyncs included
-		OnDelete: func(d informer.Deleted[*appsv1.Deployment]) { h.enqueue(d.Key) },
+		OnAdd:    func(d *appsv1.Deployment) { h.add(h.rules.DeploymentAdded(ctx, d)) },
+		OnUpdate: func(old, cur *appsv1.Deployment) { h.add(h.rules.DeploymentUpdated(ctx, old, cur)) },
+		OnDelete: func(d informer.Deleted[*appsv1.Deployment]) { h.add(h.rules.DeploymentDeleted(ctx, d.Obj)) },
 	}
 }
 
 func (h handlers) replicaSetHandler() informer.Handler[*appsv1.ReplicaSet] {
+	ctx := context.Background()
 	return informer.Handler[*appsv1.ReplicaSet]{
-		OnAdd: func(rs *appsv1.ReplicaSet) {
-			if rs.DeletionTimestamp != nil {
-				h.enqueueOwner(rs.Namespace, metav1.GetControllerOfNoCopy(rs))
-				return
-			}
-			if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
-				h.enqueueOwner(rs.Namespace, ref)
-				return
-			}
-			h.enqueueSelecting(rs)
-		},
-		OnUpdate: func(old, cur *appsv1.ReplicaSet) {
-			if old.ResourceVersion == cur.ResourceVersion {
-				return // a resync
-			}
-			oldRef, curRef := metav1.GetControllerOfNoCopy(old), metav1.GetControllerOfNoCopy(cur)
-			refChanged := !refEqual(oldRef, curRef)
-			if refChanged && oldRef != nil {
-				h.enqueueOwner(old.Namespace, oldRef)
-			}
-			if curRef != nil {
-				if !refChanged && old.Generation == cur.Generation && labels.Equals(old.Labels, cur.Labels) &&
-					(old.DeletionTimestamp == nil) == (cur.DeletionTimestamp == nil) {
-					// The status (or annotations) only: batched.
-					if d := h.resolve(cur.Namespace, curRef); d != nil {
-						h.later(keyOf(d))
-					}
-					return
-				}
-				h.enqueueOwner(cur.Namespace, curRef)
-				return
-			}
-			if refChanged || !labels.Equals(old.Labels, cur.Labels) {
-				h.enqueueSelecting(cur)
-			}
-		},
-		OnDelete: func(d informer.Deleted[*appsv1.ReplicaSet]) {
-			h.enqueueOwner(d.Obj.Namespace, metav1.GetControllerOfNoCopy(d.Obj))
-		},
+		OnAdd:    func(rs *appsv1.ReplicaSet) { h.add(h.rules.ReplicaSetAdded(ctx, rs)) },
+		OnUpdate: func(old, cur *appsv1.ReplicaSet) { h.add(h.rules.ReplicaSetUpdated(ctx, old, cur)) },
+		OnDelete: func(d informer.Deleted[*appsv1.ReplicaSet]) { h.add(h.rules.ReplicaSetDeleted(ctx, d.Obj)) },
 	}
 }
 
-// podHandler requeues a Recreate Deployment when one of its pods is
-// deleted (v1.37: on every deletion), so it can create the new
-// ReplicaSet once the old pods are gone.
 func (h handlers) podHandler() informer.Handler[*corev1.Pod] {
+	ctx := context.Background()
 	return informer.Handler[*corev1.Pod]{
-		OnDelete: func(del informer.Deleted[*corev1.Pod]) {
-			ref := metav1.GetControllerOfNoCopy(del.Obj)
-			if ref == nil || ref.Kind != "ReplicaSet" {
-				return
-			}
-			rs, err := h.replicaSets.Get(types.NamespacedName{Namespace: del.Obj.Namespace, Name: ref.Name})
-			if err != nil || rs.UID != ref.UID {
-				return
-			}
-			if d := h.resolve(rs.Namespace, metav1.GetControllerOfNoCopy(rs)); d != nil && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
-				h.later(keyOf(d))
-			}
-		},
-	}
-}
-
-// resolve returns the Deployment a controller reference points to, if it
-// is in the cache with the same UID (upstream resolveControllerRef).
-func (h handlers) resolve(namespace string, ref *metav1.OwnerReference) *appsv1.Deployment {
-	if ref == nil || ref.Kind != controllerKind.Kind {
-		return nil
-	}
-	d, err := h.deployments.Get(types.NamespacedName{Namespace: namespace, Name: ref.Name})
-	if err != nil || d.UID != ref.UID {
-		return nil
-	}
-	return d
-}
-
-func (h handlers) enqueueOwner(namespace string, ref *metav1.OwnerReference) {
-	if d := h.resolve(namespace, ref); d != nil {
-		h.enqueue(keyOf(d))
-	}
-}
-
-// enqueueSelecting enqueues every Deployment of rs's namespace whose
-// non-empty selector matches rs's labels (upstream
-// GetDeploymentsForReplicaSet); a ReplicaSet without labels matches none.
-func (h handlers) enqueueSelecting(rs *appsv1.ReplicaSet) {
-	if len(rs.Labels) == 0 {
-		return
-	}
-	ds, err := h.deployments.List(rs.Namespace, labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, d := range ds {
-		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(rs.Labels)) {
-			continue
-		}
-		h.enqueue(keyOf(d))
+		OnDelete: func(d informer.Deleted[*corev1.Pod]) { h.add(h.rules.PodDeleted(ctx, d.Obj)) },
 	}
 }
 
@@ -365,19 +298,4 @@ func (c *Controller) serveWhenSynced(n int) func() {
 			close(c.synced)
 		}
 	}
-}
-
-func refEqual(a, b *metav1.OwnerReference) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.APIVersion == b.APIVersion && a.Kind == b.Kind && a.Name == b.Name && a.UID == b.UID &&
-		boolPtrEqual(a.Controller, b.Controller) && boolPtrEqual(a.BlockOwnerDeletion, b.BlockOwnerDeletion)
-}
-
-func boolPtrEqual(a, b *bool) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/deployment"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
 // source is an informer source with a fixed initial list and a fake watch.
@@ -49,7 +50,7 @@ func startController(t *testing.T, ds []*appsv1.Deployment, rss []*appsv1.Replic
 	r.dw, r.rsw, r.podw = dw, rsw, podw
 	c, err := deployment.NewController(deployment.ControllerConfig{
 		Deployments: dInf, ReplicaSets: rsInf, Pods: podInf, Clock: r.fc, MaxRetries: 3, RateLimiter: &noDelay{n: map[types.NamespacedName]int{}},
-		Reconciler: deployment.ReconcileFunc(func(_ context.Context, key types.NamespacedName) (deployment.Result, error) {
+		Reconciler: reconcile.Func(func(_ context.Context, key types.NamespacedName) (deployment.Result, error) {
 			r.calls <- key
 			if fail != nil {
 				return deployment.Result{}, fail(key)

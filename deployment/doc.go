@@ -24,23 +24,31 @@
 //
 // # Where the I/O happens
 //
-// Only [Apply], [Reconciler] and [Controller] talk to the world, through
-// interfaces of one to three methods declared here ([DeploymentGetter],
-// [ReplicaSetLister], [PodIndexer], [Client], [EventRecorder]). The caches
-// of package informer satisfy the read interfaces directly; client-go
-// listers plug in through the Func adapters.
+// Only [Apply], [Reconciler], [EventRules] and [Controller] talk to the
+// world. They read through the context-taking interfaces shared by every
+// ctrlkit controller ([reconcile.Getter], [reconcile.Lister],
+// [reconcile.ByController]; [reconcile.FromCache] serves them from an
+// informer cache) and write through the small interfaces declared here
+// ([Client], [EventRecorder]).
 //
 //   - [Apply] executes a plan in order and reports how far it got.
 //   - [Reconciler] reads a snapshot, calls Sync, re-checks the Deployment
-//     live before adopting ReplicaSets, and applies the plan.
-//   - [Controller] turns informer events into keys of a workqueue (upstream's
-//     handler rules) and runs workers that call the Reconciler.
+//     live before adopting ReplicaSets, and applies the plan. It returns a
+//     [reconcile.Result]; errors it must not retry are
+//     [reconcile.Terminal]. Its logger comes from the context.
+//   - [EventRules] are upstream's event-handler rules as functions: which
+//     Deployments an informer event asks to sync.
+//   - [Controller] applies them to informers of package informer and runs
+//     workers that call the Reconciler.
+//
+// Package replicaset has the same shape: NewReconciler(ReconcilerConfig),
+// NewController(ControllerConfig), EventRules, Controller.Reconciler.
 //
 // The Controller's own Reconciler (ControllerConfig.Reconciler nil) does
 // two things upstream does not, neither of which changes a decision:
 //
 //   - it reads the ReplicaSets a Deployment controls and the namespace's
-//     orphans through an index ([ReplicaSetCache]) instead of listing the
+//     orphans through an index ([ReplicaSetsByController]) instead of listing the
 //     namespace, so 10,000 Deployments in one namespace cost what each
 //     owns, not O(n²);
 //   - it waits for its own writes: after a sync that created or scaled a
@@ -63,6 +71,14 @@
 //	}
 //	_, err = deployment.Apply(ctx, client, recorder, plan)
 //
+// One sync, reading informer caches:
+//
+//	r, err := deployment.NewReconciler(deployment.ReconcilerConfig{
+//		Deployments: deployments, ReplicaSets: replicaSets, Pods: pods, // e.g. reconcile.FromCache(...)
+//		Client: client,
+//	})
+//	res, err := r.Reconcile(ctx, types.NamespacedName{Namespace: "default", Name: "web"})
+//
 // The whole loop:
 //
 //	c, err := deployment.NewController(deployment.ControllerConfig{
@@ -71,6 +87,9 @@
 //	})
 //	go dInformer.Run(ctx) // and the other two
 //	err = c.Run(ctx)
+//
+// To run it in a controller-runtime Manager, or beside client-go's shared
+// informers, use the nested modules controllerruntime and kube.
 //
 // # Deviations from upstream
 //

@@ -4,57 +4,15 @@ import (
 	"context"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
-// DeploymentGetter reads one Deployment. A missing Deployment is reported
-// with an error for which apierrors.IsNotFound holds. An
-// informer.Cache[*appsv1.Deployment] satisfies it; objects it returns are
-// read-only.
-type DeploymentGetter interface {
-	Get(key types.NamespacedName) (*appsv1.Deployment, error)
-}
-
-// DeploymentGetterFunc adapts a function, e.g. a client-go lister call, to
-// [DeploymentGetter].
-type DeploymentGetterFunc func(key types.NamespacedName) (*appsv1.Deployment, error)
-
-// Get calls f(key).
-func (f DeploymentGetterFunc) Get(key types.NamespacedName) (*appsv1.Deployment, error) {
-	return f(key)
-}
-
-// ReplicaSetLister lists the ReplicaSets of a namespace that match a
-// selector. An informer.Cache[*appsv1.ReplicaSet] satisfies it; objects it
-// returns are read-only.
-type ReplicaSetLister interface {
-	List(namespace string, selector labels.Selector) ([]*appsv1.ReplicaSet, error)
-}
-
-// ReplicaSetListerFunc adapts a function to [ReplicaSetLister].
-type ReplicaSetListerFunc func(namespace string, selector labels.Selector) ([]*appsv1.ReplicaSet, error)
-
-// List calls f(namespace, selector).
-func (f ReplicaSetListerFunc) List(namespace string, selector labels.Selector) ([]*appsv1.ReplicaSet, error) {
-	return f(namespace, selector)
-}
-
-// PodIndexer returns the pods an index maps a value to. The Reconciler
-// asks for the pods whose controller has a given UID, through
-// informer.IndexControllerUID; an informer.Cache[*corev1.Pod] with that
-// index satisfies it. Only Recreate Deployments need pods.
-type PodIndexer interface {
-	ByIndex(index, value string) ([]*corev1.Pod, error)
-}
-
-// PodIndexerFunc adapts a function to [PodIndexer].
-type PodIndexerFunc func(index, value string) ([]*corev1.Pod, error)
-
-// ByIndex calls f(index, value).
-func (f PodIndexerFunc) ByIndex(index, value string) ([]*corev1.Pod, error) { return f(index, value) }
+// The readers a [Reconciler] takes are the shared ones of package
+// reconcile ([reconcile.Getter], [reconcile.Lister],
+// [reconcile.ByController]); [reconcile.FromCache] serves them from an
+// informer cache. The writers below are the Deployment controller's own.
 
 // ReplicaSetWriter creates, updates and deletes ReplicaSets through the
 // API. Update must send the object's resourceVersion (a stale one fails
@@ -88,23 +46,10 @@ type Client interface {
 	DeploymentWriter
 }
 
-// EventRecorder records events; client-go's record.EventRecorder
-// satisfies it. A nil EventRecorder discards events.
-type EventRecorder interface {
-	Event(obj runtime.Object, eventType, reason, message string)
-}
+// EventRecorder records events about Deployments; it is the one
+// [reconcile.EventRecorder] of every ctrlkit controller. A nil
+// EventRecorder discards events.
+type EventRecorder = reconcile.EventRecorder
 
 // EventRecorderFunc adapts a function to [EventRecorder].
-type EventRecorderFunc func(obj runtime.Object, eventType, reason, message string)
-
-// Event calls f.
-func (f EventRecorderFunc) Event(obj runtime.Object, eventType, reason, message string) {
-	f(obj, eventType, reason, message)
-}
-
-var (
-	_ DeploymentGetter = DeploymentGetterFunc(nil)
-	_ ReplicaSetLister = ReplicaSetListerFunc(nil)
-	_ PodIndexer       = PodIndexerFunc(nil)
-	_ EventRecorder    = EventRecorderFunc(nil)
-)
+type EventRecorderFunc = reconcile.EventRecorderFunc

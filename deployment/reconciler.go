@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
+	"slices"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,59 +15,52 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
-// PodControllerIndex is the index [Reconciler] asks its [PodIndexer] for:
-// pods by the UID of their controller. Its value is
-// informer.IndexControllerUID, so an informer cache of pods serves it.
-const PodControllerIndex = "controller-uid"
-
 // Result tells the caller of [Reconciler.Reconcile] when to look at the
-// Deployment again, on success.
-type Result struct {
-	// RequeueAfter, if positive, asks for another sync after that delay
-	// (to check the progress deadline).
-	RequeueAfter time.Duration
+// Deployment again: RequeueAfter is set to check the progress deadline.
+// It is the one Result of every ctrlkit controller.
+type Result = reconcile.Result
+
+// ReplicaSetsByController is the optional extension of
+// ReconcilerConfig.ReplicaSets through which a sync reads only the
+// ReplicaSets its decision can depend on: those the Deployment controls,
+// the namespace's orphans, and (only when the plan creates a ReplicaSet)
+// the one that already holds the new name. Upstream lists the whole
+// namespace on every sync, which makes n Deployments in one namespace cost
+// O(n²); with this extension a sync costs what the Deployment owns. The
+// decisions are the same; the one visible difference is the order of a
+// sync's ownership patches: releases of owned ReplicaSets come before
+// adoptions of orphans, where a full listing interleaves them in listing
+// order (upstream's is a map's, unspecified). [reconcile.FromCache]
+// implements it.
+type ReplicaSetsByController interface {
+	reconcile.ByController[*appsv1.ReplicaSet]
+	reconcile.Getter[*appsv1.ReplicaSet]
 }
 
-// ErrTerminal marks errors that retrying cannot fix; see [Terminal].
-var ErrTerminal = errors.New("deployment: terminal error")
-
-// Terminal wraps err so that errors.Is(err, ErrTerminal) holds: the
-// worker logs it and forgets the key instead of retrying (like
-// controller-runtime's TerminalError). A nil err stays nil.
-func Terminal(err error) error {
-	if err == nil {
-		return nil
-	}
-	return terminalError{err}
-}
-
-type terminalError struct{ err error }
-
-func (e terminalError) Error() string        { return "terminal: " + e.err.Error() }
-func (e terminalError) Unwrap() error        { return e.err }
-func (e terminalError) Is(target error) bool { return target == ErrTerminal }
-
-// Reconciler syncs one Deployment per call: read a snapshot, [Sync],
-// [Apply]. Its zero value is not usable: set the listers and Client.
-// A Reconciler holds no state between calls and is safe for concurrent
-// use by several workers if its fields are.
-type Reconciler struct {
+// ReconcilerConfig configures a [Reconciler]. Deployments, ReplicaSets and
+// Client are required; every other field has a useful zero value. The
+// readers return shared, read-only objects (an informer cache, say): the
+// Reconciler never modifies what they return.
+type ReconcilerConfig struct {
 	// Deployments reads Deployments, usually from an informer cache.
-	Deployments DeploymentGetter
-	// ReplicaSets lists ReplicaSets, usually from an informer cache.
-	ReplicaSets ReplicaSetLister
-	// Pods finds the pods of a ReplicaSet through [PodControllerIndex].
-	// Only Recreate Deployments need it; nil makes them fail to sync.
-	Pods PodIndexer
+	Deployments reconcile.Getter[*appsv1.Deployment]
+	// ReplicaSets lists ReplicaSets, usually from an informer cache. If it
+	// also implements [ReplicaSetsByController], that index is used.
+	ReplicaSets reconcile.Lister[*appsv1.ReplicaSet]
+	// Pods lists the pods a ReplicaSet controls (ListByController with the
+	// ReplicaSet's UID). Only Recreate Deployments need it; nil makes them
+	// fail to sync.
+	Pods reconcile.ByController[*corev1.Pod]
 	// Live reads the Deployment from the API server, bypassing caches,
 	// before ReplicaSets are adopted (a deleted or recreated Deployment
 	// must not adopt). Nil means Deployments is used.
-	Live DeploymentGetter
-	// Client writes.
+	Live reconcile.Getter[*appsv1.Deployment]
+	// Client makes every write.
 	Client Client
-	// Events records events; nil discards them.
+	// Events records events about Deployments; nil discards them.
 	Events EventRecorder
 	// Clock gives the time passed to Sync; nil means the real clock.
 	Clock clock.PassiveClock
@@ -77,11 +71,54 @@ type Reconciler struct {
 	EagerStatus bool
 }
 
+func (c *ReconcilerConfig) validate() error {
+	switch {
+	case c.Deployments == nil:
+		return errors.New("deployment: ReconcilerConfig.Deployments is nil")
+	case c.ReplicaSets == nil:
+		return errors.New("deployment: ReconcilerConfig.ReplicaSets is nil")
+	case c.Client == nil:
+		return errors.New("deployment: ReconcilerConfig.Client is nil")
+	}
+	return nil
+}
+
+// Reconciler syncs one Deployment per call: read a snapshot, [Sync],
+// [Apply] (upstream DeploymentController.syncDeployment). Create it with
+// [NewReconciler]. It holds no state between calls and is safe for
+// concurrent use by several workers on different keys.
+type Reconciler struct {
+	cfg   ReconcilerConfig
+	index ReplicaSetsByController // nil unless cfg.ReplicaSets implements it
+}
+
+// NewReconciler returns a Reconciler for cfg, or an error naming the first
+// missing required field. It starts nothing.
+func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Live == nil {
+		cfg.Live = cfg.Deployments
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	r := &Reconciler{cfg: cfg}
+	r.index, _ = cfg.ReplicaSets.(ReplicaSetsByController)
+	return r, nil
+}
+
+var _ reconcile.Reconciler = (*Reconciler)(nil)
+
 // Reconcile syncs the Deployment key names. A Deployment that no longer
-// exists is not an error. Errors wrapping [ErrTerminal] must not be
-// retried; others should be, with backoff.
+// exists is not an error. Errors for which [reconcile.IsTerminal] holds
+// must not be retried; others should be, with backoff. The logger comes
+// from ctx (logr.FromContextOrDiscard): each sync logs "Started syncing
+// deployment" and "Finished syncing deployment" (with its duration) at
+// V(4), with upstream's key "deployment".
 //
-// One deliberate difference from upstream, unless EagerStatus is set: a
+// One deliberate difference from upstream, unless ReconcilerConfig.EagerStatus is set: a
 // sync whose only writes are ReplicaSet scales does not write the
 // Deployment status. Each scale changes the ReplicaSet, so its event
 // syncs the Deployment again; that sync decides the same status (Sync
@@ -95,21 +132,25 @@ type Reconciler struct {
 // sync a Deployment again on its ReplicaSets' events (a one-shot tool, say)
 // should set EagerStatus.
 func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (Result, error) {
-	d, err := r.Deployments.Get(key)
+	log := logr.FromContextOrDiscard(ctx)
+	start := r.cfg.Clock.Now()
+	log.V(4).Info("Started syncing deployment", "deployment", key, "startTime", start)
+	defer func() {
+		log.V(4).Info("Finished syncing deployment", "deployment", key, "duration", r.cfg.Clock.Now().Sub(start))
+	}()
+	d, err := r.cfg.Deployments.Get(ctx, key)
 	if apierrors.IsNotFound(err) {
+		log.V(2).Info("Deployment has been deleted", "deployment", key)
 		return Result{}, nil
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("deployment %s: %w", key, err)
 	}
-	state, narrowed, err := r.snapshot(d)
+	state, narrowed, err := r.snapshot(ctx, d)
 	if err != nil {
 		return Result{}, fmt.Errorf("deployment %s: %w", key, err)
 	}
-	now := time.Now()
-	if r.Clock != nil {
-		now = r.Clock.Now()
-	}
+	now := r.cfg.Clock.Now()
 	plan, err := Sync(state, now)
 	if err != nil {
 		return Result{}, fmt.Errorf("deployment %s: %w", key, err)
@@ -118,7 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		// The snapshot left out ReplicaSets owned by others. Sync looks at
 		// them for one thing only: whether the name of a ReplicaSet it
 		// creates is taken (a hash collision). Decide again with it.
-		if taken, err := r.nameTaken(state, plan); err != nil {
+		if taken, err := r.nameTaken(ctx, state, plan); err != nil {
 			return Result{}, fmt.Errorf("deployment %s: %w", key, err)
 		} else if taken != nil {
 			state.ReplicaSets = append(state.ReplicaSets, taken)
@@ -127,13 +168,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 			}
 		}
 	}
-	if err := r.canAdopt(d, plan); err != nil {
+	if err := r.canAdopt(ctx, d, plan); err != nil {
 		return Result{}, err
 	}
-	if !r.EagerStatus && onlyScales(plan) {
+	if !r.cfg.EagerStatus && onlyScales(plan) {
 		plan.UpdateStatus = nil
 	}
-	if _, err := Apply(ctx, r.Client, r.Events, plan); err != nil {
+	if _, err := Apply(ctx, r.cfg.Client, r.cfg.Events, plan); err != nil {
 		return Result{}, err
 	}
 	return Result{RequeueAfter: plan.RequeueAfter}, nil
@@ -159,8 +200,8 @@ func onlyScales(plan Plan) bool {
 // for Recreate, the pods of those the Deployment owns or may adopt. With
 // a [ReplicaSetsByController] lister it reads only the ReplicaSets the
 // Deployment controls and the namespace's orphans, and reports narrowed.
-func (r *Reconciler) snapshot(d *appsv1.Deployment) (_ State, narrowed bool, err error) {
-	rss, narrowed, err := r.listReplicaSets(d)
+func (r *Reconciler) snapshot(ctx context.Context, d *appsv1.Deployment) (_ State, narrowed bool, err error) {
+	rss, narrowed, err := r.listReplicaSets(ctx, d)
 	if err != nil {
 		return State{}, false, err
 	}
@@ -168,36 +209,36 @@ func (r *Reconciler) snapshot(d *appsv1.Deployment) (_ State, narrowed bool, err
 	if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 		return s, narrowed, nil
 	}
-	if r.Pods == nil {
-		return State{}, false, errors.New("Reconciler.Pods is nil, and Recreate needs pods")
+	if r.cfg.Pods == nil {
+		return State{}, false, errors.New("ReconcilerConfig.Pods is nil, and Recreate needs pods")
 	}
 	s.Pods = make(map[types.UID][]*corev1.Pod)
 	for _, rs := range rss {
 		if ref := metav1.GetControllerOfNoCopy(rs); ref != nil && ref.UID != d.UID {
 			continue
 		}
-		pods, err := r.Pods.ByIndex(PodControllerIndex, string(rs.UID))
+		pods, err := r.cfg.Pods.ListByController(ctx, rs.Namespace, rs.UID)
 		if err != nil {
 			return State{}, false, err
 		}
-		s.Pods[rs.UID] = pods
+		s.Pods[rs.UID] = inNamespace(pods, rs.Namespace)
 	}
 	return s, narrowed, nil
 }
 
 // listReplicaSets lists the namespace's ReplicaSets, or, through
 // [ReplicaSetsByController], those d controls and the orphans.
-func (r *Reconciler) listReplicaSets(d *appsv1.Deployment) (_ []*appsv1.ReplicaSet, narrowed bool, err error) {
-	idx, ok := r.ReplicaSets.(ReplicaSetsByController)
-	if !ok {
-		rss, err := r.ReplicaSets.List(d.Namespace, labels.Everything())
+func (r *Reconciler) listReplicaSets(ctx context.Context, d *appsv1.Deployment) (_ []*appsv1.ReplicaSet, narrowed bool, err error) {
+	idx := r.index
+	if idx == nil {
+		rss, err := r.cfg.ReplicaSets.List(ctx, d.Namespace, labels.Everything())
 		return rss, false, err
 	}
-	owned, err := idx.ListByController(d.Namespace, d.UID)
+	owned, err := idx.ListByController(ctx, d.Namespace, d.UID)
 	if err != nil {
 		return nil, false, err
 	}
-	orphans, err := idx.ListByController(d.Namespace, "")
+	orphans, err := idx.ListByController(ctx, d.Namespace, "")
 	if err != nil {
 		return nil, false, err
 	}
@@ -212,7 +253,7 @@ func (r *Reconciler) listReplicaSets(d *appsv1.Deployment) (_ []*appsv1.ReplicaS
 
 // nameTaken returns the cached ReplicaSet that holds the name of the
 // ReplicaSet plan creates, if the narrowed state lacks it.
-func (r *Reconciler) nameTaken(state State, plan Plan) (*appsv1.ReplicaSet, error) {
+func (r *Reconciler) nameTaken(ctx context.Context, state State, plan Plan) (*appsv1.ReplicaSet, error) {
 	for _, a := range plan.Actions {
 		create, ok := a.(CreateReplicaSet)
 		if !ok {
@@ -224,7 +265,7 @@ func (r *Reconciler) nameTaken(state State, plan Plan) (*appsv1.ReplicaSet, erro
 				return nil, nil
 			}
 		}
-		rs, err := r.ReplicaSets.(ReplicaSetsByController).Get(key)
+		rs, err := r.index.Get(ctx, key)
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -236,7 +277,7 @@ func (r *Reconciler) nameTaken(state State, plan Plan) (*appsv1.ReplicaSet, erro
 // canAdopt re-reads the Deployment, uncached, when the plan adopts
 // ReplicaSets: adoption is refused if it is gone, was recreated (another
 // UID) or is being deleted (upstream RecheckDeletionTimestamp).
-func (r *Reconciler) canAdopt(d *appsv1.Deployment, plan Plan) error {
+func (r *Reconciler) canAdopt(ctx context.Context, d *appsv1.Deployment, plan Plan) error {
 	var adopt *AdoptReplicaSet
 	for _, a := range plan.Actions {
 		if a, ok := a.(AdoptReplicaSet); ok {
@@ -247,11 +288,7 @@ func (r *Reconciler) canAdopt(d *appsv1.Deployment, plan Plan) error {
 	if adopt == nil {
 		return nil
 	}
-	live := r.Live
-	if live == nil {
-		live = r.Deployments
-	}
-	fresh, err := live.Get(keyOf(d))
+	fresh, err := r.cfg.Live.Get(ctx, keyOf(d))
 	switch {
 	case err != nil:
 		err = fmt.Errorf("can't recheck DeletionTimestamp: %w", err)
@@ -263,4 +300,15 @@ func (r *Reconciler) canAdopt(d *appsv1.Deployment, plan Plan) error {
 		return nil
 	}
 	return fmt.Errorf("deployment %s: can't adopt ReplicaSet %s (%s): %w", keyOf(d), adopt.Key, adopt.UID, err)
+}
+
+// inNamespace returns the pods of namespace: pods itself when all are
+// (always, with UIDs unique cluster-wide), otherwise a filtered copy.
+func inNamespace(pods []*corev1.Pod, namespace string) []*corev1.Pod {
+	for _, p := range pods {
+		if p.Namespace != namespace {
+			return slices.DeleteFunc(slices.Clone(pods), func(p *corev1.Pod) bool { return p.Namespace != namespace })
+		}
+	}
+	return pods
 }

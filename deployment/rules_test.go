@@ -5,16 +5,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/ctrlkit/ctrlkit/deployment"
-	"github.com/ctrlkit/ctrlkit/informer"
 )
 
 // TestPureCore enforces the house rule: only the shell files mention
 // context.Context (and so call interface methods that do I/O), and no
 // core file reads the clock.
 func TestPureCore(t *testing.T) {
-	shell := map[string]bool{"doc.go": true, "apply.go": true, "reconciler.go": true, "controller.go": true, "interfaces.go": true, "cache.go": true, "tracking.go": true}
+	shell := map[string]bool{"doc.go": true, "apply.go": true, "reconciler.go": true, "controller.go": true, "interfaces.go": true, "handlers.go": true, "workload.go": true, "tracking.go": true}
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
@@ -32,11 +29,5 @@ func TestPureCore(t *testing.T) {
 				t.Errorf("%s mentions %s; only shell files may", f, banned)
 			}
 		}
-	}
-}
-
-func TestPodControllerIndex(t *testing.T) {
-	if deployment.PodControllerIndex != informer.IndexControllerUID {
-		t.Errorf("PodControllerIndex = %q; want informer.IndexControllerUID %q", deployment.PodControllerIndex, informer.IndexControllerUID)
 	}
 }

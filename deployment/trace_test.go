@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/deployment"
+	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/internal/golden"
 )
 
@@ -71,7 +72,7 @@ func snapshot(t testing.TB, w *world, key types.NamespacedName) deployment.State
 	if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
 		s.Pods = map[types.UID][]*corev1.Pod{}
 		for _, rs := range rss {
-			pods, err := w.ByIndex(deployment.PodControllerIndex, string(rs.UID))
+			pods, err := w.ByIndex(informer.IndexControllerUID, string(rs.UID))
 			if err != nil {
 				t.Fatal(err)
 			}

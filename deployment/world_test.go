@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -21,7 +22,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/deployment"
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
 // t0 is the fixed start of every test world.
@@ -56,12 +60,35 @@ type world struct {
 }
 
 var (
-	_ deployment.Client           = (*world)(nil)
-	_ deployment.DeploymentGetter = (*world)(nil)
-	_ deployment.ReplicaSetLister = (*world)(nil)
-	_ deployment.PodIndexer       = (*world)(nil)
-	_ deployment.EventRecorder    = (*world)(nil)
+	_ deployment.Client        = (*world)(nil)
+	_ deployment.EventRecorder = (*world)(nil)
 )
+
+// config returns a ReconcilerConfig that reads and writes w.
+func (w *world) config() deployment.ReconcilerConfig {
+	return deployment.ReconcilerConfig{
+		Deployments: reconcile.GetterFunc[*appsv1.Deployment](func(_ context.Context, k types.NamespacedName) (*appsv1.Deployment, error) {
+			return w.Get(k)
+		}),
+		ReplicaSets: reconcile.ListerFunc[*appsv1.ReplicaSet](func(_ context.Context, ns string, sel labels.Selector) ([]*appsv1.ReplicaSet, error) {
+			return w.List(ns, sel)
+		}),
+		Pods: reconcile.ByControllerFunc[*corev1.Pod](func(_ context.Context, _ string, uid types.UID) ([]*corev1.Pod, error) {
+			return w.ByIndex(informer.IndexControllerUID, string(uid))
+		}),
+		Client: w, Events: w, Clock: clock.NewFake(t0),
+	}
+}
+
+// reconciler returns a Reconciler for cfg.
+func newReconcilerFor(t testing.TB, cfg deployment.ReconcilerConfig) *deployment.Reconciler {
+	t.Helper()
+	r, err := deployment.NewReconciler(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
 
 func newWorld() *world {
 	return &world{now: t0, deployments: map[types.NamespacedName]*appsv1.Deployment{},
@@ -142,7 +169,7 @@ func (w *world) replicaSets() []*appsv1.ReplicaSet {
 	return out
 }
 
-// Get implements deployment.DeploymentGetter.
+// Get reads a Deployment (see config).
 func (w *world) Get(key types.NamespacedName) (*appsv1.Deployment, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -153,7 +180,7 @@ func (w *world) Get(key types.NamespacedName) (*appsv1.Deployment, error) {
 	return d.DeepCopy(), nil
 }
 
-// List implements deployment.ReplicaSetLister, sorted by name.
+// List lists ReplicaSets, sorted by name (see config).
 func (w *world) List(namespace string, sel labels.Selector) ([]*appsv1.ReplicaSet, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -167,11 +194,11 @@ func (w *world) List(namespace string, sel labels.Selector) ([]*appsv1.ReplicaSe
 	return out, nil
 }
 
-// ByIndex implements deployment.PodIndexer: the simulated pods of the
-// ReplicaSet with UID value, status.replicas Running pods plus the ones
-// still terminating.
+// ByIndex returns, for informer.IndexControllerUID, the simulated pods of
+// the ReplicaSet with UID value: status.replicas Running pods plus the
+// ones still terminating.
 func (w *world) ByIndex(index, value string) ([]*corev1.Pod, error) {
-	if index != deployment.PodControllerIndex {
+	if index != informer.IndexControllerUID {
 		return nil, fmt.Errorf("unknown index %q", index)
 	}
 	w.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -18,6 +19,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/deployment"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/memcluster"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/replicaset"
 	"github.com/ctrlkit/ctrlkit/rollout"
 	"github.com/ctrlkit/ctrlkit/workqueue"
@@ -43,32 +45,51 @@ func Example() {
 	replicaSets := informer.New(c.ReplicaSets("").ListWatcher(), informer.Config[*appsv1.ReplicaSet]{Clock: fc})
 	pods := informer.New(c.Pods("").ListWatcher(), informer.Config[*corev1.Pod]{Clock: fc})
 
-	// 3. A queue of Deployment keys. Handlers turn events into keys: a
-	// Deployment's own, or the owner of a ReplicaSet.
+	// 3. Readers over the caches, and a queue of Deployment keys that the
+	// controller's own event rules (upstream's handlers) fill.
+	dReader, err := reconcile.FromCache(deployments.Cache())
+	must(dReader, err)
+	rsReader, err := reconcile.FromCache(replicaSets.Cache())
+	must(rsReader, err)
+	podReader, err := reconcile.FromCache(pods.Cache())
+	must(podReader, err)
 	queue := workqueue.New(workqueue.Config[types.NamespacedName]{Name: "deployments", Clock: fc})
-	enqueue := func(d *appsv1.Deployment) { queue.Add(types.NamespacedName{Namespace: d.Namespace, Name: d.Name}) }
-	enqueueOwner := func(rs *appsv1.ReplicaSet) {
-		if ref := metav1.GetControllerOf(rs); ref != nil && ref.Kind == "Deployment" {
-			queue.Add(types.NamespacedName{Namespace: rs.Namespace, Name: ref.Name})
+	rules := deployment.EventRules{Deployments: dReader, ReplicaSets: rsReader}
+	enqueue := func(es []reconcile.Enqueue) {
+		for _, e := range es {
+			queue.Add(e.Key)
+		}
+	}
+	// The queue runs on the fake clock: its items are work the clock waits
+	// for while a worker can take them. Announce the one worker when both
+	// handlers have seen their first list, so that a key queued before the
+	// worker's first Get counts from then.
+	var handlersSynced atomic.Int32
+	serve := func() {
+		if handlersSynced.Add(1) == 2 {
+			queue.Serve(1)
 		}
 	}
 	must(deployments.AddHandler(informer.Handler[*appsv1.Deployment]{
-		OnAdd:    enqueue,
-		OnUpdate: func(_, d *appsv1.Deployment) { enqueue(d) },
-		OnDelete: func(d informer.Deleted[*appsv1.Deployment]) { queue.Add(d.Key) },
+		OnAdd:    func(d *appsv1.Deployment) { enqueue(rules.DeploymentAdded(ctx, d)) },
+		OnUpdate: func(old, d *appsv1.Deployment) { enqueue(rules.DeploymentUpdated(ctx, old, d)) },
+		OnDelete: func(d informer.Deleted[*appsv1.Deployment]) { enqueue(rules.DeploymentDeleted(ctx, d.Obj)) },
+		OnSynced: serve,
 	}))
 	must(replicaSets.AddHandler(informer.Handler[*appsv1.ReplicaSet]{
-		OnAdd:    enqueueOwner,
-		OnUpdate: func(_, rs *appsv1.ReplicaSet) { enqueueOwner(rs) },
-		OnDelete: func(d informer.Deleted[*appsv1.ReplicaSet]) { enqueueOwner(d.Obj) },
+		OnAdd:    func(rs *appsv1.ReplicaSet) { enqueue(rules.ReplicaSetAdded(ctx, rs)) },
+		OnUpdate: func(old, rs *appsv1.ReplicaSet) { enqueue(rules.ReplicaSetUpdated(ctx, old, rs)) },
+		OnDelete: func(d informer.Deleted[*appsv1.ReplicaSet]) { enqueue(rules.ReplicaSetDeleted(ctx, d.Obj)) },
+		OnSynced: serve,
 	}))
 
 	// 4. The Reconciler reads the caches and writes through the API.
 	client := memcluster.ControllerClient{Cluster: c}
-	reconciler := &deployment.Reconciler{
-		Deployments: deployments.Cache(), ReplicaSets: replicaSets.Cache(), Pods: pods.Cache(),
+	reconciler, err := deployment.NewReconciler(deployment.ReconcilerConfig{
+		Deployments: dReader, ReplicaSets: rsReader, Pods: podReader,
 		Client: client, Clock: fc,
-	}
+	})
+	must(reconciler, err)
 
 	// 5. The worker: Get, reconcile, then Forget and requeue as the Result
 	// asks, or retry with backoff; Done in every case.
@@ -85,7 +106,7 @@ func Example() {
 				if res.RequeueAfter > 0 {
 					queue.AddAfter(key, res.RequeueAfter)
 				}
-			case errors.Is(err, deployment.ErrTerminal):
+			case reconcile.IsTerminal(err):
 				queue.Forget(key)
 			default:
 				queue.AddRateLimited(key)

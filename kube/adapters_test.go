@@ -2,11 +2,10 @@ package kube
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
-	"github.com/ctrlkit/ctrlkit/deployment"
-	"github.com/ctrlkit/ctrlkit/informer"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +17,10 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ctrlkit/ctrlkit/informer"
 )
 
 func rs(ns, name string, lbl map[string]string) *appsv1.ReplicaSet {
@@ -44,7 +47,7 @@ func TestDeploymentClient(t *testing.T) {
 	if _, err := c.PatchReplicaSet(ctx, key, types.MergePatchType, []byte(`{"metadata":{"labels":{"a":"b"}}}`)); err != nil {
 		t.Fatal(err)
 	}
-	d, err := LiveDeployments(ctx, cs).Get(types.NamespacedName{Namespace: "ns", Name: "web"})
+	d, err := LiveDeployments(cs, 0).Get(ctx, types.NamespacedName{Namespace: "ns", Name: "web"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,46 +102,71 @@ func TestGracefulOutlivesCancel(t *testing.T) {
 	}
 }
 
-func TestListerAdapters(t *testing.T) {
+func TestInformerReader(t *testing.T) {
 	ctrl := true
 	owned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p1", Labels: map[string]string{"app": "web"},
 		OwnerReferences: []metav1.OwnerReference{{UID: "rs-uid", Controller: &ctrl, Name: "web-1", Kind: "ReplicaSet"}}}}
 	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p2", Labels: map[string]string{"app": "web"}}}
+	elsewhere := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "p3", Labels: map[string]string{"app": "db"}}}
 	cs := fake.NewClientset()
 	f := informers.NewSharedInformerFactory(cs, 0)
-	podInf := f.Core().V1().Pods()
-	if err := AddPodControllerIndex(podInf.Informer()); err != nil {
+	podInf := f.Core().V1().Pods().Informer()
+	pods, err := FromInformer[*corev1.Pod](podInf, corev1.Resource("pods"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range []runtime.Object{owned, orphan} {
-		if err := podInf.Informer().GetIndexer().Add(o); err != nil {
+	if _, err := FromInformer[*corev1.Pod](podInf, corev1.Resource("pods")); err != nil {
+		t.Fatalf("second FromInformer (indexes present): %v", err)
+	}
+	for _, o := range []runtime.Object{owned, orphan, elsewhere} {
+		if err := podInf.GetIndexer().Add(o); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rsInf := f.Apps().V1().ReplicaSets()
-	if err := rsInf.Informer().GetIndexer().Add(rs("ns", "web-1", map[string]string{"app": "web"})); err != nil {
+	dInf := f.Apps().V1().Deployments().Informer()
+	deployments, err := FromInformer[*appsv1.Deployment](dInf, appsv1.Resource("deployments"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	dInf := f.Apps().V1().Deployments()
-	if err := dInf.Informer().GetIndexer().Add(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}); err != nil {
+	if err := dInf.GetIndexer().Add(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}); err != nil {
 		t.Fatal(err)
 	}
 
-	if pods, err := PodIndexer(podInf.Informer().GetIndexer()).ByIndex(deployment.PodControllerIndex, "rs-uid"); err != nil || len(pods) != 1 || pods[0].Name != "p1" {
-		t.Errorf("PodIndexer.ByIndex = %v, %v; want [p1]", pods, err)
+	ctx := context.Background()
+	names := func(ps []*corev1.Pod, err error) []string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.Namespace+"/"+p.Name)
+		}
+		slices.Sort(out)
+		return out
 	}
-	if pods, err := PodLister(podInf.Lister()).List("ns", nil); err != nil || len(pods) != 2 {
-		t.Errorf("PodLister.List(ns, nil) = %d pods, %v; want 2", len(pods), err)
+	for _, tc := range []struct {
+		name string
+		got  []string
+		want []string
+	}{
+		{"ListByController(rs-uid)", names(pods.ListByController(ctx, "ns", "rs-uid")), []string{"ns/p1"}},
+		{"ListByController(orphans of ns)", names(pods.ListByController(ctx, "ns", "")), []string{"ns/p2"}},
+		{"List(ns, nil)", names(pods.List(ctx, "ns", nil)), []string{"ns/p1", "ns/p2"}},
+		{"List(all, app=db)", names(pods.List(ctx, "", labels.SelectorFromSet(labels.Set{"app": "db"}))), []string{"other/p3"}},
+	} {
+		if diff := cmp.Diff(tc.want, tc.got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
 	}
-	sel := labels.SelectorFromSet(labels.Set{"app": "web"})
-	if got, err := ReplicaSetLister(rsInf.Lister()).List("", sel); err != nil || len(got) != 1 {
-		t.Errorf("ReplicaSetLister.List = %v, %v; want one", got, err)
+	if p, err := pods.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "p1"}); err != nil || p.Name != "p1" {
+		t.Errorf("Get(ns/p1) = %v, %v", p, err)
 	}
-	if _, err := ReplicaSetReader(rsInf.Lister()).Get(types.NamespacedName{Namespace: "ns", Name: "web-1"}); err != nil {
-		t.Errorf("ReplicaSetReader.Get: %v", err)
+	if _, err := deployments.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "nope"}); !apierrors.IsNotFound(err) {
+		t.Errorf("Get(missing Deployment): err = %v; want NotFound", err)
 	}
-	if _, err := DeploymentGetter(dInf.Lister()).Get(types.NamespacedName{Namespace: "ns", Name: "nope"}); !apierrors.IsNotFound(err) {
-		t.Errorf("DeploymentGetter.Get(missing): err = %v; want NotFound", err)
+	if _, err := FromInformer[*corev1.Pod](nil, corev1.Resource("pods")); err == nil {
+		t.Error("FromInformer(nil) succeeded; want an error")
 	}
 }
 
@@ -213,5 +241,31 @@ func TestEventsRecordsRealEvents(t *testing.T) {
 			t.Fatalf("%d events after 10s; want 1", len(l.Items))
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestNewInformerControllersErrors(t *testing.T) {
+	cs := fake.NewClientset()
+	f := informers.NewSharedInformerFactory(cs, 0)
+	if _, err := NewInformerControllers(nil, cs, InformerOptions{}); err == nil {
+		t.Error("nil factory: no error")
+	}
+	if _, err := NewInformerControllers(f, nil, InformerOptions{}); err == nil {
+		t.Error("nil clientset: no error")
+	}
+	if _, err := NewInformerControllers(f, cs, InformerOptions{Workers: -1}); err == nil {
+		t.Error("negative workers: no error")
+	}
+	c, err := NewInformerControllers(f, cs, InformerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Run(ctx); err != nil {
+		t.Errorf("Run on a cancelled context = %v; want nil", err)
+	}
+	if err := c.Run(ctx); err == nil {
+		t.Error("second Run: no error")
 	}
 }

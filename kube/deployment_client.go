@@ -4,11 +4,13 @@ import (
 	"context"
 	"time"
 
-	"github.com/ctrlkit/ctrlkit/deployment"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/ctrlkit/ctrlkit/deployment"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
 // DeploymentClient makes the writes of the Deployment controller through a
@@ -83,10 +85,13 @@ func (c DeploymentClient) UpdateDeploymentStatus(ctx context.Context, d *appsv1.
 }
 
 // LiveDeployments reads Deployments from the API server, bypassing any
-// cache: the deployment.Reconciler's Live getter, which it consults before
-// adopting ReplicaSets.
-func LiveDeployments(ctx context.Context, cs kubernetes.Interface) deployment.DeploymentGetter {
-	return deployment.DeploymentGetterFunc(func(key types.NamespacedName) (*appsv1.Deployment, error) {
+// cache: the deployment Reconciler's Live getter, which it consults before
+// adopting ReplicaSets. A read started before its context was cancelled
+// may run on for up to grace (see [DeploymentClient.Grace]).
+func LiveDeployments(cs kubernetes.Interface, grace time.Duration) reconcile.Getter[*appsv1.Deployment] {
+	return reconcile.GetterFunc[*appsv1.Deployment](func(ctx context.Context, key types.NamespacedName) (*appsv1.Deployment, error) {
+		ctx, cancel := graceful(ctx, grace)
+		defer cancel()
 		return cs.AppsV1().Deployments(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
 	})
 }

@@ -7,9 +7,10 @@
 //   - [DeploymentClient] and [ReplicaSetClient] write through a typed
 //     clientset (kubernetes.Interface): they satisfy deployment.Client and
 //     replicaset.Client.
-//   - [DeploymentGetter], [ReplicaSetLister], [ReplicaSetGetter],
-//     [PodLister] and [PodIndexer] adapt client-go listers and indexers, for
-//     users who keep client-go's shared informers.
+//   - [NewInformerControllers] runs both controllers beside client-go's
+//     shared informers, in five lines of user code; [FromInformer] reads a
+//     shared informer's store through the readers of package reconcile (the
+//     controllers' Reconcilers take them), adding the indexes they need.
 //   - [Deployments], [ReplicaSets] and [Pods] return informer.ListWatcher
 //     values over a typed clientset, and [FromListerWatcher] adapts a
 //     client-go cache.ListerWatcher (cache.ListWatch), so that ctrlkit's own

@@ -3,13 +3,13 @@ package kube
 import (
 	"context"
 
-	"github.com/ctrlkit/ctrlkit/deployment"
-	"github.com/ctrlkit/ctrlkit/replicaset"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
 // Source components of the events, as upstream kube-controller-manager
@@ -44,10 +44,10 @@ func (e *Events) Recorder(component string) record.EventRecorder {
 }
 
 // Deployment returns the recorder for the Deployment controller.
-func (e *Events) Deployment() deployment.EventRecorder { return e.Recorder(DeploymentComponent) }
+func (e *Events) Deployment() reconcile.EventRecorder { return e.Recorder(DeploymentComponent) }
 
 // ReplicaSet returns the recorder for the ReplicaSet controller.
-func (e *Events) ReplicaSet() replicaset.EventRecorder { return e.Recorder(ReplicaSetComponent) }
+func (e *Events) ReplicaSet() reconcile.EventRecorder { return e.Recorder(ReplicaSetComponent) }
 
 // Shutdown stops the broadcaster.
 func (e *Events) Shutdown() { e.b.Shutdown() }

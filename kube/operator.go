@@ -8,10 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ctrlkit/ctrlkit/deployment"
-	"github.com/ctrlkit/ctrlkit/informer"
-	"github.com/ctrlkit/ctrlkit/replicaset"
-	"github.com/ctrlkit/ctrlkit/workqueue"
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/ctrlkit/ctrlkit/deployment"
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/replicaset"
+	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
 // Operator runs ctrlkit's Deployment and ReplicaSet controllers against one
@@ -210,10 +211,9 @@ func (o *operatorRun) run(ctx context.Context) error {
 	dc, err := deployment.NewController(deployment.ControllerConfig{
 		Deployments: dInf, ReplicaSets: rsInf, Pods: podInf,
 		Client:  DeploymentClient{Clientset: o.deployments, Grace: grace},
-		Live:    LiveDeployments(context.WithoutCancel(ctx), o.deployments),
+		Live:    LiveDeployments(o.deployments, grace),
 		Events:  dEvents.Deployment(),
 		Workers: workers, RateLimiter: dLimiter, Metrics: dQueue, BatchPeriod: o.batch, EagerStatus: o.eager,
-		Logger: log.WithName("deployment"),
 	})
 	if err != nil {
 		return err
@@ -242,7 +242,7 @@ func (o *operatorRun) run(ctx context.Context) error {
 	}
 	var ctlWG sync.WaitGroup
 	ctlWG.Go(func() {
-		if err := dc.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		if err := dc.Run(logr.NewContext(ctx, log.WithName("deployment"))); err != nil && !errors.Is(err, context.Canceled) {
 			errs <- err
 		}
 	})

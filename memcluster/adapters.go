@@ -12,9 +12,15 @@ import (
 // ControllerClient adapts a cluster to the write interfaces of this
 // library's controllers: it satisfies replicaset.Client and
 // deployment.Client structurally (memcluster imports neither). Their
-// readers are informer caches, fed by [Client.ListWatcher].
+// readers are informer caches, fed by [Client.ListWatcher]:
 //
-//	rsc := &replicaset.Reconciler{Client: memcluster.ControllerClient{Cluster: c}, …}
+//	rsInf := informer.New(c.ReplicaSets("").ListWatcher(), informer.Config[*appsv1.ReplicaSet]{Clock: fc})
+//	podInf := informer.New(c.Pods("").ListWatcher(), informer.Config[*corev1.Pod]{Clock: fc})
+//	rsc, err := replicaset.NewController(replicaset.ControllerConfig{
+//		ReplicaSets: rsInf, Pods: podInf, Client: memcluster.ControllerClient{Cluster: c}, Clock: fc,
+//	})
+//
+// ExampleControllerClient runs both controllers this way.
 type ControllerClient struct {
 	Cluster *Cluster
 }

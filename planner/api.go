@@ -16,6 +16,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/deployment"
 	"github.com/ctrlkit/ctrlkit/memcluster"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/replicaset"
 )
 
@@ -38,38 +39,35 @@ type api struct {
 }
 
 var (
-	_ deployment.Client           = (*api)(nil)
-	_ deployment.DeploymentGetter = (*api)(nil)
-	_ deployment.PodIndexer       = (*api)(nil)
-	_ deployment.EventRecorder    = (*api)(nil)
-	_ replicaset.Client           = (*api)(nil)
-	_ replicaset.ReplicaSetReader = rsReader{}
-	_ replicaset.PodLister        = podLister{}
-	_ deployment.ReplicaSetLister = rsLister{}
+	_ deployment.Client                    = (*api)(nil)
+	_ deployment.EventRecorder             = (*api)(nil)
+	_ replicaset.Client                    = (*api)(nil)
+	_ reconcile.Getter[*appsv1.Deployment] = deploymentGetter{}
+	_ reconcile.Reader[*appsv1.ReplicaSet] = rsReader{}
+	_ reconcile.Lister[*corev1.Pod]        = podLister{}
+	_ reconcile.ByController[*corev1.Pod]  = podLister{}
 )
 
-// rsLister lists ReplicaSets for the deployment Reconciler (its List has
-// the same signature as replicaset.ReplicaSetLister's, which api
-// implements; a named type keeps the two roles apart).
-type rsLister struct{ a *api }
-
-func (l rsLister) List(namespace string, sel labels.Selector) ([]*appsv1.ReplicaSet, error) {
-	return l.a.List(namespace, sel)
-}
-
-// Get reads a Deployment (deployment.DeploymentGetter).
+// Get reads a Deployment.
 func (a *api) Get(key types.NamespacedName) (*appsv1.Deployment, error) {
 	return a.c.Deployments(key.Namespace).Get(context.Background(), key.Name, metav1.GetOptions{})
 }
 
-// rsReader reads ReplicaSets by key for the replicaset Reconciler.
-type rsReader struct{ a *api }
+// deploymentGetter reads Deployments for the deployment Reconciler.
+type deploymentGetter struct{ a *api }
 
-func (r rsReader) Get(key types.NamespacedName) (*appsv1.ReplicaSet, error) {
-	return r.a.c.ReplicaSets(key.Namespace).Get(context.Background(), key.Name, metav1.GetOptions{})
+func (g deploymentGetter) Get(_ context.Context, key types.NamespacedName) (*appsv1.Deployment, error) {
+	return g.a.Get(key)
 }
 
-func (r rsReader) List(namespace string, sel labels.Selector) ([]*appsv1.ReplicaSet, error) {
+// rsReader reads ReplicaSets for both reconcilers.
+type rsReader struct{ a *api }
+
+func (r rsReader) Get(ctx context.Context, key types.NamespacedName) (*appsv1.ReplicaSet, error) {
+	return r.a.c.ReplicaSets(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+}
+
+func (r rsReader) List(_ context.Context, namespace string, sel labels.Selector) ([]*appsv1.ReplicaSet, error) {
 	return r.a.List(namespace, sel)
 }
 
@@ -82,22 +80,19 @@ func (a *api) List(namespace string, sel labels.Selector) ([]*appsv1.ReplicaSet,
 // podLister lists pods for the replicaset Reconciler.
 type podLister struct{ a *api }
 
-func (p podLister) List(namespace string, sel labels.Selector) ([]*corev1.Pod, error) {
-	items, _, err := p.a.c.Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: sel.String()})
+func (p podLister) List(ctx context.Context, namespace string, sel labels.Selector) ([]*corev1.Pod, error) {
+	items, _, err := p.a.c.Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	return items, err
 }
 
-// ByIndex returns the pods whose controller has the UID value
-// (deployment.PodIndexer for deployment.PodControllerIndex).
-func (a *api) ByIndex(index, value string) ([]*corev1.Pod, error) {
-	if index != deployment.PodControllerIndex {
-		return nil, fmt.Errorf("planner: unknown pod index %q", index)
-	}
-	pods, _, err := a.c.Pods(a.ns).List(context.Background(), metav1.ListOptions{})
+// ListByController returns the pods of the planner's namespace whose
+// controller has the UID uid (the deployment Reconciler asks only by UID).
+func (p podLister) ListByController(ctx context.Context, _ string, uid types.UID) ([]*corev1.Pod, error) {
+	pods, _, err := p.a.c.Pods(p.a.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
-	return controlledBy(types.UID(value), pods), nil
+	return controlledBy(uid, pods), nil
 }
 
 func (a *api) CreateReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {

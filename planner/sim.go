@@ -73,7 +73,10 @@ func Plan(d *appsv1.Deployment, current []*appsv1.ReplicaSet, model PodModel, op
 	if err := checkSize(d, opts); err != nil {
 		return Timeline{}, err
 	}
-	s := newSim(d, model, opts)
+	s, err := newSim(d, model, opts)
+	if err != nil {
+		return Timeline{}, err
+	}
 	ctx := context.Background()
 	if err := s.start(ctx, current); err != nil {
 		return Timeline{}, err
@@ -113,7 +116,7 @@ type sim struct {
 	kubeletNext   time.Time
 }
 
-func newSim(d *appsv1.Deployment, model PodModel, opts Options) *sim {
+func newSim(d *appsv1.Deployment, model PodModel, opts Options) (*sim, error) {
 	ns := cmp.Or(d.Namespace, metav1.NamespaceDefault)
 	s := &sim{
 		clk:  clock.NewFake(epoch()),
@@ -139,15 +142,19 @@ func newSim(d *appsv1.Deployment, model PodModel, opts Options) *sim {
 	// EagerStatus (here and for the ReplicaSet reconciler): the timeline
 	// shows the statuses kube-controller-manager would write, round by
 	// round, not ctrlkit's fewer, later writes.
-	s.dr = &deployment.Reconciler{Deployments: s.api, ReplicaSets: rsLister{s.api}, Pods: s.api,
-		Client: s.api, Events: s.api, Clock: s.clk, EagerStatus: true}
-	return s
+	dr, err := deployment.NewReconciler(deployment.ReconcilerConfig{Deployments: deploymentGetter{s.api},
+		ReplicaSets: rsReader{s.api}, Pods: podLister{s.api}, Client: s.api, Events: s.api, Clock: s.clk, EagerStatus: true})
+	if err != nil {
+		return nil, fmt.Errorf("planner: %w", err)
+	}
+	s.dr = dr
+	return s, nil
 }
 
 // start creates the current ReplicaSets, lets their pods become
 // available, then creates the Deployment: that instant is the start.
 func (s *sim) start(ctx context.Context, current []*appsv1.ReplicaSet) error {
-	rr, err := replicaset.NewReconciler(replicaset.Config{ReplicaSets: rsReader{s.api}, Pods: podLister{s.api},
+	rr, err := replicaset.NewReconciler(replicaset.ReconcilerConfig{ReplicaSets: rsReader{s.api}, Pods: podLister{s.api},
 		Client: s.api, Events: rsEvents{s.api}, Clock: s.clk, Expectations: s.exp, EagerStatus: true})
 	if err != nil {
 		return fmt.Errorf("planner: %w", err)

@@ -8,9 +8,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/replicaset"
 )
 
@@ -102,7 +104,10 @@ func BenchmarkReconcileNoop(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				var pods replicaset.PodLister = podCache
+				var pods reconcile.Lister[*corev1.Pod] = reconcile.ListerFunc[*corev1.Pod](
+					func(_ context.Context, ns string, sel labels.Selector) ([]*corev1.Pod, error) {
+						return podCache.List(ns, sel)
+					})
 				if indexed {
 					pc, err := replicaset.NewPodCache(podCache)
 					if err != nil {
@@ -110,8 +115,12 @@ func BenchmarkReconcileNoop(b *testing.B) {
 					}
 					pods = pc
 				}
-				r, err := replicaset.NewReconciler(replicaset.Config{
-					ReplicaSets: rsCache, Pods: pods, Client: failClient{b}, Clock: newWorld(t0).clock,
+				rss, err := reconcile.FromCache(rsCache)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := replicaset.NewReconciler(replicaset.ReconcilerConfig{
+					ReplicaSets: rss, Pods: pods, Client: failClient{b}, Clock: newWorld(t0).clock,
 				})
 				if err != nil {
 					b.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,13 +12,13 @@ import (
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
@@ -37,8 +36,13 @@ type ControllerConfig struct {
 	// Clock drives the queue's delays and the expectations' expiry; nil
 	// means the wall clock.
 	Clock clock.Clock
-	// Workers is the number of ReplicaSets synced in parallel; 0 means 1.
+	// Workers is the number of ReplicaSets synced in parallel; 0 means 1
+	// (kube-controller-manager runs 5).
 	Workers int
+	// MaxRetries bounds the rate-limited retries of a failing key, after
+	// which it is dropped until its next event; 0 means no bound, as
+	// upstream.
+	MaxRetries int
 	// BurstReplicas caps creations or deletions per sync; 0 means
 	// [BurstReplicas].
 	BurstReplicas int
@@ -61,7 +65,7 @@ type ControllerConfig struct {
 	BatchPeriod time.Duration
 	// EagerStatus writes the status in the sync that creates or deletes
 	// pods too, as upstream does, instead of leaving it to the sync their
-	// events trigger; see [Config.EagerStatus].
+	// events trigger; see [ReconcilerConfig.EagerStatus].
 	EagerStatus bool
 }
 
@@ -70,16 +74,19 @@ type ControllerConfig struct {
 // a [Reconciler] (upstream ReplicaSetController). Create it with
 // [NewController] and call Run once.
 type Controller struct {
-	rsInf   *informer.Informer[*appsv1.ReplicaSet]
-	podInf  *informer.Informer[*corev1.Pod]
-	rss     *informer.Cache[*appsv1.ReplicaSet]
-	rec     *Reconciler
-	queue   *workqueue.Queue[types.NamespacedName]
-	workers int
-	batch   time.Duration // pod events wait this long; see BatchPeriod
-	rsReg   *informer.Registration
-	podReg  *informer.Registration
-	ready   chan struct{} // closed once both handlers have synced
+	rsInf      *informer.Informer[*appsv1.ReplicaSet]
+	podInf     *informer.Informer[*corev1.Pod]
+	rss        *informer.Cache[*appsv1.ReplicaSet]
+	rules      EventRules
+	rec        *Reconciler
+	queue      *workqueue.Queue[types.NamespacedName]
+	workers    int
+	maxRetries int
+	batch      time.Duration // pod events wait this long; see BatchPeriod
+	rsReg      *informer.Registration
+	podReg     *informer.Registration
+	ready      chan struct{}                   // closed once both handlers have synced
+	hctx       atomic.Pointer[context.Context] // Run's context, without its cancellation, for the handlers
 }
 
 // NewController returns a controller for cfg. It adds an index of orphan
@@ -93,18 +100,24 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 		return nil, errors.New("replicaset: ControllerConfig.Pods is nil")
 	case cfg.Workers < 0:
 		return nil, fmt.Errorf("replicaset: ControllerConfig.Workers is negative (%d)", cfg.Workers)
+	case cfg.MaxRetries < 0:
+		return nil, fmt.Errorf("replicaset: ControllerConfig.MaxRetries is negative (%d)", cfg.MaxRetries)
 	}
 	pods, err := NewPodCache(cfg.Pods.Cache())
 	if err != nil {
 		return nil, err
+	}
+	rss, err := reconcile.FromCache(cfg.ReplicaSets.Cache())
+	if err != nil {
+		return nil, fmt.Errorf("replicaset: %w", err)
 	}
 	clk := clock.OrReal(cfg.Clock)
 	var client Client
 	if cfg.Client != nil {
 		client = trackingClient{Client: cfg.Client, rss: cfg.ReplicaSets.Cache()}
 	}
-	rec, err := NewReconciler(Config{
-		ReplicaSets: cfg.ReplicaSets.Cache(), Pods: pods, Client: client,
+	rec, err := NewReconciler(ReconcilerConfig{
+		ReplicaSets: rss, Pods: pods, Client: client,
 		Events: cfg.Events, Clock: clk, BurstReplicas: cfg.BurstReplicas,
 		EagerStatus: cfg.EagerStatus,
 	})
@@ -116,10 +129,12 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 	})
 	c := &Controller{
 		rsInf: cfg.ReplicaSets, podInf: cfg.Pods, rss: cfg.ReplicaSets.Cache(), rec: rec,
-		queue:   q,
-		workers: max(cfg.Workers, 1),
-		batch:   max(cfg.BatchPeriod, 0),
-		ready:   make(chan struct{}),
+		rules:      EventRules{ReplicaSets: rss},
+		queue:      q,
+		workers:    max(cfg.Workers, 1),
+		maxRetries: cfg.MaxRetries,
+		batch:      max(cfg.BatchPeriod, 0),
+		ready:      make(chan struct{}),
 	}
 	if err := c.register(); err != nil {
 		return nil, err
@@ -144,18 +159,35 @@ func (c *Controller) register() error {
 	}
 	var err error
 	c.rsReg, err = c.rsInf.AddHandler(informer.Handler[*appsv1.ReplicaSet]{
-		OnAdd: c.addRS, OnUpdate: c.updateRS, OnDelete: c.deleteRS, OnSynced: synced,
+		OnAdd:    func(rs *appsv1.ReplicaSet) { c.react(c.rules.ReplicaSetAdded(c.handlerCtx(), rs)) },
+		OnUpdate: func(old, cur *appsv1.ReplicaSet) { c.react(c.rules.ReplicaSetUpdated(c.handlerCtx(), old, cur)) },
+		OnDelete: func(d informer.Deleted[*appsv1.ReplicaSet]) {
+			c.react(c.rules.ReplicaSetDeleted(c.handlerCtx(), d.Obj))
+		},
+		OnSynced: synced,
 	})
 	if err != nil {
 		return fmt.Errorf("replicaset: %w", err)
 	}
 	c.podReg, err = c.podInf.AddHandler(informer.Handler[*corev1.Pod]{
-		OnAdd: c.addPod, OnUpdate: c.updatePod, OnDelete: c.deletePod, OnSynced: synced,
+		OnAdd:    func(p *corev1.Pod) { c.react(c.rules.PodAdded(c.handlerCtx(), p)) },
+		OnUpdate: func(old, cur *corev1.Pod) { c.react(c.rules.PodUpdated(c.handlerCtx(), old, cur)) },
+		OnDelete: func(d informer.Deleted[*corev1.Pod]) { c.react(c.rules.PodDeleted(c.handlerCtx(), d.Obj)) },
+		OnSynced: synced,
 	})
 	if err != nil {
 		return errors.Join(fmt.Errorf("replicaset: %w", err), c.rsInf.RemoveHandler(c.rsReg))
 	}
 	return nil
+}
+
+// handlerCtx is the context of the handlers' calls: Run's, without its
+// cancellation (for its logger), or the background before Run.
+func (c *Controller) handlerCtx() context.Context {
+	if p := c.hctx.Load(); p != nil {
+		return *p
+	}
+	return context.Background()
 }
 
 // Reconciler returns the controller's reconciler.
@@ -166,10 +198,13 @@ func (c *Controller) Reconciler() *Reconciler { return c.rec }
 // the configured number of workers until ctx ends. It then shuts the queue
 // down, waits for the workers to return and removes its handlers. It
 // returns nil after a normal shutdown, or an error if a handler could not
-// be registered. Run must be called only once.
+// be registered. Run must be called only once. The logger comes from ctx
+// (logr.FromContextOrDiscard).
 func (c *Controller) Run(ctx context.Context) (err error) {
-	log := logr.FromContextOrDiscard(ctx).WithValues("controller", "replicaset")
+	log := logr.FromContextOrDiscard(ctx)
 	defer c.queue.ShutDown()
+	hctx := context.WithoutCancel(ctx)
+	c.hctx.Store(&hctx)
 	defer func() {
 		err = errors.Join(err, c.rsInf.RemoveHandler(c.rsReg), c.podInf.RemoveHandler(c.podReg))
 	}()
@@ -178,7 +213,7 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 	case <-ctx.Done():
 		return nil
 	}
-	log.Info("Starting workers", "workers", c.workers)
+	log.Info("Starting controller", "controller", "replicaset", "workers", c.workers)
 	var wg sync.WaitGroup
 	for range c.workers {
 		wg.Go(func() {
@@ -187,7 +222,7 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 		})
 	}
 	<-ctx.Done()
-	log.Info("Shutting down")
+	log.Info("Shutting down controller", "controller", "replicaset")
 	c.queue.ShutDown()
 	wg.Wait()
 	return nil
@@ -210,9 +245,19 @@ func (c *Controller) processNext(ctx context.Context, log logr.Logger) bool {
 		return true
 	}
 	res, err := c.rec.Reconcile(ctx, key)
-	if err != nil {
+	switch {
+	case err == nil:
+	case reconcile.IsTerminal(err):
+		log.Error(err, "Not retrying replica set", "replicaSet", key)
+		c.queue.Forget(key)
+		return true
+	case c.maxRetries == 0 || c.queue.NumRequeues(key) < c.maxRetries:
 		log.Error(err, "Sync failed; will retry", "replicaSet", key)
 		c.queue.AddRateLimited(key)
+		return true
+	default:
+		log.Error(err, "Dropping replica set out of the queue", "replicaSet", key)
+		c.queue.Forget(key)
 		return true
 	}
 	c.queue.Forget(key)
@@ -226,163 +271,44 @@ func rsKey(rs *appsv1.ReplicaSet) types.NamespacedName {
 	return types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}
 }
 
-func (c *Controller) addRS(rs *appsv1.ReplicaSet) { c.queue.Add(rsKey(rs)) }
-
-// updateRS enqueues the ReplicaSet on every update; a changed UID means it
-// was deleted and recreated under the same name, so the old one's
-// expectations go.
-func (c *Controller) updateRS(old, cur *appsv1.ReplicaSet) {
-	if old.UID != cur.UID {
-		c.deleteRS(informer.Deleted[*appsv1.ReplicaSet]{Obj: old, Key: rsKey(old), FinalStateUnknown: true})
-	}
-	c.queue.Add(rsKey(cur))
-}
-
-func (c *Controller) deleteRS(d informer.Deleted[*appsv1.ReplicaSet]) {
-	c.rec.Expectations().Delete(d.Key)
-	c.queue.Add(d.Key)
-}
-
-// resolve returns the ReplicaSet ref points to in namespace, or nil when it
-// is not a ReplicaSet, not in the cache, or a different object (UID).
-func (c *Controller) resolve(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	if ref.Kind != controllerKindName {
-		return nil
-	}
-	rs, err := c.rss.Get(types.NamespacedName{Namespace: namespace, Name: ref.Name})
-	if err != nil || rs.UID != ref.UID {
-		return nil
-	}
-	return rs
-}
-
-// enqueueMatching enqueues every ReplicaSet that selects the orphan pod.
-// podEvent enqueues a ReplicaSet for a pod event, after the batch period.
-// The work queue keeps the earliest deadline of a key, so the first event
-// of a burst sets the time of the one sync for all of it.
-func (c *Controller) podEvent(key types.NamespacedName) {
-	if c.batch > 0 {
-		c.queue.AddAfter(key, c.batch)
-		return
-	}
-	c.queue.Add(key)
-}
-
-func (c *Controller) enqueueMatching(pod *corev1.Pod) {
-	rss, err := c.rss.List(pod.Namespace, labels.Everything())
-	if err != nil {
-		return // the cache lists without failing; nothing to match
-	}
-	for _, rs := range PodReplicaSets(pod, rss) {
-		c.podEvent(rsKey(rs))
-	}
-}
-
-// addPod counts a new controlled pod as an observed creation, and offers an
-// orphan to every ReplicaSet that selects it. A pod that arrives already
-// being deleted is a deletion, not a creation.
-func (c *Controller) addPod(pod *corev1.Pod) {
-	if pod.DeletionTimestamp != nil {
-		c.podDeleted(pod)
-		return
-	}
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		if rs := c.resolve(pod.Namespace, ref); rs != nil {
-			c.rec.Expectations().CreationObserved(rsKey(rs))
-			c.podEvent(rsKey(rs))
-		}
-		return
-	}
-	c.enqueueMatching(pod)
-}
-
-// updatePod wakes the ReplicaSets a pod change concerns: a deletion
-// timestamp counts as the deletion; a changed controller wakes the old
-// owner too; a pod turning ready wakes its owner again after
-// minReadySeconds; an orphan whose labels or owner changed is offered to
-// every ReplicaSet that selects it. Resyncs (same resourceVersion) are
-// ignored.
-func (c *Controller) updatePod(old, cur *corev1.Pod) {
-	if cur.ResourceVersion == old.ResourceVersion {
-		return
-	}
-	labelsChanged := !reflect.DeepEqual(cur.Labels, old.Labels)
-	if cur.DeletionTimestamp != nil {
-		c.podDeleted(cur)
-		if labelsChanged {
-			c.podDeleted(old)
-		}
-		return
-	}
-	curRef, oldRef := metav1.GetControllerOfNoCopy(cur), metav1.GetControllerOfNoCopy(old)
-	refChanged := !reflect.DeepEqual(curRef, oldRef)
-	if refChanged && oldRef != nil {
-		if rs := c.resolve(old.Namespace, oldRef); rs != nil {
-			c.podEvent(rsKey(rs))
+// react records what an event rule observed, then enqueues what it asked
+// for. Expectations go first: the sync an enqueue triggers must see them.
+// The work queue keeps the earliest deadline of a key, so the first
+// batched event of a burst sets the time of the one sync for all of it.
+func (c *Controller) react(es []reconcile.Enqueue, obs []Observation) {
+	c.rec.Expectations().Observe(obs...)
+	for _, e := range es {
+		switch {
+		case e.After > 0:
+			c.queue.AddAfter(e.Key, e.After)
+		case e.Batch && c.batch > 0:
+			c.queue.AddAfter(e.Key, c.batch)
+		default:
+			c.queue.Add(e.Key)
 		}
 	}
-	if curRef != nil {
-		rs := c.resolve(cur.Namespace, curRef)
-		if rs == nil {
-			return
-		}
-		c.podEvent(rsKey(rs))
-		if !IsPodReady(old) && IsPodReady(cur) && rs.Spec.MinReadySeconds > 0 {
-			c.queue.AddAfter(rsKey(rs), time.Duration(rs.Spec.MinReadySeconds)*time.Second)
-		}
-		return
-	}
-	if labelsChanged || refChanged {
-		c.enqueueMatching(cur)
-	}
 }
 
-func (c *Controller) deletePod(d informer.Deleted[*corev1.Pod]) {
-	if d.Obj != nil {
-		c.podDeleted(d.Obj)
-	}
-}
-
-// podDeleted counts the deletion of a controlled pod (once per pod UID)
-// and wakes its owner. Orphans concern nobody.
-func (c *Controller) podDeleted(pod *corev1.Pod) {
-	ref := metav1.GetControllerOfNoCopy(pod)
-	if ref == nil {
-		return
-	}
-	if rs := c.resolve(pod.Namespace, ref); rs != nil {
-		c.rec.Expectations().DeletionObserved(rsKey(rs), pod.UID)
-		c.podEvent(rsKey(rs))
-	}
-}
-
-// orphanIndex files pods without a controller under their namespace.
-const orphanIndex = "replicaset.ctrlkit/orphans"
-
-// PodCache adapts an informer pod cache to [PodLister] and
-// [PodsByController], so that a [Reconciler] reads a ReplicaSet's pods and
-// the namespace's orphans through indexes instead of listing the
-// namespace. Create it with [NewPodCache].
+// PodCache adapts an informer pod cache to [reconcile.Lister] and
+// [reconcile.ByController], so that a [Reconciler] reads a ReplicaSet's
+// pods and the namespace's orphans through indexes instead of listing the
+// namespace, and answers the selectors of a Deployment's ReplicaSets from
+// an index of pod-template-hash. Create it with [NewPodCache].
 type PodCache struct {
-	c *informer.Cache[*corev1.Pod]
+	orphans *reconcile.CacheReader[*corev1.Pod]
+	c       *informer.Cache[*corev1.Pod]
 }
 
-// NewPodCache returns a PodCache over c, adding an index of orphan pods to
-// c unless it is already there.
+// NewPodCache returns a PodCache over c, adding to c the indexes it reads
+// unless they are there: [reconcile.OrphanIndex] and one of
+// pod-template-hash.
 func NewPodCache(c *informer.Cache[*corev1.Pod]) (*PodCache, error) {
 	if c == nil {
 		return nil, errors.New("replicaset: NewPodCache: the cache is nil")
 	}
-	if !slices.Contains(c.IndexNames(), orphanIndex) {
-		err := c.AddIndex(orphanIndex, func(p *corev1.Pod) ([]string, error) {
-			if metav1.GetControllerOfNoCopy(p) != nil {
-				return nil, nil
-			}
-			return []string{p.Namespace}, nil
-		})
-		if err != nil && !slices.Contains(c.IndexNames(), orphanIndex) {
-			return nil, fmt.Errorf("replicaset: %w", err)
-		}
+	orphans, err := reconcile.FromCache(c)
+	if err != nil {
+		return nil, fmt.Errorf("replicaset: %w", err)
 	}
 	if !slices.Contains(c.IndexNames(), hashIndex) {
 		err := c.AddIndex(hashIndex, func(p *corev1.Pod) ([]string, error) {
@@ -395,7 +321,7 @@ func NewPodCache(c *informer.Cache[*corev1.Pod]) (*PodCache, error) {
 			return nil, fmt.Errorf("replicaset: %w", err)
 		}
 	}
-	return &PodCache{c: c}, nil
+	return &PodCache{orphans: orphans, c: c}, nil
 }
 
 // hashIndex files pods by namespace and pod-template-hash label.
@@ -405,7 +331,7 @@ const hashIndex = "replicaset.ctrlkit/pod-template-hash"
 // that pins pod-template-hash to one value (every Deployment's ReplicaSet
 // has one) is answered from an index of that label, filtered by the whole
 // selector: the same pods, without a scan of the namespace.
-func (p *PodCache) List(namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
+func (p *PodCache) List(_ context.Context, namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
 	if namespace != "" && selector != nil {
 		if reqs, ok := selector.Requirements(); ok {
 			for _, r := range reqs {
@@ -431,15 +357,11 @@ func (p *PodCache) List(namespace string, selector labels.Selector) ([]*corev1.P
 // ListByController lists the cached pods controlled by uid (any
 // namespace; the Reconciler filters), or with an empty uid the orphans of
 // namespace.
-func (p *PodCache) ListByController(namespace string, uid types.UID) ([]*corev1.Pod, error) {
-	if uid == "" {
-		return p.c.ByIndex(orphanIndex, namespace)
-	}
-	return p.c.ByIndex(informer.IndexControllerUID, string(uid))
+func (p *PodCache) ListByController(ctx context.Context, namespace string, uid types.UID) ([]*corev1.Pod, error) {
+	return p.orphans.ListByController(ctx, namespace, uid)
 }
 
 var (
-	_ PodLister        = (*PodCache)(nil)
-	_ PodsByController = (*PodCache)(nil)
-	_ ReplicaSetReader = (*informer.Cache[*appsv1.ReplicaSet])(nil)
+	_ reconcile.Lister[*corev1.Pod]       = (*PodCache)(nil)
+	_ reconcile.ByController[*corev1.Pod] = (*PodCache)(nil)
 )

@@ -41,11 +41,18 @@
 //   - [Apply] executes a plan with a [PodWriter]: creates in slow-start
 //     batches, deletes in parallel, and emits the pod events.
 //   - [Reconciler] syncs one ReplicaSet key: read from caches, claim,
-//     decide, apply, record expectations, write status. Its inputs are
-//     small interfaces ([ReplicaSetReader], [PodLister], [Client],
-//     [EventRecorder]) that informer.Cache satisfies directly.
+//     decide, apply, record expectations, write status. It reads through the
+//     context-taking interfaces shared by every ctrlkit controller
+//     ([reconcile.Reader], [reconcile.Lister], [reconcile.ByController];
+//     [reconcile.FromCache] and [NewPodCache] serve them from informer
+//     caches) and writes through [Client] and [EventRecorder]. It returns a
+//     [reconcile.Result]; errors it must not retry are [reconcile.Terminal].
+//     Its logger comes from the context.
+//   - [EventRules] are upstream's event-handler rules as functions: which
+//     ReplicaSets an informer event asks to sync, and which expectations it
+//     fulfils ([Observation], [Expectations.Observe]).
 //   - [Controller] wires ReplicaSet and pod informers to a workqueue with
-//     upstream's event-handler rules and runs workers until its context
+//     those rules and runs workers until its context
 //     ends. Unlike upstream it does not sync a ReplicaSet from a cached
 //     version this process has already replaced (its own status write, or
 //     a scale by a Deployment controller sharing the cache; see
@@ -55,7 +62,7 @@
 //   - A sync whose pod creations and deletions all succeed leaves the
 //     status to the sync their pod events trigger, which counts those pods
 //     (one status write per round instead of two; see
-//     [Reconciler.Reconcile]). Config.EagerStatus restores upstream's
+//     [Reconciler.Reconcile]). ReconcilerConfig.EagerStatus restores upstream's
 //     timing.
 //
 // # Deviations from upstream
@@ -79,6 +86,9 @@
 //	plan, err := replicaset.ManageReplicas(replicaset.Input{
 //		ReplicaSet: rs, Active: pods, ExpectationsSatisfied: true,
 //	}, now)
+//
+// Package deployment has the same shape: NewReconciler(ReconcilerConfig),
+// NewController(ControllerConfig), EventRules, Controller.Reconciler.
 //
 // To run the whole controller:
 //

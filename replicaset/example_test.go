@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/replicaset"
 )
 
@@ -106,9 +107,9 @@ func ExampleCalculateStatus() {
 func ExampleReconciler() {
 	w := newWorld(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 	w.addRS(exampleRS(3))
-	r, err := replicaset.NewReconciler(replicaset.Config{
+	r, err := replicaset.NewReconciler(replicaset.ReconcilerConfig{
 		ReplicaSets: rsReader{w},
-		Pods:        replicaset.PodListerFunc(w.listPods),
+		Pods:        reconcile.ListerFunc[*corev1.Pod](w.listPods),
 		Client:      w,
 		Clock:       w.clock,
 	})

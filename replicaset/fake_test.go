@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/replicaset"
 )
 
@@ -180,7 +181,7 @@ func (w *world) rs(key types.NamespacedName) *appsv1.ReplicaSet {
 // rsReader is the ReplicaSet "cache".
 type rsReader struct{ w *world }
 
-func (r rsReader) Get(key types.NamespacedName) (*appsv1.ReplicaSet, error) {
+func (r rsReader) Get(_ context.Context, key types.NamespacedName) (*appsv1.ReplicaSet, error) {
 	r.w.mu.Lock()
 	defer r.w.mu.Unlock()
 	if rs, ok := r.w.rss[key]; ok {
@@ -189,7 +190,7 @@ func (r rsReader) Get(key types.NamespacedName) (*appsv1.ReplicaSet, error) {
 	return nil, apierrors.NewNotFound(rssGR, key.Name)
 }
 
-func (r rsReader) List(ns string, sel labels.Selector) ([]*appsv1.ReplicaSet, error) {
+func (r rsReader) List(_ context.Context, ns string, sel labels.Selector) ([]*appsv1.ReplicaSet, error) {
 	r.w.mu.Lock()
 	defer r.w.mu.Unlock()
 	var out []*appsv1.ReplicaSet
@@ -202,7 +203,7 @@ func (r rsReader) List(ns string, sel labels.Selector) ([]*appsv1.ReplicaSet, er
 }
 
 // listPods is the pod "cache", in name order so tests are deterministic.
-func (w *world) listPods(ns string, sel labels.Selector) ([]*corev1.Pod, error) {
+func (w *world) listPods(_ context.Context, ns string, sel labels.Selector) ([]*corev1.Pod, error) {
 	var out []*corev1.Pod
 	for _, p := range w.snapshot() {
 		if p.Namespace == ns && sel.Matches(labels.Set(p.Labels)) {
@@ -397,7 +398,12 @@ func (w *world) takeEvents() []string {
 }
 
 var (
-	_ replicaset.Client           = (*world)(nil)
-	_ replicaset.ReplicaSetReader = rsReader{}
-	_ replicaset.EventRecorder    = (*world)(nil)
+	_ replicaset.Client                    = (*world)(nil)
+	_ reconcile.Reader[*appsv1.ReplicaSet] = rsReader{}
+	_ replicaset.EventRecorder             = (*world)(nil)
 )
+
+// podLister returns the world's pod "cache" as a reconcile.Lister.
+func (w *world) podLister() reconcile.Lister[*corev1.Pod] {
+	return reconcile.ListerFunc[*corev1.Pod](w.listPods)
+}

@@ -323,7 +323,7 @@ func TestReconcileSelectorExpressions(t *testing.T) {
 		w.addPod(p)
 	}
 	r := newReconciler(t, w, true)
-	if _, err := reconcile(t, r, "web"); err != nil {
+	if _, err := syncKey(t, r, "web"); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"mine", "orphan", "partial"}, activeOwned(w, rs)); diff != "" {

@@ -7,9 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
-// podAppender is what [PodCache] offers beyond [PodsByController]: the
+// podAppender is what [PodCache] offers beyond [PodCache.ListByController]: the
 // same lists, appended to the caller's slice. The Reconciler reads a
 // ReplicaSet's pods into a buffer it reuses, so that a sync of a settled
 // ReplicaSet allocates nothing for them.
@@ -22,7 +23,7 @@ var _ podAppender = (*PodCache)(nil)
 // AppendByController is [PodCache.ListByController], appending to dst.
 func (p *PodCache) AppendByController(dst []*corev1.Pod, namespace string, uid types.UID) ([]*corev1.Pod, error) {
 	if uid == "" {
-		return p.c.AppendByIndex(dst, orphanIndex, namespace)
+		return p.c.AppendByIndex(dst, reconcile.OrphanIndex, namespace)
 	}
 	return p.c.AppendByIndex(dst, informer.IndexControllerUID, string(uid))
 }

@@ -1,6 +1,7 @@
 package replicaset_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -74,7 +75,7 @@ func TestPodCacheListMatchesScan(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, ns := range []string{"ns0", "ns1", "ns2", "ns9", ""} {
-			got, err := pc.List(ns, sel)
+			got, err := pc.List(context.Background(), ns, sel)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,24 +15,27 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/clock"
-	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
 // Result tells the caller of [Reconciler.Reconcile] when to sync the key
-// again. It is ignored when Reconcile returns an error.
-type Result struct {
-	// RequeueAfter > 0 asks for another sync after that delay.
-	RequeueAfter time.Duration
-}
+// again: RequeueAfter is set when a pod will become available after
+// minReadySeconds. It is the one Result of every ctrlkit controller.
+type Result = reconcile.Result
 
-// Config configures a [Reconciler]. ReplicaSets, Pods and Client are
-// required; every other field has a useful zero value.
-type Config struct {
-	// ReplicaSets reads ReplicaSets, normally from an informer cache.
-	ReplicaSets ReplicaSetReader
+// ReconcilerConfig configures a [Reconciler]. ReplicaSets, Pods and Client
+// are required; every other field has a useful zero value.
+type ReconcilerConfig struct {
+	// ReplicaSets reads ReplicaSets, normally from an informer cache: by
+	// key to sync one, and by namespace to find the ReplicaSets that share
+	// its controller (for the co-location rank). If it also implements
+	// [reconcile.ByController], the latter comes from that index.
+	ReplicaSets reconcile.Reader[*appsv1.ReplicaSet]
 	// Pods lists pods, normally from an informer cache. If it also
-	// implements [PodsByController], that index is used.
-	Pods PodLister
+	// implements [reconcile.ByController], a sync reads the ReplicaSet's
+	// pods and the namespace's orphans through it instead of listing the
+	// namespace.
+	Pods reconcile.Lister[*corev1.Pod]
 	// Client makes every write, and the live reads of status retries and
 	// adoption checks.
 	Client Client
@@ -55,16 +58,16 @@ type Config struct {
 	EagerStatus bool
 }
 
-func (c *Config) validate() error {
+func (c *ReconcilerConfig) validate() error {
 	switch {
 	case c.ReplicaSets == nil:
-		return errors.New("replicaset: Config.ReplicaSets is nil")
+		return errors.New("replicaset: ReconcilerConfig.ReplicaSets is nil")
 	case c.Pods == nil:
-		return errors.New("replicaset: Config.Pods is nil")
+		return errors.New("replicaset: ReconcilerConfig.Pods is nil")
 	case c.Client == nil:
-		return errors.New("replicaset: Config.Client is nil")
+		return errors.New("replicaset: ReconcilerConfig.Client is nil")
 	case c.BurstReplicas < 0:
-		return fmt.Errorf("replicaset: Config.BurstReplicas is negative (%d)", c.BurstReplicas)
+		return fmt.Errorf("replicaset: ReconcilerConfig.BurstReplicas is negative (%d)", c.BurstReplicas)
 	}
 	return nil
 }
@@ -76,15 +79,16 @@ func (c *Config) validate() error {
 // different keys; one key must not be reconciled concurrently (a workqueue
 // guarantees this).
 type Reconciler struct {
-	rss    ReplicaSetReader
-	pods   PodLister
-	index  PodsByController // nil unless pods implements it
-	client Client
-	events EventRecorder
-	clock  clock.PassiveClock
-	burst  int
-	exp    *Expectations
-	eager  bool
+	rss      reconcile.Reader[*appsv1.ReplicaSet]
+	rssIndex reconcile.ByController[*appsv1.ReplicaSet] // nil unless rss implements it
+	pods     reconcile.Lister[*corev1.Pod]
+	index    reconcile.ByController[*corev1.Pod] // nil unless pods implements it
+	client   Client
+	events   EventRecorder
+	clock    clock.PassiveClock
+	burst    int
+	exp      *Expectations
+	eager    bool
 
 	selectors selectorCache
 	bufs      podBuffers // pod lists read through a podAppender
@@ -92,7 +96,7 @@ type Reconciler struct {
 
 // NewReconciler returns a Reconciler for cfg, or an error naming the first
 // missing required field. It starts nothing.
-func NewReconciler(cfg Config) (*Reconciler, error) {
+func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -101,7 +105,8 @@ func NewReconciler(cfg Config) (*Reconciler, error) {
 		events: cfg.Events, clock: cfg.Clock, burst: cfg.BurstReplicas, exp: cfg.Expectations,
 		eager: cfg.EagerStatus,
 	}
-	r.index, _ = cfg.Pods.(PodsByController)
+	r.index, _ = cfg.Pods.(reconcile.ByController[*corev1.Pod])
+	r.rssIndex, _ = cfg.ReplicaSets.(reconcile.ByController[*appsv1.ReplicaSet])
 	if r.events == nil {
 		r.events = discardEvents{}
 	}
@@ -133,8 +138,13 @@ func (r *Reconciler) Expectations() *Expectations { return r.exp }
 //  6. The create/delete error, if any, is returned; otherwise the result
 //     asks for a requeue when a pod will become available.
 //
-// One deliberate difference from upstream, unless Config.EagerStatus is
-// set: when step 4 creates or deletes pods and every one of those writes
+// The logger comes from ctx (logr.FromContextOrDiscard): each sync logs
+// "Started syncing" and "Finished syncing" (with its duration) at V(4),
+// with upstream's keys "kind" and "replicaSet". An invalid selector is a
+// [reconcile.Terminal] error: upstream does not retry it either.
+//
+// One deliberate difference from upstream, unless
+// ReconcilerConfig.EagerStatus is set: when step 4 creates or deletes pods and every one of those writes
 // succeeds, step 5 is skipped. Upstream writes a status there that counts
 // the pods as they were before the sync (only observedGeneration and the
 // ReplicaFailure condition can be news), and then writes again for each
@@ -170,7 +180,12 @@ func (r *Reconciler) Expectations() *Expectations { return r.exp }
 // Every error is returned wrapped with the key.
 func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
-	rs, err := r.rss.Get(key)
+	start := r.clock.Now()
+	log.V(4).Info("Started syncing", "kind", controllerKindName, "replicaSet", key, "startTime", start)
+	defer func() {
+		log.V(4).Info("Finished syncing", "kind", controllerKindName, "replicaSet", key, "duration", r.clock.Now().Sub(start))
+	}()
+	rs, err := r.rss.Get(ctx, key)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.exp.Delete(key)
@@ -183,7 +198,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 	satisfied := r.exp.Satisfied(key, now)
 	selector, err := r.selectors.get(key, rs.Spec.Selector)
 	if err != nil {
-		return Result{}, fmt.Errorf("replicaset %s: invalid selector: %w", key, err)
+		return Result{}, reconcile.Terminal(fmt.Errorf("replicaset %s: invalid selector: %w", key, err))
 	}
 	buf := r.bufs.get()
 	defer r.bufs.put(buf) // nothing of this sync keeps the lists it reads
@@ -196,7 +211,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		ExpectationsSatisfied: satisfied, BurstReplicas: r.burst,
 	}
 	if satisfied && rs.DeletionTimestamp == nil && len(active) > replicas(rs) {
-		if in.Related, err = r.relatedPods(rs); err != nil {
+		if in.Related, err = r.relatedPods(ctx, rs); err != nil {
 			return Result{}, fmt.Errorf("replicaset %s: related pods: %w", key, err)
 		}
 	}
@@ -280,7 +295,7 @@ func sooner(a, b time.Duration) time.Duration {
 // terminating claimed pods, adopting and releasing pods on the way. It
 // makes the status counts of the active pods at now in the same pass.
 func (r *Reconciler) claim(ctx context.Context, rs *appsv1.ReplicaSet, selector *labelMatcher, now time.Time, buf *[]*corev1.Pod) (active, terminating []*corev1.Pod, counts podCounts, err error) {
-	lists, err := r.listPods(rs, buf)
+	lists, err := r.listPods(ctx, rs, buf)
 	if err != nil {
 		return nil, nil, podCounts{}, err
 	}
@@ -330,7 +345,7 @@ func (r *Reconciler) claim(ctx context.Context, rs *appsv1.ReplicaSet, selector 
 // listPods returns the candidate pods of rs in up to two lists: through the
 // controller index (owned, then orphans) when available, otherwise the
 // whole namespace. A [PodCache] fills buf instead of new lists.
-func (r *Reconciler) listPods(rs *appsv1.ReplicaSet, buf *[]*corev1.Pod) ([2][]*corev1.Pod, error) {
+func (r *Reconciler) listPods(ctx context.Context, rs *appsv1.ReplicaSet, buf *[]*corev1.Pod) ([2][]*corev1.Pod, error) {
 	var out [2][]*corev1.Pod
 	var err error
 	if a, ok := r.index.(podAppender); ok {
@@ -345,13 +360,13 @@ func (r *Reconciler) listPods(rs *appsv1.ReplicaSet, buf *[]*corev1.Pod) ([2][]*
 		return out, err
 	}
 	if r.index == nil {
-		out[0], err = r.pods.List(rs.Namespace, labels.Everything())
+		out[0], err = r.pods.List(ctx, rs.Namespace, labels.Everything())
 		return out, err
 	}
-	if out[0], err = r.index.ListByController(rs.Namespace, rs.UID); err != nil {
+	if out[0], err = r.index.ListByController(ctx, rs.Namespace, rs.UID); err != nil {
 		return out, err
 	}
-	out[1], err = r.index.ListByController(rs.Namespace, "")
+	out[1], err = r.index.ListByController(ctx, rs.Namespace, "")
 	return out, err
 }
 
@@ -410,26 +425,19 @@ func (r *Reconciler) release(ctx context.Context, rs *appsv1.ReplicaSet, pod *co
 	return err
 }
 
-// indexer is implemented by informer caches: the ReplicaSets that share a
-// controller come from its controller-UID index instead of a scan of the
-// namespace.
-type indexer[T any] interface {
-	ByIndex(index, value string) ([]T, error)
-}
-
 // relatedPods returns the pods selected by every ReplicaSet that shares
 // rs's controller, deduplicated by UID; nil when rs has no controller.
-func (r *Reconciler) relatedPods(rs *appsv1.ReplicaSet) ([]*corev1.Pod, error) {
+func (r *Reconciler) relatedPods(ctx context.Context, rs *appsv1.ReplicaSet) ([]*corev1.Pod, error) {
 	ref := metav1.GetControllerOfNoCopy(rs)
 	if ref == nil {
 		return nil, nil
 	}
 	var rss []*appsv1.ReplicaSet
 	var err error
-	if idx, ok := r.rss.(indexer[*appsv1.ReplicaSet]); ok {
-		rss, err = idx.ByIndex(informer.IndexControllerUID, string(ref.UID))
+	if r.rssIndex != nil {
+		rss, err = r.rssIndex.ListByController(ctx, rs.Namespace, ref.UID)
 	} else {
-		rss, err = r.rss.List(rs.Namespace, labels.Everything())
+		rss, err = r.rss.List(ctx, rs.Namespace, labels.Everything())
 	}
 	if err != nil {
 		return nil, err
@@ -444,7 +452,7 @@ func (r *Reconciler) relatedPods(rs *appsv1.ReplicaSet) ([]*corev1.Pod, error) {
 		if err != nil {
 			continue // an invalid selector selects nothing
 		}
-		pods, err := r.pods.List(other.Namespace, sel)
+		pods, err := r.pods.List(ctx, other.Namespace, sel)
 		if err != nil {
 			return nil, err
 		}

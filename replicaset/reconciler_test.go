@@ -22,8 +22,8 @@ import (
 // w are reported to the expectations the way the Controller's handlers do.
 func newReconciler(t *testing.T, w *world, observe bool) *replicaset.Reconciler {
 	t.Helper()
-	r, err := replicaset.NewReconciler(replicaset.Config{
-		ReplicaSets: rsReader{w}, Pods: replicaset.PodListerFunc(w.listPods),
+	r, err := replicaset.NewReconciler(replicaset.ReconcilerConfig{
+		ReplicaSets: rsReader{w}, Pods: w.podLister(),
 		Client: w, Events: w, Clock: w.clock,
 	})
 	if err != nil {
@@ -66,7 +66,7 @@ func activeOwned(w *world, rs *appsv1.ReplicaSet) []string {
 	return out
 }
 
-func reconcile(t *testing.T, r *replicaset.Reconciler, name string) (replicaset.Result, error) {
+func syncKey(t *testing.T, r *replicaset.Reconciler, name string) (replicaset.Result, error) {
 	t.Helper()
 	return r.Reconcile(context.Background(), key(name))
 }
@@ -76,7 +76,7 @@ func TestReconcileCreatesThenSettles(t *testing.T) {
 	rs := w.addRS(newRS("web", 3))
 	r := newReconciler(t, w, true)
 
-	if _, err := reconcile(t, r, "web"); err != nil {
+	if _, err := syncKey(t, r, "web"); err != nil {
 		t.Fatal(err)
 	}
 	if got := activeOwned(w, rs); len(got) != 3 {
@@ -87,14 +87,14 @@ func TestReconcileCreatesThenSettles(t *testing.T) {
 	if diff := cmp.Diff(wantEvents, sortedCopy(gotEvents)); diff != "" {
 		t.Errorf("events mismatch (-want +got):\n%s", diff)
 	}
-	if _, err := reconcile(t, r, "web"); err != nil {
+	if _, err := syncKey(t, r, "web"); err != nil {
 		t.Fatal(err)
 	}
 	if got := w.rs(key("web")).Status; got.Replicas != 3 || got.FullyLabeledReplicas != 3 || got.ObservedGeneration != 1 {
 		t.Errorf("status after the second sync = %+v; want 3 replicas at generation 1", got)
 	}
 	writes := w.statuses
-	if _, err := reconcile(t, r, "web"); err != nil {
+	if _, err := syncKey(t, r, "web"); err != nil {
 		t.Fatal(err)
 	}
 	if w.statuses != writes || w.creates != 3 {
@@ -114,7 +114,7 @@ func TestReconcileSlowStartStopsOnFailure(t *testing.T) {
 	}
 	r := newReconciler(t, w, false)
 
-	_, err := reconcile(t, r, "web")
+	_, err := syncKey(t, r, "web")
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "default/web") {
 		t.Fatalf("Reconcile error = %v; want the Forbidden error, wrapped with the key", err)
 	}
@@ -147,7 +147,7 @@ func TestReconcileNamespaceTerminating(t *testing.T) {
 	}}
 	w.createErr = func(int) error { return terminating }
 	r := newReconciler(t, w, false)
-	if _, err := reconcile(t, r, "web"); err != nil {
+	if _, err := syncKey(t, r, "web"); err != nil {
 		t.Fatalf("Reconcile error = %v; want nil (namespace terminating is ignored)", err)
 	}
 	if w.creates != 3 {
@@ -180,7 +180,7 @@ func TestReconcileStatusRetry(t *testing.T) {
 				return nil
 			}
 			r := newReconciler(t, w, false)
-			_, err := reconcile(t, r, "web")
+			_, err := syncKey(t, r, "web")
 			if (err != nil) != tc.wantErr || (err != nil && !apierrors.IsConflict(err)) {
 				t.Errorf("Reconcile error = %v; want a Conflict: %v", err, tc.wantErr)
 			}
@@ -200,14 +200,16 @@ type staleReader struct {
 	stale *appsv1.ReplicaSet
 }
 
-func (s staleReader) Get(types.NamespacedName) (*appsv1.ReplicaSet, error) { return s.stale, nil }
+func (s staleReader) Get(context.Context, types.NamespacedName) (*appsv1.ReplicaSet, error) {
+	return s.stale, nil
+}
 
 func TestReconcileStaleCacheConflictsThenRetries(t *testing.T) {
 	w := newWorld(t0)
 	stale := w.addRS(newRS("web", 0, func(rs *appsv1.ReplicaSet) { rs.Generation = 2 }))
 	w.addRS(stale) // someone else wrote: the stored resourceVersion moves on
-	r, err := replicaset.NewReconciler(replicaset.Config{
-		ReplicaSets: staleReader{rsReader{w}, stale}, Pods: replicaset.PodListerFunc(w.listPods), Client: w,
+	r, err := replicaset.NewReconciler(replicaset.ReconcilerConfig{
+		ReplicaSets: staleReader{rsReader{w}, stale}, Pods: w.podLister(), Client: w,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -238,15 +240,15 @@ func TestReconcileDeletesSurplus(t *testing.T) {
 			} {
 				w.addPod(p)
 			}
-			r, err := replicaset.NewReconciler(replicaset.Config{
-				ReplicaSets: rsReader{w}, Pods: replicaset.PodListerFunc(w.listPods),
+			r, err := replicaset.NewReconciler(replicaset.ReconcilerConfig{
+				ReplicaSets: rsReader{w}, Pods: w.podLister(),
 				Client: w, Events: w, Clock: w.clock, EagerStatus: eager,
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
 			before := w.rs(key("web")).Status
-			res, err := reconcile(t, r, "web")
+			res, err := syncKey(t, r, "web")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -274,7 +276,7 @@ func TestReconcileDeletesSurplus(t *testing.T) {
 			// observedGeneration (deviation: upstream does, from a pod
 			// cache behind its own deletes).
 			observed := w.rs(key("web")).Status.ObservedGeneration
-			if _, err := reconcile(t, r, "web"); err != nil {
+			if _, err := syncKey(t, r, "web"); err != nil {
 				t.Fatal(err)
 			}
 			if got := w.rs(key("web")).Status; got.ObservedGeneration != observed || got.Replicas != 2 || *got.TerminatingReplicas != 2 {
@@ -284,7 +286,7 @@ func TestReconcileDeletesSurplus(t *testing.T) {
 			for _, uid := range r.Expectations().PendingDeletions(key("web")) {
 				r.Expectations().DeletionObserved(key("web"), uid)
 			}
-			if _, err := reconcile(t, r, "web"); err != nil {
+			if _, err := syncKey(t, r, "web"); err != nil {
 				t.Fatal(err)
 			}
 			if got := w.rs(key("web")).Status; got.Replicas != 2 || *got.TerminatingReplicas != 2 || got.ObservedGeneration != 2 || w.statuses != 2 {
@@ -307,7 +309,7 @@ func TestReconcileDeleteFailure(t *testing.T) {
 		return nil
 	}
 	r := newReconciler(t, w, false)
-	_, err := reconcile(t, r, "web")
+	_, err := syncKey(t, r, "web")
 	if !apierrors.IsInternalError(err) {
 		t.Fatalf("Reconcile error = %v; want the InternalError", err)
 	}
@@ -333,7 +335,7 @@ func TestReconcileNotFoundDropsExpectations(t *testing.T) {
 	w := newWorld(t0)
 	r := newReconciler(t, w, false)
 	r.Expectations().ExpectCreations(key("gone"), 3, t0)
-	if _, err := reconcile(t, r, "gone"); err != nil {
+	if _, err := syncKey(t, r, "gone"); err != nil {
 		t.Fatalf("Reconcile(missing) error = %v; want nil", err)
 	}
 	if _, ok := r.Expectations().Get(key("gone")); ok {
@@ -357,7 +359,7 @@ func TestReconcileClaims(t *testing.T) {
 		w.addPod(p)
 	}
 	r := newReconciler(t, w, true)
-	if _, err := reconcile(t, r, "web"); err != nil {
+	if _, err := syncKey(t, r, "web"); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"mine", "orphan"}, activeOwned(w, rs)); diff != "" {
@@ -388,8 +390,8 @@ func TestReconcileNoAdoptionWhenOwnerIsBeingDeleted(t *testing.T) {
 	live.DeletionTimestamp = &metav1.Time{Time: t0}
 	w.addRS(live)
 	w.addPod(newPod("orphan", withLabels(map[string]string{"app": "web"})))
-	r, err := replicaset.NewReconciler(replicaset.Config{
-		ReplicaSets: staleReader{rsReader{w}, cached}, Pods: replicaset.PodListerFunc(w.listPods), Client: w,
+	r, err := replicaset.NewReconciler(replicaset.ReconcilerConfig{
+		ReplicaSets: staleReader{rsReader{w}, cached}, Pods: w.podLister(), Client: w,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -408,12 +410,12 @@ func TestReconcileRequeuesForAvailability(t *testing.T) {
 	rs := w.addRS(newRS("web", 1, func(rs *appsv1.ReplicaSet) { rs.Spec.MinReadySeconds = 30 }))
 	w.addPod(newPod("a", ownedBy(rs), readySince(t0.Add(-10*time.Second))))
 	r := newReconciler(t, w, false)
-	res, err := reconcile(t, r, "web")
+	res, err := syncKey(t, r, "web")
 	if err != nil || res.RequeueAfter != 20*time.Second {
 		t.Errorf("Reconcile = %+v, %v; want RequeueAfter 20s", res, err)
 	}
 	w.clock.Step(20 * time.Second)
-	res, err = reconcile(t, r, "web")
+	res, err = syncKey(t, r, "web")
 	if err != nil || res.RequeueAfter != 0 || w.rs(key("web")).Status.AvailableReplicas != 1 {
 		t.Errorf("Reconcile at +20s = %+v, %v, available %d; want no requeue, 1 available", res, err, w.rs(key("web")).Status.AvailableReplicas)
 	}
@@ -421,11 +423,11 @@ func TestReconcileRequeuesForAvailability(t *testing.T) {
 
 func TestNewReconcilerValidates(t *testing.T) {
 	w := newWorld(t0)
-	for _, cfg := range []replicaset.Config{
-		{Pods: replicaset.PodListerFunc(w.listPods), Client: w},
+	for _, cfg := range []replicaset.ReconcilerConfig{
+		{Pods: w.podLister(), Client: w},
 		{ReplicaSets: rsReader{w}, Client: w},
-		{ReplicaSets: rsReader{w}, Pods: replicaset.PodListerFunc(w.listPods)},
-		{ReplicaSets: rsReader{w}, Pods: replicaset.PodListerFunc(w.listPods), Client: w, BurstReplicas: -1},
+		{ReplicaSets: rsReader{w}, Pods: w.podLister()},
+		{ReplicaSets: rsReader{w}, Pods: w.podLister(), Client: w, BurstReplicas: -1},
 	} {
 		if _, err := replicaset.NewReconciler(cfg); err == nil {
 			t.Errorf("NewReconciler(%+v) = nil error; want one", cfg)

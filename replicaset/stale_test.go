@@ -1,6 +1,7 @@
 package replicaset_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/replicaset"
 )
 
@@ -65,12 +67,12 @@ func (c *laggingCache) release() {
 	c.pending = nil
 }
 
-func (c *laggingCache) List(ns string, sel labels.Selector) ([]*corev1.Pod, error) {
+func (c *laggingCache) List(_ context.Context, ns string, sel labels.Selector) ([]*corev1.Pod, error) {
 	c.mu.Lock()
 	held, frozen := c.held, c.frozen
 	c.mu.Unlock()
 	if !held {
-		return c.w.listPods(ns, sel)
+		return c.w.listPods(context.Background(), ns, sel)
 	}
 	var out []*corev1.Pod
 	for _, p := range frozen {
@@ -95,7 +97,7 @@ func TestReconcileHoldsObservedGenerationOnAStaleCache(t *testing.T) {
 			w.graceful = true
 			w.addRS(newRS("web", 3))
 			cache := newLaggingCache(w)
-			r, err := replicaset.NewReconciler(replicaset.Config{
+			r, err := replicaset.NewReconciler(replicaset.ReconcilerConfig{
 				ReplicaSets: rsReader{w}, Pods: cache, Client: w, Events: w, Clock: w.clock, EagerStatus: eager,
 			})
 			if err != nil {
@@ -104,7 +106,7 @@ func TestReconcileHoldsObservedGenerationOnAStaleCache(t *testing.T) {
 			cache.exp = r.Expectations()
 
 			cache.hold() // the pod cache stops here: empty
-			if _, err := reconcile(t, r, "web"); err != nil {
+			if _, err := syncKey(t, r, "web"); err != nil {
 				t.Fatal(err)
 			}
 			if n := len(w.snapshot()); n != 3 {
@@ -115,7 +117,7 @@ func TestReconcileHoldsObservedGenerationOnAStaleCache(t *testing.T) {
 			scaled.Spec.Replicas = ptr32(0)
 			scaled.Generation = 2
 			w.addRS(scaled)
-			res, err := reconcile(t, r, "web")
+			res, err := syncKey(t, r, "web")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,10 +132,10 @@ func TestReconcileHoldsObservedGenerationOnAStaleCache(t *testing.T) {
 			// written once those deletions are seen counts them as
 			// terminating.
 			cache.release()
-			if _, err := reconcile(t, r, "web"); err != nil {
+			if _, err := syncKey(t, r, "web"); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := reconcile(t, r, "web"); err != nil {
+			if _, err := syncKey(t, r, "web"); err != nil {
 				t.Fatal(err)
 			}
 			got := w.rs(key("web")).Status
@@ -144,7 +146,7 @@ func TestReconcileHoldsObservedGenerationOnAStaleCache(t *testing.T) {
 	}
 }
 
-var _ replicaset.PodLister = (*laggingCache)(nil)
+var _ reconcile.Lister[*corev1.Pod] = (*laggingCache)(nil)
 
 // A deletion that reports an error may have happened (e2e soak seed 456:
 // a lost response). The Reconciler settles it with a live read: a pod
@@ -183,7 +185,7 @@ func TestReconcileSettlesFailedDeletes(t *testing.T) {
 			w.lostDelete = func(*corev1.Pod) error { return tc.lostDelete }
 			w.getPodErr = tc.getPodErr
 			cache := newLaggingCache(w)
-			r, err := replicaset.NewReconciler(replicaset.Config{
+			r, err := replicaset.NewReconciler(replicaset.ReconcilerConfig{
 				ReplicaSets: rsReader{w}, Pods: cache, Client: w, Events: w, Clock: w.clock,
 			})
 			if err != nil {
@@ -192,7 +194,7 @@ func TestReconcileSettlesFailedDeletes(t *testing.T) {
 			cache.exp = r.Expectations()
 			cache.hold() // every later sync sees a, b and c active
 
-			_, err = reconcile(t, r, "web")
+			_, err = syncKey(t, r, "web")
 			if got := fmt.Sprint(err); tc.wantErr == "" && err != nil || tc.wantErr != "" && !strings.HasSuffix(got, tc.wantErr) {
 				t.Errorf("first sync error = %v; want %q", err, tc.wantErr)
 			}
@@ -206,7 +208,7 @@ func TestReconcileSettlesFailedDeletes(t *testing.T) {
 				}
 			}
 			w.deleteErr, w.lostDelete, w.getPodErr = nil, nil, nil
-			_, _ = reconcile(t, r, "web")
+			_, _ = syncKey(t, r, "web")
 			if got := len(activeOwned(w, rs)); got != tc.wantActive {
 				t.Errorf("active pods after a second sync on the stale cache = %d; want %d", got, tc.wantActive)
 			}
@@ -227,19 +229,19 @@ func TestReconcileCountsItsOwnDeletions(t *testing.T) {
 		w.addPod(newPod(n, ownedBy(rs), onNode("n1"), readySince(t0.Add(-time.Hour)), createdAt(t0.Add(-time.Duration(n[0])*time.Hour))))
 	}
 	cache := newLaggingCache(w)
-	r, err := replicaset.NewReconciler(replicaset.Config{ReplicaSets: rsReader{w}, Pods: cache, Client: w, Events: w, Clock: w.clock})
+	r, err := replicaset.NewReconciler(replicaset.ReconcilerConfig{ReplicaSets: rsReader{w}, Pods: cache, Client: w, Events: w, Clock: w.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cache.exp = r.Expectations()
 	cache.hold() // the cache keeps showing a, b and c active
-	if _, err := reconcile(t, r, "web"); err != nil {
+	if _, err := syncKey(t, r, "web"); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(activeOwned(w, rs)); n != 1 {
 		t.Fatalf("%d active pods after the first sync; want 1", n)
 	}
-	if _, err := reconcile(t, r, "web"); err != nil {
+	if _, err := syncKey(t, r, "web"); err != nil {
 		t.Fatal(err)
 	}
 	st := w.rs(key("web")).Status

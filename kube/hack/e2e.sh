@@ -26,6 +26,13 @@ export CTRLKIT_E2E_REPORT=$report
 # -p 1: one package at a time, so that the side-by-side timings do not
 # compete with the other suite for the CPUs.
 go test -tags e2e -p 1 -count=1 -timeout "${CTRLKIT_E2E_TIMEOUT:-30m}" ${CTRLKIT_E2E_RUN:+-run "$CTRLKIT_E2E_RUN"} ./e2e/... "$@"
+# The controller-runtime module: both controllers in a Manager against the
+# same binaries (envtest starts etcd and kube-apiserver from them).
+if [ -f ../controllerruntime/go.mod ] && [ -z "${CTRLKIT_E2E_RUN:-}" ]; then
+  echo "e2e: controllerruntime module"
+  (cd ../controllerruntime && CTRLKIT_CONTROLPLANE_BIN=$(bash ../kube/hack/controlplane.sh bin) \
+    go test -tags e2e -count=1 -timeout 10m ./e2e/...)
+fi
 if [ -s "$report" ]; then
   echo "e2e: side by side with upstream kube-controller-manager:"
   cat "$report"

@@ -1,0 +1,48 @@
+package controllerruntime_test
+
+import (
+	"fmt"
+	"net/http"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/ctrlkit/ctrlkit/controllerruntime"
+)
+
+// Registering both controllers with a Manager is one call. The Manager
+// here points at no API server (nothing is started); in a program it
+// comes from ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{}) and
+// runs with mgr.Start(ctx).
+func ExampleAdd() {
+	skip := true // controller names are unique per process; examples may run repeatedly
+	mgr, err := ctrl.NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, ctrl.Options{
+		Metrics:        metricsserver.Options{BindAddress: "0"},
+		MapperProvider: staticMapper, // no discovery: there is no server to ask
+		Controller:     config.Controller{SkipNameValidation: &skip},
+	})
+	if err != nil {
+		panic(err)
+	}
+	err = controllerruntime.Add(mgr, controllerruntime.Options{Workers: 5})
+	fmt.Println("registered:", err)
+	// Options are checked.
+	err = controllerruntime.AddReplicaSetController(mgr, controllerruntime.Options{Workers: -1})
+	fmt.Println(err)
+	// Output:
+	// registered: <nil>
+	// controllerruntime: Options.Workers is negative (-1)
+}
+
+func staticMapper(*rest.Config, *http.Client) (meta.RESTMapper, error) {
+	m := meta.NewDefaultRESTMapper(nil)
+	m.Add(appsv1.SchemeGroupVersion.WithKind("Deployment"), meta.RESTScopeNamespace)
+	m.Add(appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), meta.RESTScopeNamespace)
+	m.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
+	return m, nil
+}
