@@ -300,3 +300,44 @@ func TestRoundTripFallsBack(t *testing.T) {
 		t.Errorf("TypeMeta: got %+v, input now %+v; want it cleared in the copy only", got.TypeMeta, p.TypeMeta)
 	}
 }
+
+// TestStatusUpdateMatchesHooks: the built-in kinds' status write without
+// copies (statusUpdate, statusEqual) stores what CopyStatus and
+// StatusMeta on a deep copy store, and finds a write a no-op exactly when
+// the whole-object comparison does.
+func TestStatusUpdateMatchesHooks(t *testing.T) {
+	checkStatusUpdate(t, podKind())
+	checkStatusUpdate(t, replicaSetKind())
+	checkStatusUpdate(t, deploymentKind())
+}
+
+func checkStatusUpdate[T Object](t *testing.T, k Kind[T]) {
+	t.Helper()
+	noops := 0
+	for seed := range int64(300) {
+		old, in := k.New(), k.New()
+		filler(2 * seed).Fill(old)
+		if seed%3 == 0 {
+			in = deepCopy(old) // the status, labels and annotations of old: a no-op
+		} else {
+			filler(2*seed + 100000).Fill(in)
+		}
+		want := deepCopy(old)
+		k.CopyStatus(want, in)
+		k.StatusMeta(want, in)
+		got := k.statusUpdate(deepCopy(old), deepCopy(in))
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s seed %d: statusUpdate differs from CopyStatus+StatusMeta", k.Resource, seed)
+		}
+		same := k.statusEqual(old, got)
+		if full := semanticallyEqual(old, deepCopy(got)); same != full {
+			t.Fatalf("%s seed %d: statusEqual = %v, whole-object comparison %v", k.Resource, seed, same, full)
+		}
+		if same {
+			noops++
+		}
+	}
+	if noops < 100 {
+		t.Errorf("%s: %d no-op writes; the test wants at least 100", k.Resource, noops)
+	}
+}
