@@ -174,6 +174,7 @@ type watcher[T Object] struct {
 	lagT      clock.Timer // fires when the oldest event not yet due is due
 	bookmarkT clock.Timer // periodic bookmarks
 	acking    bool        // the consumer calls Ack
+	sharing   bool        // the consumer takes stored snapshots, not copies
 	unacked   []clock.Work
 	early     int  // Acks that came before run had filed the event's work
 	ended     bool // accept nothing more
@@ -185,6 +186,7 @@ var (
 	_ interface {
 		AckEvents()
 		Ack()
+		ShareObjects()
 	} = (*watcher[*metav1.PartialObjectMetadata])(nil)
 )
 
@@ -201,6 +203,15 @@ func (w *watcher[T]) Stop() { w.stopOnce.Do(func() { close(w.stop) }) }
 func (w *watcher[T]) AckEvents() {
 	w.mu.Lock()
 	w.acking = true
+	w.mu.Unlock()
+}
+
+// ShareObjects makes the watch deliver the stored snapshots themselves
+// rather than private deep copies; see informer.SharingWatcher. The
+// consumer must never modify them: they are what the cluster serves.
+func (w *watcher[T]) ShareObjects() {
+	w.mu.Lock()
+	w.sharing = true
 	w.mu.Unlock()
 }
 
@@ -394,6 +405,7 @@ func (w *watcher[T]) run(ctx context.Context) {
 	for {
 		w.mu.Lock()
 		var p *pending
+		sharing := w.sharing
 		if len(w.queue) > 0 && w.queue[0].ready {
 			p = w.queue[0]
 			w.queue[0] = nil
@@ -417,8 +429,12 @@ func (w *watcher[T]) run(ctx context.Context) {
 		if p.end {
 			return
 		}
+		ev := p.ev
+		if !sharing {
+			ev = materialize(ev)
+		}
 		select {
-		case w.result <- materialize(p.ev):
+		case w.result <- ev:
 		case <-w.stop:
 			p.work.Done()
 			return
