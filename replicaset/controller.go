@@ -77,10 +77,21 @@ type Controller struct {
 	queue   *workqueue.Queue[types.NamespacedName]
 	workers int
 	batch   time.Duration // pod events wait this long; see BatchPeriod
+
+	// On a fake clock the controller is tracked work from NewController
+	// until Run has registered its handlers: otherwise a simulation could
+	// move time on, or find nothing to do, before Run's goroutine has
+	// started (see clock.Source). gate opens when that work's turn comes.
+	start     clock.Work
+	gate      chan struct{}
+	startOnce sync.Once
 }
 
 // NewController returns a controller for cfg. It adds an index of orphan
-// pods to the pod informer's cache, and starts nothing.
+// pods to the pod informer's cache, and starts nothing. On a
+// [clock.Fake] the controller counts as unfinished work until Run has
+// registered its handlers, so that a simulation waits for Run's goroutine
+// (as for informer.New): call Run for every controller you create there.
 func NewController(cfg ControllerConfig) (*Controller, error) {
 	switch {
 	case cfg.ReplicaSets == nil:
@@ -110,13 +121,23 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 	q := workqueue.New(workqueue.Config[types.NamespacedName]{
 		Name: "replicaset", Clock: clk, RateLimiter: cfg.RateLimiter, Metrics: cfg.Metrics,
 	})
-	return &Controller{
+	c := &Controller{
 		rsInf: cfg.ReplicaSets, podInf: cfg.Pods, rss: cfg.ReplicaSets.Cache(), rec: rec,
 		queue:   q,
 		workers: max(cfg.Workers, 1),
 		batch:   max(cfg.BatchPeriod, 0),
-	}, nil
+		gate:    make(chan struct{}),
+	}
+	var now bool
+	c.start, now = clock.NewSource(clk, "replicaset: controller not started").Start(func() { close(c.gate) })
+	if now {
+		close(c.gate)
+	}
+	return c, nil
 }
+
+// started finishes the work of the controller's start, once.
+func (c *Controller) started() { c.startOnce.Do(c.start.Done) }
 
 // Reconciler returns the controller's reconciler.
 func (c *Controller) Reconciler() *Reconciler { return c.rec }
@@ -130,6 +151,12 @@ func (c *Controller) Reconciler() *Reconciler { return c.rec }
 func (c *Controller) Run(ctx context.Context) (err error) {
 	log := logr.FromContextOrDiscard(ctx).WithValues("controller", "replicaset")
 	defer c.queue.ShutDown()
+	defer c.started() // on every return; normally done below, once the handlers are in
+	select {
+	case <-c.gate:
+	case <-ctx.Done():
+		return nil
+	}
 	// The queue is served once both handlers have seen their informer's
 	// first list; see workqueue.Queue.Serve.
 	var left atomic.Int32
@@ -154,6 +181,9 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 	defer func() {
 		err = errors.Join(err, c.rsInf.RemoveHandler(rsReg), c.podInf.RemoveHandler(podReg))
 	}()
+	// The handlers' work (the informers' contents, as adds) is tracked
+	// from here on.
+	c.started()
 
 	for _, synced := range []<-chan struct{}{c.rsInf.Synced(), c.podInf.Synced(), rsReg.Synced(), podReg.Synced()} {
 		select {
