@@ -56,6 +56,10 @@ func Example() {
 		OnAdd:    enqueue,
 		OnUpdate: func(_, d *appsv1.Deployment) { enqueue(d) },
 		OnDelete: func(d informer.Deleted[*appsv1.Deployment]) { queue.Add(d.Key) },
+		// The worker starts once the caches are synced: from then on, the
+		// queued keys are work the virtual clock waits for, even before
+		// the worker's goroutine has run (see workqueue.Queue.Serve).
+		OnSynced: queue.Serve,
 	}))
 	must(replicaSets.AddHandler(informer.Handler[*appsv1.ReplicaSet]{
 		OnAdd:    enqueueOwner,
