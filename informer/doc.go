@@ -17,6 +17,10 @@
 //
 //   - Shared, read-only objects. Get, List and ByIndex return the stored
 //     pointers themselves, not copies. Never modify them; DeepCopy first.
+//     Without a [Config.Transform], the informer asks a watch that can
+//     (a [SharingWatcher], such as memcluster's) for its source's own
+//     objects rather than copies, so that they may be shared with the
+//     source too.
 //   - Typed lookups with no key strings: Get(types.NamespacedName),
 //     List(namespace, selector), ByIndex(index, value). AppendList and
 //     AppendByIndex write into a slice the caller supplies and allocate

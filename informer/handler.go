@@ -110,8 +110,9 @@ type listener[T Object] struct {
 	src  *clock.Source
 
 	mu    sync.Mutex
-	buf   []note[T]
-	avail int         // notes at the front of buf that may be delivered
+	buf   []note[T]   // buf[head:] are queued
+	head  int         // notes before it are delivered (cleared)
+	avail int         // notes at buf[head:] that may be delivered
 	works []*pushWork // tracked pushes not finished, oldest first
 	ended bool        // run has returned: pushes are dropped
 }
@@ -217,13 +218,23 @@ func (l *listener[T]) run(done <-chan struct{}) {
 				l.mu.Unlock()
 				break
 			}
-			if n == len(l.buf) {
+			switch {
+			case l.head == 0 && n == len(l.buf):
 				batch, l.buf = l.buf, batch[:0]
-			} else {
-				batch = append(batch[:0], l.buf[:n]...)
-				rest := copy(l.buf, l.buf[n:])
-				clear(l.buf[rest:])
-				l.buf = l.buf[:rest]
+			default:
+				// On a deterministic clock pushes are released one at a
+				// time while later ones wait in buf: moving the head
+				// rather than the rest keeps a long queue linear.
+				batch = append(batch[:0], l.buf[l.head:l.head+n]...)
+				clear(l.buf[l.head : l.head+n])
+				l.head += n
+				if live := len(l.buf) - l.head; live == 0 {
+					l.buf, l.head = l.buf[:0], 0
+				} else if l.head >= live {
+					copy(l.buf, l.buf[l.head:])
+					clear(l.buf[live:])
+					l.buf, l.head = l.buf[:live], 0
+				}
 			}
 			l.avail = 0
 			finished = finished[:0]
@@ -274,7 +285,7 @@ func (l *listener[T]) end() {
 	l.mu.Lock()
 	l.ended = true
 	works := l.works
-	l.works, l.buf, l.avail = nil, nil, 0
+	l.works, l.buf, l.head, l.avail = nil, nil, 0, 0
 	l.mu.Unlock()
 	for _, pw := range works {
 		pw.w.Done()

@@ -133,6 +133,9 @@ func (inf *Informer[T]) listAndWatch(ctx context.Context) {
 		if acks != nil {
 			acks.AckEvents()
 		}
+		if sw, ok := w.(SharingWatcher); ok && inf.cfg.Transform == nil {
+			sw.ShareObjects()
+		}
 		work()
 		end, healthy, err := inf.consume(ctx, w, acks, &rv)
 		work = inf.work.Begin().Done

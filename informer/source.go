@@ -79,3 +79,19 @@ type AckWatcher interface {
 	// Ack ends the work of the oldest unacknowledged event.
 	Ack()
 }
+
+// SharingWatcher is a watch that can deliver its source's own objects
+// instead of private copies, to a consumer that never modifies them. The
+// informer, whose cache hands out shared read-only objects anyway, calls
+// ShareObjects once before it reads the first event if it has no
+// [Config.Transform] (which may modify what it is given); a source that
+// implements it (memcluster's watches do) then saves a deep copy of every
+// event and the memory of a second copy of every object. Everything in
+// the informer that reads these objects must treat them as read-only, as
+// the cache's documentation already requires.
+type SharingWatcher interface {
+	watch.Interface
+	// ShareObjects lets the watch deliver objects that are not the
+	// consumer's own.
+	ShareObjects()
+}

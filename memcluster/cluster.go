@@ -3,6 +3,7 @@ package memcluster
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 
@@ -180,4 +181,4 @@ func (c *Cluster) podWrittenLocked(key types.NamespacedName) {
 	}
 }
 
-func formatRV(rv uint64) string { return fmt.Sprintf("%d", rv) }
+func formatRV(rv uint64) string { return strconv.FormatUint(rv, 10) }

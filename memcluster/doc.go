@@ -37,7 +37,17 @@
 //     [Cluster.Bookmark]), and translates label-selector transitions into
 //     Added and Deleted events.
 //   - Every object returned, listed or watched is a private deep copy,
-//     round-tripped through JSON as a real client would see it.
+//     normalised as a real client would see it after a JSON round trip
+//     (times at whole seconds, empty omitempty collections as nil, …;
+//     without encoding anything, see normalize.go). One exception, by
+//     request: a watch consumer that never modifies what it receives
+//     may call ShareObjects on the watch and then receives the stored
+//     snapshots themselves (see informer.SharingWatcher). This library's
+//     informer does, whose cache hands out shared read-only objects
+//     anyway: the in-memory cluster and its informers then hold one copy
+//     of each object instead of two. Modifying an object from such an
+//     informer, which its documentation forbids, then changes what the
+//     cluster serves; `go test -race` reports it as a data race.
 //
 // # Clients
 //

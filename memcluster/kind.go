@@ -3,6 +3,7 @@ package memcluster
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"maps"
@@ -44,7 +45,22 @@ type Kind[T Object] struct {
 	// given the requested one (nil when the request has none). Zero or a
 	// nil hook deletes at once.
 	GracePeriod func(obj T, requested *int64) int64
+
+	// statusUpdate, which only the built-in kinds set, does what
+	// CopyStatus and StatusMeta do to a copy of old, without the copy: it
+	// returns a new object that shares everything but the status and the
+	// status metadata with old (stored, so never modified) and takes them
+	// over from in (private to the write, and dropped after it).
+	statusUpdate func(old, in T) T
+	// statusEqual reports whether old and the result of statusUpdate are
+	// semantically equal but for the resourceVersion, comparing only the
+	// parts statusUpdate replaced (the rest is shared).
+	statusEqual func(old, next T) bool
 }
+
+// semanticEqual is apiequality.Semantic.DeepEqual, as the whole-object
+// comparison of a write applies it.
+func semanticEqual(a, b any) bool { return apiequality.Semantic.DeepEqual(a, b) }
 
 func (k Kind[T]) groupKind() schema.GroupKind { return k.GVK.GroupKind() }
 
@@ -63,6 +79,14 @@ func podKind() Kind[*corev1.Pod] {
 		StatusMeta: func(dst, src *corev1.Pod) {
 			dst.Labels = maps.Clone(src.Labels)
 			dst.Annotations = maps.Clone(src.Annotations)
+		},
+		statusUpdate: func(old, in *corev1.Pod) *corev1.Pod {
+			next := *old
+			next.Status, next.Labels, next.Annotations = in.Status, in.Labels, in.Annotations
+			return &next
+		},
+		statusEqual: func(old, next *corev1.Pod) bool {
+			return semanticEqual(old.Status, next.Status) && semanticEqual(old.Labels, next.Labels) && semanticEqual(old.Annotations, next.Annotations)
 		},
 		PrepareCreate: func(p *corev1.Pod) {
 			p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qosClass(p)}
@@ -84,6 +108,14 @@ func replicaSetKind() Kind[*appsv1.ReplicaSet] {
 		StatusMeta: func(dst, src *appsv1.ReplicaSet) {
 			dst.Labels = maps.Clone(src.Labels)
 			dst.Annotations = maps.Clone(src.Annotations)
+		},
+		statusUpdate: func(old, in *appsv1.ReplicaSet) *appsv1.ReplicaSet {
+			next := *old
+			next.Status, next.Labels, next.Annotations = in.Status, in.Labels, in.Annotations
+			return &next
+		},
+		statusEqual: func(old, next *appsv1.ReplicaSet) bool {
+			return semanticEqual(old.Status, next.Status) && semanticEqual(old.Labels, next.Labels) && semanticEqual(old.Annotations, next.Annotations)
 		},
 		PrepareCreate: func(rs *appsv1.ReplicaSet) { rs.Status = appsv1.ReplicaSetStatus{} },
 		Default:       defaultReplicaSet,
@@ -109,7 +141,15 @@ func deploymentKind() Kind[*appsv1.Deployment] {
 		CopyStatus: func(dst, src *appsv1.Deployment) { dst.Status = *src.Status.DeepCopy() },
 		// deployments/status resets the spec and the labels; annotations
 		// (the revision) go through, without a generation bump.
-		StatusMeta:    func(dst, src *appsv1.Deployment) { dst.Annotations = maps.Clone(src.Annotations) },
+		StatusMeta: func(dst, src *appsv1.Deployment) { dst.Annotations = maps.Clone(src.Annotations) },
+		statusUpdate: func(old, in *appsv1.Deployment) *appsv1.Deployment {
+			next := *old
+			next.Status, next.Annotations = in.Status, in.Annotations
+			return &next
+		},
+		statusEqual: func(old, next *appsv1.Deployment) bool {
+			return semanticEqual(old.Status, next.Status) && semanticEqual(old.Annotations, next.Annotations)
+		},
 		PrepareCreate: func(d *appsv1.Deployment) { d.Status = appsv1.DeploymentStatus{} },
 		Default:       defaultDeployment,
 		Validate:      validateDeployment,

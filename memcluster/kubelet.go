@@ -1,12 +1,12 @@
 package memcluster
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -47,6 +47,8 @@ type Kubelet struct {
 	model   PodModel
 	nodes   []string
 	started time.Time
+	// statusNorm gives a status the round trip of stored objects.
+	statusNorm *normalizer
 
 	syncMu sync.Mutex // serialises Sync
 	// guarded by c.mu, and only touched from Sync and podWrittenLocked:
@@ -88,10 +90,6 @@ type podState struct {
 	rv     string
 	due    time.Time
 	queued time.Time // the due of this pod's live entry in Kubelet.dues
-
-	// The JSON encoding of the status of the pod at statusRV.
-	statusJSON []byte
-	statusRV   string
 }
 
 // dueHeap is a min-heap of pending transitions. An entry is live while
@@ -167,6 +165,8 @@ func NewKubelet(c *Cluster, cfg KubeletConfig) *Kubelet {
 		all:     true, // pods created before the kubelet
 		wakeC:   make(chan struct{}, 1),
 		work:    clock.NewSource(c.clock, "memcluster: kubelet"),
+
+		statusNorm: newNormalizer(func() any { return &corev1.PodStatus{} }),
 	}
 	for i := range cfg.Nodes {
 		k.nodes = append(k.nodes, fmt.Sprintf("node-%d", i))
@@ -399,37 +399,47 @@ func (k *Kubelet) syncPodLocked(key types.NamespacedName, p *corev1.Pod, now tim
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return st.settle(p.ResourceVersion, time.Time{})
 	}
-	status, due := podStatusAt(p, st, now)
-	status.HostIP = fmt.Sprintf("10.0.0.%d", st.node+1)
-	status.HostIPs = []corev1.HostIP{{IP: status.HostIP}}
-	status.QOSClass = p.Status.QOSClass
 	// Only spec.nodeName and the status change, so only the status makes
-	// the round trip through JSON that every stored object makes, and the
-	// encodings tell whether anything changed: a stored status encodes
-	// back to the same bytes.
-	encoded, err := json.Marshal(&status)
-	if err != nil {
-		panic("memcluster: kubelet: encode status: " + err.Error()) // a PodStatus always encodes
-	}
-	if st.statusRV != p.ResourceVersion {
-		if st.statusJSON, err = json.Marshal(&p.Status); err != nil {
-			panic("memcluster: kubelet: encode status: " + err.Error())
-		}
-		st.statusRV = p.ResourceVersion
-	}
+	// the round trip that every stored object makes. The stored status
+	// has made it too, so the two are equal exactly when they would
+	// encode to the same JSON.
+	status, due := k.statusAt(p, st, now)
 	node := k.nodes[st.node]
-	if p.Spec.NodeName == node && bytes.Equal(encoded, st.statusJSON) {
+	if p.Spec.NodeName == node && reflect.DeepEqual(&status, &p.Status) {
 		return st.settle(p.ResourceVersion, due)
 	}
 	// Stored objects are never modified in place, so the new version
 	// shares everything but the status with the old one.
 	next := *p
 	next.Spec.NodeName = node
-	next.Status = corev1.PodStatus{}
-	if err := json.Unmarshal(encoded, &next.Status); err != nil {
+	next.Status = status
+	stored := k.c.pods.commitLocked(watch.Modified, &next)
+	return st.settle(stored.ResourceVersion, due)
+}
+
+// statusAt is the status of p at now, round-tripped as a stored status
+// is (see normalizer), and the time of its next change.
+func (k *Kubelet) statusAt(p *corev1.Pod, st *podState, now time.Time) (corev1.PodStatus, time.Time) {
+	status, due := podStatusAt(p, st, now)
+	status.HostIP = fmt.Sprintf("10.0.0.%d", st.node+1)
+	status.HostIPs = []corev1.HostIP{{IP: status.HostIP}}
+	status.QOSClass = p.Status.QOSClass
+	if k.statusNorm.normalize(&status) == nil {
+		return status, due
+	}
+	// A value the normalizer leaves to JSON (say, an image name that is
+	// not UTF-8): compute it again, as normalize may have changed it.
+	status, _ = podStatusAt(p, st, now)
+	status.HostIP = fmt.Sprintf("10.0.0.%d", st.node+1)
+	status.HostIPs = []corev1.HostIP{{IP: status.HostIP}}
+	status.QOSClass = p.Status.QOSClass
+	b, err := json.Marshal(&status)
+	if err != nil {
+		panic("memcluster: kubelet: encode status: " + err.Error()) // a PodStatus always encodes
+	}
+	var out corev1.PodStatus
+	if err := json.Unmarshal(b, &out); err != nil {
 		panic("memcluster: kubelet: decode status: " + err.Error())
 	}
-	stored := k.c.pods.commitLocked(watch.Modified, &next)
-	st.statusJSON, st.statusRV = encoded, stored.ResourceVersion
-	return st.settle(stored.ResourceVersion, due)
+	return out, due
 }

@@ -29,6 +29,7 @@ type Resource[T Object] struct {
 	hist     history[T]                 // guarded by c.mu
 	watchers []*watcher[T]              // guarded by c.mu, in creation order
 	work     *clock.Source              // watch events as tracked work; nil on a real clock
+	norm     *normalizer                // nil: every round trip goes through JSON
 }
 
 // NewResource adds a kind to the cluster and returns its storage. Adding a
@@ -40,6 +41,7 @@ func NewResource[T Object](c *Cluster, k Kind[T]) *Resource[T] {
 		objs: map[types.NamespacedName]T{},
 	}
 	r.hist.limit = c.cfg.WatchHistory
+	r.norm = newNormalizer(func() any { return k.New() })
 	r.work = clock.NewSource(c.clock, "memcluster: watch "+k.Resource)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -245,15 +247,33 @@ func (cl Client[T]) matcher(opts metav1.ListOptions) (func(T) bool, error) {
 		if ns != "" && obj.GetNamespace() != ns {
 			return false
 		}
-		f := fields.Set{"metadata.name": obj.GetName(), "metadata.namespace": obj.GetNamespace()}
-		return ls.Matches(labels.Set(obj.GetLabels())) && fs.Matches(f)
+		if !ls.Matches(labels.Set(obj.GetLabels())) {
+			return false
+		}
+		if fs.Empty() {
+			return true // every watch event is matched: no map for nothing
+		}
+		return fs.Matches(fields.Set{"metadata.name": obj.GetName(), "metadata.namespace": obj.GetNamespace()})
 	}, nil
 }
 
 // roundTrip returns a JSON round-tripped copy of obj, as a real client and
 // server would see it: empty collections become nil, times lose their
-// sub-second part, the TypeMeta is cleared.
+// sub-second part, the TypeMeta is cleared. The normalizer gives the same
+// result without encoding; what it cannot do goes through JSON.
 func (r *Resource[T]) roundTrip(obj T) (T, error) {
+	if r.norm.accepts(obj) {
+		out := deepCopy(obj)
+		if r.norm.normalize(out) == nil {
+			out.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+			return out, nil
+		}
+	}
+	return r.jsonRoundTrip(obj)
+}
+
+// jsonRoundTrip is roundTrip through encoding/json.
+func (r *Resource[T]) jsonRoundTrip(obj T) (T, error) {
 	var zero T
 	b, err := json.Marshal(obj)
 	if err != nil {
@@ -267,12 +287,16 @@ func (r *Resource[T]) roundTrip(obj T) (T, error) {
 	return out, nil
 }
 
-// semanticallyEqual reports whether two stored objects differ only in
-// their resourceVersion.
-func semanticallyEqual[T Object](a, b T) bool {
-	b = deepCopy(b)
-	b.SetResourceVersion(a.GetResourceVersion())
-	return apiequality.Semantic.DeepEqual(a, b)
+// semanticallyEqual reports whether a stored object and a private one
+// (that nothing else refers to yet) differ only in their resourceVersion.
+// It sets the private one's resourceVersion for the comparison, rather
+// than copying it, and restores it.
+func semanticallyEqual[T Object](stored, private T) bool {
+	rv := private.GetResourceVersion()
+	private.SetResourceVersion(stored.GetResourceVersion())
+	eq := apiequality.Semantic.DeepEqual(stored, private)
+	private.SetResourceVersion(rv)
+	return eq
 }
 
 func deepCopy[T Object](obj T) T { return obj.DeepCopyObject().(T) }

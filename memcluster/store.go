@@ -167,12 +167,20 @@ func (r *Resource[T]) updateStatusLocked(in T) (T, error) {
 	if err != nil {
 		return zero, err
 	}
-	next := deepCopy(old)
-	r.kind.CopyStatus(next, in)
-	if r.kind.StatusMeta != nil {
-		r.kind.StatusMeta(next, in)
+	var next T
+	var same bool
+	if r.kind.statusUpdate != nil {
+		next = r.kind.statusUpdate(old, in)
+		same = r.kind.statusEqual(old, next)
+	} else {
+		next = deepCopy(old)
+		r.kind.CopyStatus(next, in)
+		if r.kind.StatusMeta != nil {
+			r.kind.StatusMeta(next, in)
+		}
+		same = semanticallyEqual(old, next)
 	}
-	if semanticallyEqual(old, next) {
+	if same {
 		return deepCopy(old), nil
 	}
 	return deepCopy(r.commitLocked(watch.Modified, next)), nil

@@ -1,6 +1,7 @@
 package memcluster
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -219,5 +220,45 @@ func TestReturnedObjectsAreCopies(t *testing.T) {
 	got := must(c.Pods("ns").Get(ctxT(t), "a", metav1.GetOptions{}))(t)
 	if got.Labels["app"] != "web" {
 		t.Errorf("stored label = %q after mutating a returned copy; want web", got.Labels["app"])
+	}
+}
+
+// TestStatusWriteSharesNothingWithCallers: a status write stores a version
+// that shares its unchanged parts with the previous one; neither the
+// caller's input, nor the returned object, nor a later write may reach
+// either stored version.
+func TestStatusWriteSharesNothingWithCallers(t *testing.T) {
+	c, _ := newTestCluster(t)
+	pods := c.Pods("ns")
+	must(pods.Create(ctxT(t), pod("before", "", ""), metav1.CreateOptions{}))(t) // so that v1's rv - 1 is not "0"
+	v1 := must(pods.Create(ctxT(t), pod("a", "", ""), metav1.CreateOptions{}))(t)
+	in := v1.DeepCopy()
+	in.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	in.Labels["app"] = "relabelled" // pods/status keeps labels
+	v2 := must(pods.UpdateStatus(ctxT(t), in, metav1.UpdateOptions{}))(t)
+
+	// Mutate everything the callers hold.
+	in.Status.Conditions[0].Status = corev1.ConditionFalse
+	in.Labels["app"] = "input"
+	v2.Status.Conditions[0].Reason = "returned"
+	v2.Labels["app"] = "returned"
+	v2.Spec.Containers[0].Image = "returned"
+	v1.Spec.Containers[0].Image = "first"
+
+	got := must(pods.Get(ctxT(t), "a", metav1.GetOptions{}))(t)
+	if want := (corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue}); len(got.Status.Conditions) != 1 || got.Status.Conditions[0] != want {
+		t.Errorf("stored conditions = %+v; want [%+v]", got.Status.Conditions, want)
+	}
+	if got.Labels["app"] != "relabelled" || got.Spec.Containers[0].Image != "nginx:1.27" {
+		t.Errorf("stored label %q, image %q; want relabelled, nginx:1.27", got.Labels["app"], got.Spec.Containers[0].Image)
+	}
+	// The previous version, as a watch from before the create replays it.
+	rv, _ := strconv.Atoi(v1.ResourceVersion)
+	w := must(pods.Watch(ctxT(t), metav1.ListOptions{ResourceVersion: strconv.Itoa(rv - 1)}))(t)
+	defer w.Stop()
+	first := (<-w.ResultChan()).Object.(*corev1.Pod)
+	if first.ResourceVersion != v1.ResourceVersion || first.Labels["app"] != "web" || len(first.Status.Conditions) != 0 || first.Spec.Containers[0].Image != "nginx:1.27" {
+		t.Errorf("replayed first version: rv %s labels %v conditions %v image %q; want it as created",
+			first.ResourceVersion, first.Labels, first.Status.Conditions, first.Spec.Containers[0].Image)
 	}
 }

@@ -145,7 +145,6 @@ type pending struct {
 	at    time.Time
 	end   bool
 	work  clock.Work // from when it is due until it is handled; see watcher
-	due   bool       // at has come: work was started
 	ready bool       // its turn has come: run may deliver it
 }
 
@@ -171,9 +170,11 @@ type watcher[T Object] struct {
 
 	mu        sync.Mutex
 	queue     []*pending
+	undue     int         // queue[:undue] are due: dueLocked starts after them
 	lagT      clock.Timer // fires when the oldest event not yet due is due
 	bookmarkT clock.Timer // periodic bookmarks
 	acking    bool        // the consumer calls Ack
+	sharing   bool        // the consumer takes stored snapshots, not copies
 	unacked   []clock.Work
 	early     int  // Acks that came before run had filed the event's work
 	ended     bool // accept nothing more
@@ -185,6 +186,7 @@ var (
 	_ interface {
 		AckEvents()
 		Ack()
+		ShareObjects()
 	} = (*watcher[*metav1.PartialObjectMetadata])(nil)
 )
 
@@ -201,6 +203,15 @@ func (w *watcher[T]) Stop() { w.stopOnce.Do(func() { close(w.stop) }) }
 func (w *watcher[T]) AckEvents() {
 	w.mu.Lock()
 	w.acking = true
+	w.mu.Unlock()
+}
+
+// ShareObjects makes the watch deliver the stored snapshots themselves
+// rather than private deep copies; see informer.SharingWatcher. The
+// consumer must never modify them: they are what the cluster serves.
+func (w *watcher[T]) ShareObjects() {
+	w.mu.Lock()
+	w.sharing = true
 	w.mu.Unlock()
 }
 
@@ -306,7 +317,7 @@ func (w *watcher[T]) endLocked(drop bool) {
 		for _, p := range w.queue {
 			p.work.Done() // a zero Work when not due yet
 		}
-		w.queue = w.queue[:0]
+		w.queue, w.undue = w.queue[:0], 0
 	}
 	w.queue = append(w.queue, &pending{end: true, at: w.r.c.clock.Now()})
 	w.stopTimersLocked()
@@ -326,17 +337,16 @@ func (w *watcher[T]) ending() bool {
 func (w *watcher[T]) dueLocked(now time.Time) {
 	src := w.r.work
 	signal := false
-	for _, p := range w.queue {
-		if p.due {
-			continue
-		}
+	// Entries fall due in order, so those before undue are due already:
+	// not looking at them again keeps a long queue linear.
+	for ; w.undue < len(w.queue); w.undue++ {
+		p := w.queue[w.undue]
 		if p.at.After(now) {
 			if w.lagT == nil {
 				w.lagT = w.r.c.clock.AfterFunc(p.at.Sub(now), w.lagDue)
 			}
 			break
 		}
-		p.due = true
 		var ready bool
 		p.work, ready = src.Start(func() { w.release(p) })
 		if ready {
@@ -395,10 +405,12 @@ func (w *watcher[T]) run(ctx context.Context) {
 	for {
 		w.mu.Lock()
 		var p *pending
+		sharing := w.sharing
 		if len(w.queue) > 0 && w.queue[0].ready {
 			p = w.queue[0]
 			w.queue[0] = nil
 			w.queue = w.queue[1:]
+			w.undue-- // it was ready, so due
 			if p.end {
 				// Its work ends with the close (or, with AckEvents, at Stop).
 				w.unacked = append(w.unacked, p.work)
@@ -417,8 +429,12 @@ func (w *watcher[T]) run(ctx context.Context) {
 		if p.end {
 			return
 		}
+		ev := p.ev
+		if !sharing {
+			ev = materialize(ev)
+		}
 		select {
-		case w.result <- materialize(p.ev):
+		case w.result <- ev:
 		case <-w.stop:
 			p.work.Done()
 			return
@@ -463,7 +479,7 @@ func (w *watcher[T]) finish(ctx context.Context) {
 	for _, p := range w.queue {
 		left = append(left, p.work)
 	}
-	w.queue, w.unacked = nil, nil
+	w.queue, w.unacked, w.undue = nil, nil, 0
 	w.mu.Unlock()
 	for _, wk := range left {
 		wk.Done()

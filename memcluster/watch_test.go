@@ -218,3 +218,38 @@ func TestListWatcherResumes(t *testing.T) {
 		t.Errorf("events mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// A watch whose consumer calls ShareObjects receives the stored snapshot
+// itself: two sharing watches get the same object; any other watch gets a
+// private copy.
+func TestWatchShareObjects(t *testing.T) {
+	c, _ := newTestCluster(t)
+	ctx := ctxT(t)
+	open := func(share bool) watch.Interface {
+		w := must(c.Pods("ns").Watch(ctx, metav1.ListOptions{}))(t)
+		t.Cleanup(w.Stop)
+		if share {
+			w.(interface{ ShareObjects() }).ShareObjects()
+		}
+		return w
+	}
+	a, b, private := open(true), open(true), open(false)
+	must(c.Pods("ns").Create(ctx, pod("p", "", ""), metav1.CreateOptions{}))(t)
+	recv := func(w watch.Interface) *corev1.Pod {
+		t.Helper()
+		select {
+		case ev := <-w.ResultChan():
+			return ev.Object.(*corev1.Pod)
+		case <-time.After(guard):
+			t.Fatal("no watch event within the guard time")
+			return nil
+		}
+	}
+	pa, pb, pp := recv(a), recv(b), recv(private)
+	if pa != pb {
+		t.Error("two sharing watches got different objects; want the stored snapshot")
+	}
+	if pp == pa || pp.ResourceVersion != pa.ResourceVersion {
+		t.Error("a watch that does not share got the shared snapshot, or another version; want a private copy")
+	}
+}
