@@ -4,6 +4,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"maps"
@@ -46,6 +47,20 @@ type Kind[T Object] struct {
 	// nil hook deletes at once.
 	GracePeriod func(obj T, requested *int64) int64
 
+	// PrepareUpdate runs first on every update (not on status writes),
+	// with the object as sent, its resourceVersion included, and the
+	// stored one. It may copy server-owned fields from old (a Service
+	// keeps its allocated clusterIP) or refuse the update with field
+	// errors, answered as Invalid (a custom resource refuses an update
+	// without a resourceVersion). Nil: nothing.
+	PrepareUpdate func(obj, old T) field.ErrorList
+	// NewList returns an empty list of this kind, e.g. *appsv1.DeploymentList;
+	// [Handler] serves lists in it. Nil: lists are served as JSON only.
+	NewList func() runtime.Object
+	// NoStrategicMerge refuses strategic merge patches with 415
+	// Unsupported Media Type, as kube-apiserver does for custom resources.
+	NoStrategicMerge bool
+
 	// statusUpdate, which only the built-in kinds set, does what
 	// CopyStatus and StatusMeta do to a copy of old, without the copy: it
 	// returns a new object that shares everything but the status and the
@@ -73,6 +88,7 @@ func podKind() Kind[*corev1.Pod] {
 		GVK:        corev1.SchemeGroupVersion.WithKind("Pod"),
 		Resource:   "pods",
 		New:        func() *corev1.Pod { return &corev1.Pod{} },
+		NewList:    func() runtime.Object { return &corev1.PodList{} },
 		Generation: func(p *corev1.Pod) any { return p.Spec },
 		CopyStatus: func(dst, src *corev1.Pod) { dst.Status = *src.Status.DeepCopy() },
 		// pods/status keeps labels and annotations (not owner references).
@@ -102,6 +118,7 @@ func replicaSetKind() Kind[*appsv1.ReplicaSet] {
 		GVK:        appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
 		Resource:   "replicasets",
 		New:        func() *appsv1.ReplicaSet { return &appsv1.ReplicaSet{} },
+		NewList:    func() runtime.Object { return &appsv1.ReplicaSetList{} },
 		Generation: func(rs *appsv1.ReplicaSet) any { return rs.Spec },
 		CopyStatus: func(dst, src *appsv1.ReplicaSet) { dst.Status = *src.Status.DeepCopy() },
 		// replicasets/status resets only the spec.
@@ -135,6 +152,7 @@ func deploymentKind() Kind[*appsv1.Deployment] {
 		GVK:      appsv1.SchemeGroupVersion.WithKind("Deployment"),
 		Resource: "deployments",
 		New:      func() *appsv1.Deployment { return &appsv1.Deployment{} },
+		NewList:  func() runtime.Object { return &appsv1.DeploymentList{} },
 		Generation: func(d *appsv1.Deployment) any {
 			return deploymentGeneration{Spec: d.Spec, Annotations: d.Annotations}
 		},

@@ -73,6 +73,10 @@ func (r *Resource[T]) patchLocked(key types.NamespacedName, pt types.PatchType, 
 	var patched []byte
 	switch pt {
 	case types.StrategicMergePatchType:
+		if r.kind.NoStrategicMerge {
+			return zero, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", r.kind.groupResource(), key.Name,
+				fmt.Sprintf("strategic merge patch is not supported for %s; use a JSON merge or JSON patch", r.kind.groupResource()), 0, false)
+		}
 		patched, err = strategicMergePatch(orig, data, reflect.TypeOf(r.kind.New()))
 		if err != nil {
 			return zero, apierrors.NewBadRequest(err.Error())

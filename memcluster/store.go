@@ -114,6 +114,11 @@ func (r *Resource[T]) updateLocked(in T) (T, error) {
 	if err != nil {
 		return zero, err
 	}
+	if r.kind.PrepareUpdate != nil {
+		if errs := r.kind.PrepareUpdate(in, old); len(errs) > 0 {
+			return zero, apierrors.NewInvalid(r.kind.groupKind(), in.GetName(), errs)
+		}
+	}
 	in.SetUID(old.GetUID())
 	in.SetCreationTimestamp(old.GetCreationTimestamp())
 	in.SetDeletionTimestamp(old.GetDeletionTimestamp())

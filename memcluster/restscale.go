@@ -1,0 +1,159 @@
+package memcluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The scale subresource (autoscaling/v1 Scale) of Deployments and
+// ReplicaSets: what kubectl scale and the HorizontalPodAutoscaler use. A
+// write of the Scale is an update of spec.replicas (admitted as an update
+// of the parent resource), conditional on the Scale's resourceVersion
+// when it has one.
+
+func hasScale(gvk schema.GroupVersionKind) bool {
+	return gvk == appsv1.SchemeGroupVersion.WithKind("Deployment") || gvk == appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
+}
+
+// maxScaleRetries bounds the retries of an unconditional scale write that
+// races with other writes.
+const maxScaleRetries = 5
+
+func (a *api) serveScale(w http.ResponseWriter, r *http.Request, rq request, s *served) {
+	in := restInfo{gvk: autoscalingv1.SchemeGroupVersion.WithKind("Scale")}
+	rep, err := a.negotiate(r.Header.Get("Accept"), false, true)
+	if err != nil {
+		writeError(w, a, rep, err)
+		return
+	}
+	if rq.namespace == "" {
+		writeError(w, a, rep, notFoundPath(r.URL.Path))
+		return
+	}
+	var out runtime.Object
+	switch r.Method {
+	case http.MethodGet:
+		out, err = s.get(r.Context(), rq.namespace, rq.name)
+	case http.MethodPut:
+		out, err = a.putScale(r, rq, s, in)
+	case http.MethodPatch:
+		out, err = a.patchScale(r, rq, s)
+	default:
+		err = methodNotAllowed(r.Method, r.URL.Path)
+	}
+	if err != nil {
+		writeError(w, a, rep, err)
+		return
+	}
+	a.writeObject(w, rep, in, http.StatusOK, scaleOf(out))
+}
+
+func (a *api) putScale(r *http.Request, rq request, s *served, in restInfo) (runtime.Object, error) {
+	if err := unsupportedOptions(r.URL.Query()); err != nil {
+		return nil, err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := a.decode(r.Header.Get("Content-Type"), body, in.gvk, &autoscalingv1.Scale{})
+	if err != nil {
+		return nil, err
+	}
+	if err := checkNames(obj, rq); err != nil {
+		return nil, err
+	}
+	return writeScale(r, rq, s, obj.(*autoscalingv1.Scale))
+}
+
+func (a *api) patchScale(r *http.Request, rq request, s *served) (runtime.Object, error) {
+	pt, data, err := readPatch(r)
+	if err != nil {
+		return nil, err
+	}
+	cur, ok := s.peek(rq.namespace, rq.name)
+	if !ok {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: s.in.gvk.Group, Resource: s.in.resource}, rq.name)
+	}
+	orig, err := json.Marshal(scaleOf(cur))
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	var patched []byte
+	switch pt {
+	case types.JSONPatchType:
+		patched, err = jsonPatch(orig, data)
+	case types.MergePatchType:
+		patched, err = mergePatch(orig, data)
+	default:
+		patched, err = strategicMergePatch(orig, data, reflect.TypeOf(&autoscalingv1.Scale{}))
+	}
+	if err != nil {
+		if _, ok := err.(apierrors.APIStatus); ok {
+			return nil, err
+		}
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	sc := &autoscalingv1.Scale{}
+	if err := json.Unmarshal(patched, sc); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("decode the patched scale: %v", err))
+	}
+	return writeScale(r, rq, s, sc)
+}
+
+// writeScale sets spec.replicas of the parent to the scale's.
+func writeScale(r *http.Request, rq request, s *served, sc *autoscalingv1.Scale) (runtime.Object, error) {
+	for try := 0; ; try++ {
+		cur, ok := s.peek(rq.namespace, rq.name)
+		if !ok {
+			return nil, apierrors.NewNotFound(schema.GroupResource{Group: s.in.gvk.Group, Resource: s.in.resource}, rq.name)
+		}
+		switch o := cur.(type) {
+		case *appsv1.Deployment:
+			o.Spec.Replicas = ptrTo(sc.Spec.Replicas)
+		case *appsv1.ReplicaSet:
+			o.Spec.Replicas = ptrTo(sc.Spec.Replicas)
+		}
+		if sc.ResourceVersion != "" {
+			cur.(Object).SetResourceVersion(sc.ResourceVersion)
+		}
+		out, err := s.update(r.Context(), rq.namespace, cur, false)
+		if apierrors.IsConflict(err) && sc.ResourceVersion == "" && try < maxScaleRetries {
+			continue
+		}
+		return out, err
+	}
+}
+
+// scaleOf returns the Scale of a Deployment or ReplicaSet.
+func scaleOf(obj runtime.Object) *autoscalingv1.Scale {
+	var sc autoscalingv1.Scale
+	var replicas *int32
+	var sel *metav1.LabelSelector
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		sc.ObjectMeta, replicas, sel, sc.Status.Replicas = o.ObjectMeta, o.Spec.Replicas, o.Spec.Selector, o.Status.Replicas
+	case *appsv1.ReplicaSet:
+		sc.ObjectMeta, replicas, sel, sc.Status.Replicas = o.ObjectMeta, o.Spec.Replicas, o.Spec.Selector, o.Status.Replicas
+	}
+	sc.ObjectMeta = metav1.ObjectMeta{
+		Name: sc.Name, Namespace: sc.Namespace, UID: sc.UID, ResourceVersion: sc.ResourceVersion, CreationTimestamp: sc.CreationTimestamp,
+	}
+	if replicas != nil {
+		sc.Spec.Replicas = *replicas
+	}
+	if s, err := metav1.LabelSelectorAsSelector(sel); err == nil && sel != nil {
+		sc.Status.Selector = s.String()
+	}
+	return &sc
+}
