@@ -40,7 +40,8 @@ const (
 	FaultUnavailable
 	// FaultConflict is a 409 (apierrors.IsConflict).
 	FaultConflict
-	// FaultTimeout is a 504 server timeout (apierrors.IsServerTimeout).
+	// FaultTimeout is a server timeout: a 500 with reason ServerTimeout
+	// and a Retry-After of 1 s (apierrors.IsServerTimeout).
 	FaultTimeout
 	// FaultTooManyRequests is a 429 (apierrors.IsTooManyRequests).
 	FaultTooManyRequests

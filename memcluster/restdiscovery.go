@@ -85,7 +85,7 @@ func (a *api) serveDiscovery(w http.ResponseWriter, r *http.Request, segs []stri
 		writeError(w, a, rep, notFoundPath(r.URL.Path))
 		return
 	}
-	a.writeObject(w, rep, restInfo{}, http.StatusOK, doc)
+	a.writeObject(w, rep, restInfo{gvk: schema.GroupVersionKind{Version: "v1"}}, http.StatusOK, doc)
 }
 
 // groups lists the named API groups in the order their first kind was
