@@ -56,7 +56,47 @@
 // Watch). Its methods mirror client-go's typed clients — context first,
 // options structs last — except that List returns the items and the
 // resourceVersion. [Client.ListWatcher] satisfies informer.ListWatcher.
-// Other kinds can be stored with [NewResource] and a [Kind].
+// Other kinds can be stored with [NewResource] and a [Kind]: [KindFor]
+// derives one from a Go type registered in a runtime.Scheme (your custom
+// resources, with the semantics of CRDs), and [AddCoreKinds] adds
+// Namespaces, Services, ConfigMaps, Secrets, ServiceAccounts, Events and
+// Leases. Owner references and garbage collection work across all kinds.
+//
+// # The REST API
+//
+// [Handler] serves the cluster over the Kubernetes REST API, and
+// [Transport] carries requests to it in the calling process, so unchanged
+// client-go and controller-runtime code runs against the cluster without
+// a socket, a port or a binary:
+//
+//	cfg := &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: memcluster.NewHandler(c)}}
+//	clientset, err := kubernetes.NewForConfig(cfg) // or dynamic.NewForConfig, ctrl.NewManager(cfg, …)
+//
+// Tested with client-go v0.37 (typed clientsets, the dynamic and metadata
+// clients, discovery and its REST mapper, shared informers) and
+// controller-runtime v0.25 (a Manager with its cache, client and REST
+// mapper). What is served is what those clients use:
+//
+//   - Discovery: /api, /api/v1, /apis, /apis/<group>, /apis/<group>/<version>
+//     and /version. Clients that ask for aggregated discovery first (all of
+//     client-go's) get the legacy documents, which they read as from an
+//     apiserver without aggregated discovery.
+//   - get, list, watch, create, update, patch, delete and deletecollection
+//     of every kind, the status subresource of kinds that have one, and the
+//     scale subresource (autoscaling/v1) of Deployments and ReplicaSets.
+//     Each request is admitted like a [Client] call, so injected faults
+//     reach REST clients as the status codes kube-apiserver uses, with a
+//     Retry-After header where the error asks to wait (429, server timeout).
+//   - JSON and YAML, and protobuf for k8s.io/api types (client-go's typed
+//     clients and controller-runtime send protobuf for built-in kinds);
+//     metadata-only responses (as=PartialObjectMetadata) for the metadata
+//     client and metadata informers.
+//   - Watches stream metav1.WatchEvent frames as kube-apiserver does, with
+//     bookmarks, label and field selectors, a 410 Expired ERROR event for a
+//     compacted resourceVersion, and watch-list (sendInitialEvents, which
+//     client-go's informers use by default): the current state, then a
+//     bookmark annotated k8s.io/initial-events-end.
+//   - Errors are metav1.Status values: 404, 409, 410, 422, 429, 500, ...
 //
 // # Time and simulation
 //
@@ -93,6 +133,17 @@
 //
 // With [clock.Real] the same code runs in real time, for demos.
 //
+// # Virtual time with REST clients
+//
+// client-go's informers and work queues do not report their work to a
+// [clock.Fake], so [Cluster.RunUntil] cannot know when they are done. Run
+// code that uses client-go or controller-runtime in a testing/synctest
+// bubble instead, with the cluster on the real clock (a nil
+// [Config.Clock]): the transport has no socket, so every goroutine of the
+// stack blocks durably when idle, synctest.Wait returns once the clients
+// have handled what happened, and time.Sleep(time.Hour) (or a reconciler's
+// RequeueAfter) passes an hour of virtual time at once.
+//
 // # Slow watchers
 //
 // The API never blocks on a watcher. Each watch buffers up to
@@ -110,11 +161,23 @@
 //
 // # Differences from kube-apiserver
 //
-// No admission, RBAC, field managers, server-side apply, dry run,
-// pagination, field selectors beyond metadata.name/namespace, or
-// Foreground deletion; UpdateStatus ignores metadata changes (the
-// apiserver keeps some); garbage collection is synchronous, inside the
-// write that orphans an object; the watch history is per kind.
+// No admission, RBAC, authentication, field managers, server-side apply
+// (its patches are answered 415), dry run (400), pagination (limit is
+// ignored, as the API allows, and no continue token is issued), field
+// selectors beyond metadata.name/namespace (400 for others), or Foreground
+// deletion; UpdateStatus ignores metadata changes (the apiserver keeps
+// some); garbage collection is synchronous, inside the write that orphans
+// an object; the watch history is per kind. Lists are served at the
+// current resourceVersion only: an older one with resourceVersionMatch
+// Exact is 410 Expired. A watch's timeoutSeconds is ignored (watches end
+// when their client leaves, or when the cluster drops them). No OpenAPI,
+// Table or aggregated discovery documents, so kubectl's explain and
+// printing of columns do not work. Custom resources have no OpenAPI schema:
+// no validation or defaulting beyond metadata's unless you set
+// [Kind.Validate] and [Kind.Default], no scale subresource, one version per
+// kind (no conversion). Namespaces are not enforced: objects may be
+// created in one that does not exist, and deleting one leaves its
+// contents.
 //
 // # Usage
 //
