@@ -169,7 +169,7 @@ func TestHandlerDeleteCollectionAndGraceful(t *testing.T) {
 	for _, r := range []req{
 		{method: "DELETE", path: "/api/v1/namespaces/ns/pods?labelSelector=app%3Dweb%2Cnone%21%3Dx&fieldSelector=metadata.name%21%3Dbound"},
 		{method: "GET", path: "/api/v1/namespaces/ns/pods"},
-		// A bound pod is deleted gracefully: 202 and the pod, now terminating.
+		// A bound pod is deleted gracefully: the answer is the pod, now terminating.
 		{method: "DELETE", path: "/api/v1/namespaces/ns/pods/bound?gracePeriodSeconds=30"},
 		{method: "GET", path: "/api/v1/namespaces/ns/pods/bound"},
 	} {
@@ -179,7 +179,7 @@ func TestHandlerDeleteCollectionAndGraceful(t *testing.T) {
 	want := []string{
 		"200 Status Success",
 		"200 PodList items=2",
-		"202 Pod bound rv=7 gen=2",
+		"200 Pod bound rv=7 gen=2",
 		"200 Pod bound rv=7 gen=2",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

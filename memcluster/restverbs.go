@@ -127,8 +127,14 @@ func (a *api) serveDelete(w http.ResponseWriter, r *http.Request, rq request, s 
 		return
 	}
 	if !gone {
-		// Still there: being deleted gracefully or held by finalizers.
-		a.writeObject(w, rep, s.in, http.StatusAccepted, obj)
+		// Still there, being deleted gracefully or held by finalizers: the
+		// object, with 202 only if the client asked not to orphan (as
+		// kube-apiserver keeps for compatibility).
+		code := http.StatusOK
+		if o := opts.OrphanDependents; o != nil && !*o {
+			code = http.StatusAccepted
+		}
+		a.writeObject(w, rep, s.in, code, obj)
 		return
 	}
 	a.writeStatusSuccess(w, rep, s.in, rq.name, obj)
