@@ -28,7 +28,14 @@ import (
 // Every request goes through the cluster's admission like a call of
 // [Client] does, so injected faults ([Cluster.SetFaults]) reach REST
 // clients too, as HTTP errors with the apiserver's status codes (and a
-// Retry-After header where the error carries one: 429, 504).
+// Retry-After header where the error carries one: 429, server timeouts).
+// The verbs are kube-apiserver's: a PUT of the status is "update/status",
+// a PATCH of it "patch", the scale subresource is a "get" or an "update"
+// of its Deployment or ReplicaSet, and a deletecollection is a "list"
+// followed by a "delete" of each object it lists.
+//
+// Two kinds that would be served at the same group, version and resource
+// are a programming error: every request is then answered 500, naming them.
 //
 // A Handler is safe for concurrent use, and serves kinds added to the
 // cluster after it was created.

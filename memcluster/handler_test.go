@@ -231,3 +231,20 @@ func TestHandlerFaults(t *testing.T) {
 		t.Errorf("delete with a fault after the write, then get = %v", got)
 	}
 }
+
+// Two kinds with one resource name cannot both be served: the handler
+// says so instead of serving one of them.
+func TestHandlerDuplicateResource(t *testing.T) {
+	c, _ := newTestCluster(t)
+	addWidgets(t, c)
+	k, err := KindFor(widgetScheme(t), &widget{}, KindOptions{GVK: widgetGV.WithKind("Widget")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.GVK.Kind = "Gizmo" // another kind, stored as "widgets" too
+	NewResource(c, k)
+	resp, body := newRESTClient(t, c).do(req{method: "GET", path: "/api/v1/pods"})
+	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(string(body), "cannot serve both") {
+		t.Errorf("GET = %d %s; want 500 naming the two kinds", resp.StatusCode, body)
+	}
+}

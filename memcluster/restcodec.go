@@ -60,7 +60,11 @@ func buildAPI(c *Cluster, stores []restStore) (*api, error) {
 				return nil, err
 			}
 		}
-		a.stores[gv.WithResource(in.resource)] = &served{restStore: st, in: in}
+		gvr := gv.WithResource(in.resource)
+		if prev, dup := a.stores[gvr]; dup {
+			return nil, fmt.Errorf("memcluster: cannot serve both %s and %s as %s", prev.in.gvk, in.gvk, gvr)
+		}
+		a.stores[gvr] = &served{restStore: st, in: in}
 		a.order = append(a.order, in)
 	}
 	a.codecs = serializer.NewCodecFactory(s)

@@ -19,8 +19,9 @@ type KindOptions struct {
 	// the scheme. Empty: the type's only kind.
 	GVK schema.GroupVersionKind
 	// Resource is the lower-case plural name ("webapps"). Empty: the
-	// plural guessed from the kind as kubebuilder and client-go guess it
-	// (meta.UnsafeGuessKindToResource: "Policy" gives "policies").
+	// plural apimachinery's meta.UnsafeGuessKindToResource guesses ("Policy"
+	// gives "policies"), which kubebuilder's usually agrees with; set it if
+	// your CRD's spec.names.plural says otherwise.
 	Resource string
 	// ClusterScoped kinds ignore namespaces (kubebuilder's
 	// +kubebuilder:resource:scope=Cluster).
