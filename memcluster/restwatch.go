@@ -44,7 +44,13 @@ func (a *api) serveWatch(w http.ResponseWriter, r *http.Request, rq request, s *
 		writeError(w, a, rep, err)
 		return
 	}
-	defer wi.Stop()
+	defer func() {
+		// End the watch before the request: its goroutine is gone, and the
+		// cluster has forgotten it, when the handler returns.
+		wi.Stop()
+		for range wi.ResultChan() {
+		}
+	}()
 
 	ct := rep.contentType()
 	if rep.info.MediaType != mediaJSON {
