@@ -3,6 +3,7 @@ package kube_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -10,11 +11,15 @@ import (
 	"github.com/ctrlkit/ctrlkit/memcluster"
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 )
 
 // client-go on memcluster inside a testing/synctest bubble, with the
@@ -116,6 +121,45 @@ func TestMemclusterDroppedWatch(t *testing.T) {
 		}
 		if len(rec.requests()) == watches {
 			t.Error("the informer did not watch again after the drop")
+		}
+	})
+}
+
+// client-go's event recorder writes core/v1 Events, and counts a repeated
+// one with a strategic merge patch.
+func TestMemclusterEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, cfg, rec := newMemcluster(t, memcluster.Config{Seed: 1})
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := record.NewBroadcaster(record.WithContext(t.Context()))
+		defer b.Shutdown()
+		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+		r := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "test"})
+		d := webDeployment()
+		d.Namespace, d.UID = "ns", "uid-1"
+		for range 2 {
+			r.Event(d, corev1.EventTypeNormal, "Scaled", "scaled up to 3")
+			synctest.Wait()
+		}
+		evs, err := cs.CoreV1().Events("ns").List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range evs.Items {
+			got = append(got, fmt.Sprintf("%s %s/%s %s count=%d", e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message, e.Count))
+		}
+		for _, r := range rec.requests() {
+			if strings.Contains(r.path, "/events") && r.method != "GET" {
+				got = append(got, r.method+" "+r.contentType)
+			}
+		}
+		want := []string{"Scaled Deployment/web scaled up to 3 count=2", "POST application/json", "PATCH application/strategic-merge-patch+json"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("events mismatch (-want +got):\n%s", diff)
 		}
 	})
 }
