@@ -55,25 +55,24 @@ const maxBody = 3 << 20
 // current returns the REST view of the cluster's kinds.
 func (h *Handler) current() (*api, error) {
 	h.c.mu.Lock()
-	n := len(h.c.order)
+	order := h.c.order[:len(h.c.order):len(h.c.order)] // kinds are only ever appended
+	h.c.mu.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.api != nil && h.api.nkinds == n {
-		h.c.mu.Unlock()
+	if h.api != nil && h.api.nkinds == len(order) {
 		return h.api, nil
 	}
-	stores := make([]restStore, 0, n)
-	for _, k := range h.c.order {
+	stores := make([]restStore, 0, len(order))
+	for _, k := range order {
 		if st, ok := k.(restStore); ok {
 			stores = append(stores, st)
 		}
 	}
-	h.c.mu.Unlock()
 	a, err := buildAPI(h.c, stores)
 	if err != nil {
 		return nil, err
 	}
-	a.nkinds = n
+	a.nkinds = len(order)
 	h.api = a
 	return a, nil
 }

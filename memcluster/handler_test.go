@@ -248,3 +248,22 @@ func TestHandlerDuplicateResource(t *testing.T) {
 		t.Errorf("GET = %d %s; want 500 naming the two kinds", resp.StatusCode, body)
 	}
 }
+
+// A kind without a list type (a hand-made Kind without NewList) is listed
+// in JSON, even to a client that prefers protobuf.
+func TestHandlerListWithoutListType(t *testing.T) {
+	c, _ := newTestCluster(t)
+	bare := NewResource(c, Kind[*widget]{GVK: widgetGV.WithKind("Bare"), Resource: "bares", New: func() *widget { return &widget{} }})
+	must(bare.Namespace("ns").Create(ctxT(t), &widget{ObjectMeta: metav1.ObjectMeta{Name: "b"}}, metav1.CreateOptions{}))(t)
+	resp, body := newRESTClient(t, c).do(req{method: "GET", path: "/apis/example.com/v1/bares", accept: "application/vnd.kubernetes.protobuf,application/json"})
+	got := fmt.Sprintf("%s %s", resp.Header.Get("Content-Type"), summary(resp.StatusCode, body))
+	if want := "application/json 200 BareList items=1"; got != want {
+		t.Errorf("list = %s; want %s", got, want)
+	}
+	var l struct {
+		Items []struct{ Kind, APIVersion string }
+	}
+	if err := json.Unmarshal(body, &l); err != nil || len(l.Items) != 1 || l.Items[0].Kind != "Bare" || l.Items[0].APIVersion != "example.com/v1" {
+		t.Errorf("items = %+v, %v; want one Bare", l.Items, err)
+	}
+}

@@ -89,6 +89,10 @@ func TestKindForCustomResource(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("widget writes mismatch (-want +got):\n%s", diff)
 	}
+	gen := must(widgets.Create(ctx, &widget{ObjectMeta: metav1.ObjectMeta{GenerateName: "w-"}}, metav1.CreateOptions{}))(t)
+	if !strings.HasPrefix(gen.Name, "w-") || len(gen.Name) != len("w-")+5 || gen.UID == "" || gen.UID == created.UID || gen.CreationTimestamp.IsZero() {
+		t.Errorf("generated widget %q uid %q created %v; want w-<5 characters>, a new uid and a creation time", gen.Name, gen.UID, gen.CreationTimestamp)
+	}
 }
 
 // Without a status subresource the status is part of the object: updates
