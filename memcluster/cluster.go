@@ -48,6 +48,13 @@ type Config struct {
 	// watch that allows bookmarks after each interval of (virtual) time.
 	// Zero means bookmarks are sent only by [Cluster.Bookmark].
 	BookmarkInterval time.Duration
+	// Gate, if set, orders every request, watch delivery and kubelet
+	// sync; see [Gate]. Nil lets them happen as their goroutines run.
+	Gate Gate
+	// NoGarbageCollection turns the garbage collector off: objects whose
+	// owners are all gone, and dependents of a deleted object, stay until
+	// deleted by hand (as in envtest, which runs no kube-controller-manager).
+	NoGarbageCollection bool
 }
 
 func (c Config) withDefaults() Config {
@@ -78,6 +85,7 @@ type Cluster struct {
 	kinds    map[schema.GroupKind]collector
 	order    []collector
 	kubelets []*Kubelet
+	watchSeq uint64 // watches opened so far
 
 	faults faultInjector
 

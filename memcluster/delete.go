@@ -30,7 +30,7 @@ import (
 //   - The generation is bumped when the deletionTimestamp is first set.
 func (cl Client[T]) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
 	c := cl.r.c
-	after, err := c.admit(ctx, VerbDelete, cl.r.kind.groupResource(), name)
+	after, err := c.admit(ctx, VerbDelete, cl.r.kind.groupResource(), cl.ns, name)
 	if err != nil {
 		return err
 	}

@@ -136,8 +136,11 @@ func (fi *faultInjector) watchDelivery() (time.Duration, bool) {
 // Injected latency waits on the cluster clock with [clock.Sleep]: on a fake
 // clock the caller must be doing tracked work (a controller's sync, an
 // informer's list), as every request of a simulated controller is.
-func (c *Cluster) admit(ctx context.Context, verb Verb, gr schema.GroupResource, name string) (after, err error) {
+func (c *Cluster) admit(ctx context.Context, verb Verb, gr schema.GroupResource, namespace, name string) (after, err error) {
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := c.enter(ctx, Step{Kind: StepRequest, Verb: verb, Resource: gr.Resource, Namespace: namespace, Name: name}); err != nil {
 		return nil, err
 	}
 	lat, rule := c.faults.decide(verb, gr.Resource)

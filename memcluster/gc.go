@@ -37,6 +37,9 @@ type collector interface {
 }
 
 func (c *Cluster) collectDependentsLocked(owner types.UID) {
+	if c.cfg.NoGarbageCollection {
+		return
+	}
 	for _, k := range c.order {
 		k.collectLocked(owner)
 	}
@@ -79,7 +82,7 @@ func (c *Cluster) orphanedLocked(obj metav1.Object) bool {
 // collectIfOrphanedLocked deletes a freshly written object whose owners
 // are all gone.
 func (r *Resource[T]) collectIfOrphanedLocked(obj T) {
-	if r.c.orphanedLocked(obj) {
+	if !r.c.cfg.NoGarbageCollection && r.c.orphanedLocked(obj) {
 		r.collectKeyLocked(objectKey(obj))
 	}
 }

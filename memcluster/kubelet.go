@@ -213,6 +213,10 @@ func (k *Kubelet) Run(ctx context.Context) {
 		k.woken, k.ready, k.wakeW = false, false, clock.Work{}
 		k.mu.Unlock()
 
+		if err := k.c.enter(ctx, Step{Kind: StepKubelet}); err != nil {
+			w.Done()
+			return
+		}
 		next := k.Sync()
 
 		k.mu.Lock()

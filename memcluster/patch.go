@@ -44,7 +44,7 @@ func (cl Client[T]) Patch(ctx context.Context, name string, pt types.PatchType, 
 	if len(subresources) > 0 && !status {
 		return zero, apierrors.NewNotFound(schema.GroupResource{Group: cl.r.kind.GVK.Group, Resource: cl.r.kind.Resource + "/" + strings.Join(subresources, "/")}, name)
 	}
-	after, err := c.admit(ctx, verb, cl.r.kind.groupResource(), name)
+	after, err := c.admit(ctx, verb, cl.r.kind.groupResource(), cl.ns, name)
 	if err != nil {
 		return zero, err
 	}

@@ -74,7 +74,7 @@ type Client[T Object] struct {
 func (cl Client[T]) Get(ctx context.Context, name string, _ metav1.GetOptions) (T, error) {
 	var zero T
 	c := cl.r.c
-	after, err := c.admit(ctx, VerbGet, cl.r.kind.groupResource(), name)
+	after, err := c.admit(ctx, VerbGet, cl.r.kind.groupResource(), cl.ns, name)
 	if err != nil {
 		return zero, err
 	}
@@ -95,7 +95,7 @@ func (cl Client[T]) Get(ctx context.Context, name string, _ metav1.GetOptions) (
 // namespace and name, with the cluster's current resourceVersion.
 func (cl Client[T]) List(ctx context.Context, opts metav1.ListOptions) ([]T, string, error) {
 	c := cl.r.c
-	after, err := c.admit(ctx, VerbList, cl.r.kind.groupResource(), "")
+	after, err := c.admit(ctx, VerbList, cl.r.kind.groupResource(), cl.ns, "")
 	if err != nil {
 		return nil, "", err
 	}
@@ -127,7 +127,10 @@ func (cl Client[T]) List(ctx context.Context, opts metav1.ListOptions) ([]T, str
 func (cl Client[T]) Create(ctx context.Context, obj T, _ metav1.CreateOptions) (T, error) {
 	var zero T
 	c := cl.r.c
-	after, err := c.admit(ctx, VerbCreate, cl.r.kind.groupResource(), obj.GetName())
+	if isNil(obj) {
+		return zero, apierrors.NewBadRequest("memcluster: create of a nil object")
+	}
+	after, err := c.admit(ctx, VerbCreate, cl.r.kind.groupResource(), cl.namespaceOf(obj), obj.GetName())
 	if err != nil {
 		return zero, err
 	}
@@ -164,7 +167,10 @@ func (cl Client[T]) UpdateStatus(ctx context.Context, obj T, _ metav1.UpdateOpti
 func (cl Client[T]) replace(ctx context.Context, verb Verb, obj T, write func(T) (T, error)) (T, error) {
 	var zero T
 	c := cl.r.c
-	after, err := c.admit(ctx, verb, cl.r.kind.groupResource(), obj.GetName())
+	if isNil(obj) {
+		return zero, apierrors.NewBadRequest(fmt.Sprintf("memcluster: %s of a nil object", verb))
+	}
+	after, err := c.admit(ctx, verb, cl.r.kind.groupResource(), cl.namespaceOf(obj), obj.GetName())
 	if err != nil {
 		return zero, err
 	}
@@ -187,7 +193,7 @@ func (cl Client[T]) replace(ctx context.Context, verb Verb, obj T, write func(T)
 // Watch streams changes after opts.ResourceVersion; see [Resource] and the
 // package documentation for the guarantees.
 func (cl Client[T]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	if _, err := cl.r.c.admit(ctx, VerbWatch, cl.r.kind.groupResource(), ""); err != nil {
+	if _, err := cl.r.c.admit(ctx, VerbWatch, cl.r.kind.groupResource(), cl.ns, ""); err != nil {
 		return nil, err
 	}
 	match, err := cl.matcher(opts)

@@ -90,7 +90,7 @@ func (r *Resource[T]) watchList(ctx context.Context, ns string, opts metav1.List
 		return nil, w, err
 	}
 	c := r.c
-	if _, err := c.admit(ctx, VerbWatch, r.kind.groupResource(), ""); err != nil {
+	if _, err := c.admit(ctx, VerbWatch, r.kind.groupResource(), ns, ""); err != nil {
 		return nil, nil, err
 	}
 	match, err := cl.matcher(opts)

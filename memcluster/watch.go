@@ -83,6 +83,8 @@ func (r *Resource[T]) watch(ctx context.Context, rvs string, bookmarks bool, mat
 		stop:      make(chan struct{}),
 	}
 	c.mu.Lock()
+	c.watchSeq++
+	w.id = c.watchSeq
 	switch {
 	case from == 0:
 		// "" and "0": start with the current state as Added events.
@@ -160,6 +162,7 @@ type pending struct {
 // it) is tracked the same way, until the channel is closed or, with
 // AckEvents, until Stop.
 type watcher[T Object] struct {
+	id        uint64 // watches are numbered in the order they are opened
 	r         *Resource[T]
 	match     func(T) bool
 	bookmarks bool
@@ -402,6 +405,19 @@ func (w *watcher[T]) run(ctx context.Context) {
 	defer w.finish(ctx) // last: after the close, which ends a watch's work
 	defer close(w.result)
 	defer w.r.unregister(w)
+	gctx := ctx // what the cluster's Gate waits with: ends with the watch
+	if w.r.c.cfg.Gate != nil {
+		var cancel context.CancelFunc
+		gctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-w.stop:
+				cancel()
+			case <-gctx.Done():
+			}
+		}()
+	}
 	for {
 		w.mu.Lock()
 		var p *pending
@@ -427,6 +443,10 @@ func (w *watcher[T]) run(ctx context.Context) {
 			return
 		}
 		if p.end {
+			return
+		}
+		if err := w.r.c.enter(gctx, w.step(p.ev)); err != nil {
+			p.work.Done()
 			return
 		}
 		ev := p.ev
@@ -492,4 +512,13 @@ func materialize(ev watch.Event) watch.Event {
 		ev.Object = ev.Object.DeepCopyObject()
 	}
 	return ev
+}
+
+// step describes the delivery of ev for the cluster's Gate.
+func (w *watcher[T]) step(ev watch.Event) Step {
+	s := Step{Kind: StepDelivery, Resource: w.r.kind.Resource, Watch: w.id, Event: ev.Type}
+	if m, ok := ev.Object.(metav1.Object); ok && !isNil(m) {
+		s.ResourceVersion, s.Namespace, s.Name = m.GetResourceVersion(), m.GetNamespace(), m.GetName()
+	}
+	return s
 }
