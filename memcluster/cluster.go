@@ -51,6 +51,11 @@ type Config struct {
 	// Gate, if set, orders every request, watch delivery and kubelet
 	// sync; see [Gate]. Nil lets them happen as their goroutines run.
 	Gate Gate
+	// OnWrite, if set, is told about every write the cluster stores, in
+	// the order of their resourceVersions, with the cluster's lock held:
+	// it must be quick and must not call the cluster. The object is the
+	// stored snapshot: read it, never modify it.
+	OnWrite func(Write)
 	// NoGarbageCollection turns the garbage collector off: objects whose
 	// owners are all gone, and dependents of a deleted object, stay until
 	// deleted by hand (as in envtest, which runs no kube-controller-manager).

@@ -91,3 +91,14 @@ func isNil(obj any) bool {
 	v := reflect.ValueOf(obj)
 	return v.Kind() == reflect.Pointer && v.IsNil()
 }
+
+// Write is a write the cluster stored, as [Config.OnWrite] is told: the
+// watch event it makes (Added, Modified or Deleted), the kind's resource
+// (e.g. "pods"), the stored object (for a deletion, its last state) and
+// its resourceVersion.
+type Write struct {
+	Type            watch.EventType
+	Resource        string
+	Object          Object
+	ResourceVersion uint64
+}

@@ -1,0 +1,133 @@
+package memcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// recordingGate lets every step through at once and remembers it.
+type recordingGate struct {
+	mu    sync.Mutex
+	steps []string
+}
+
+func (g *recordingGate) Enter(_ context.Context, s Step) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.steps = append(g.steps, s.String())
+	return nil
+}
+
+func (g *recordingGate) taken() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.steps...)
+}
+
+func TestGateSeesEveryStep(t *testing.T) {
+	g := &recordingGate{}
+	c := New(Config{Clock: clock.NewFake(t0), Seed: 1, Gate: g})
+	ctx := ctxT(t)
+	w, err := c.Pods("ns").Watch(ctx, metav1.ListOptions{ResourceVersion: c.ResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	p := must(c.Pods("ns").Create(ctx, pod("a", "", ""), metav1.CreateOptions{}))(t)
+	ev := <-w.ResultChan() // the delivery passed the gate before it arrived
+	if ev.Type != watch.Added {
+		t.Fatalf("watch event = %s; want ADDED", ev.Type)
+	}
+	must(c.Pods("ns").Get(ctx, "a", metav1.GetOptions{}))(t)
+	if _, _, err := c.Pods("").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"watch pods ns/",
+		"create pods ns/a",
+		fmt.Sprintf("deliver ADDED pods@%s to watch 1", p.ResourceVersion),
+		"get pods ns/a",
+		"list pods ",
+	}
+	if diff := cmp.Diff(want, g.taken()); diff != "" {
+		t.Errorf("steps at the gate mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// closedGate refuses every step as a gate does whose context ended.
+type closedGate struct{}
+
+func (closedGate) Enter(context.Context, Step) error { return context.Canceled }
+
+func TestGateRefusalStopsTheStep(t *testing.T) {
+	c := New(Config{Clock: clock.NewFake(t0), Seed: 1, Gate: closedGate{}})
+	_, err := c.Pods("ns").Create(ctxT(t), pod("a", "", ""), metav1.CreateOptions{})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Create() through a refusing gate: error = %v; want context.Canceled", err)
+	}
+	c.cfg.Gate = nil // look behind the gate: nothing was stored
+	pods, _, err := c.Pods("ns").List(ctxT(t), metav1.ListOptions{})
+	if err != nil || len(pods) != 0 {
+		t.Fatalf("after a refused Create, List() = %d pods, %v; want none", len(pods), err)
+	}
+}
+
+func TestOnWriteSeesWritesInOrder(t *testing.T) {
+	var got []string
+	c := New(Config{Clock: clock.NewFake(t0), Seed: 1, OnWrite: func(w Write) {
+		got = append(got, fmt.Sprintf("%s %s %s/%s rv=%d", w.Type, w.Resource, w.Object.GetNamespace(), w.Object.GetName(), w.ResourceVersion))
+	}})
+	ctx := ctxT(t)
+	p := must(c.Pods("ns").Create(ctx, pod("a", "", ""), metav1.CreateOptions{}))(t)
+	p.Labels["v"] = "2"
+	p = must(c.Pods("ns").Update(ctx, p, metav1.UpdateOptions{}))(t)
+	if err := c.Pods("ns").Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		fmt.Sprintf("ADDED pods ns/a rv=%d", 1),
+		fmt.Sprintf("MODIFIED pods ns/a rv=%s", p.ResourceVersion),
+		fmt.Sprintf("DELETED pods ns/a rv=%d", 3),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("writes told to OnWrite mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestNoGarbageCollection(t *testing.T) {
+	c := New(Config{Clock: clock.NewFake(t0), Seed: 1, NoGarbageCollection: true})
+	ctx := ctxT(t)
+	d := must(c.Deployments("ns").Create(ctx, deployment("web"), metav1.CreateOptions{}))(t)
+	rs := must(c.ReplicaSets("ns").Create(ctx, replicaSet("web", d), metav1.CreateOptions{}))(t)
+	must(c.Pods("ns").Create(ctx, pod("p", "web", rs.UID), metav1.CreateOptions{}))(t)
+	must(c.Pods("ns").Create(ctx, pod("orphan", "gone", "no-such-uid"), metav1.CreateOptions{}))(t)
+	if err := c.Deployments("ns").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"rs/web <web", "pod/orphan <gone", "pod/p <web"} // owners gone, dependents kept
+	if diff := cmp.Diff(want, world(t, c)); diff != "" {
+		t.Errorf("world without garbage collection mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestWriteOfNilObjectIsBadRequest(t *testing.T) {
+	c, _ := newTestCluster(t)
+	if _, err := c.Pods("ns").Create(ctxT(t), nil, metav1.CreateOptions{}); !apierrors.IsBadRequest(err) {
+		t.Errorf("Create(nil) error = %v; want BadRequest", err)
+	}
+	if _, err := c.Pods("ns").Update(ctxT(t), nil, metav1.UpdateOptions{}); !apierrors.IsBadRequest(err) {
+		t.Errorf("Update(nil) error = %v; want BadRequest", err)
+	}
+	if _, err := c.Pods("ns").UpdateStatus(ctxT(t), nil, metav1.UpdateOptions{}); !apierrors.IsBadRequest(err) {
+		t.Errorf("UpdateStatus(nil) error = %v; want BadRequest", err)
+	}
+}
