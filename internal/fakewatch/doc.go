@@ -11,7 +11,6 @@
 // (clock.Source) from the moment it is fed until its consumer
 // acknowledges it, or, for a consumer that never calls AckEvents, until
 // it is received. The end of the watch ([Watch.Close], or an error event)
-// is tracked too, until the consumer calls Stop (or, without AckEvents,
-// until the channel is closed). Feeding never blocks: events wait in an
-// unbounded buffer.
+// is tracked too, until the consumer calls Stop, which every consumer must
+// do. Feeding never blocks: events wait in an unbounded buffer.
 package fakewatch

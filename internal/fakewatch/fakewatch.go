@@ -117,7 +117,9 @@ func (w *Watch) signal() {
 }
 
 // ResultChan returns the event channel. It is closed after the end of the
-// watch (Close) has been delivered, or when the consumer calls Stop.
+// watch (Close) has been delivered, or when the consumer calls Stop. The
+// consumer must call Stop in any case: until then the end of the watch is
+// unfinished work.
 func (w *Watch) ResultChan() <-chan watch.Event { return w.result }
 
 // Stop ends the watch from the consumer's side and finishes the work of
@@ -213,16 +215,14 @@ func (w *Watch) run() {
 }
 
 // finish finishes the work of everything not delivered or acknowledged,
-// once the channel is closed. With AckEvents it waits for Stop first:
-// until then the consumer may still acknowledge, and it is only at Stop
-// that the consumer has taken over the work the end of the watch causes.
+// once the channel is closed and the consumer has called Stop: until then
+// the consumer may still acknowledge, and it is only at Stop that an
+// informer has taken over the work that the end of the watch causes. The
+// end is held until Stop even for a consumer that has not called
+// AckEvents yet: an informer calls it after Watch returns, and the watch
+// may have ended by then.
 func (w *Watch) finish() {
-	w.mu.Lock()
-	acking := w.acking
-	w.mu.Unlock()
-	if acking {
-		<-w.stop
-	}
+	<-w.stop
 	w.mu.Lock()
 	w.closed = true
 	left := w.unacked

@@ -112,25 +112,44 @@ func TestInformerSettles(t *testing.T) {
 }
 
 // A consumer that does not call AckEvents finishes an event's work by
-// receiving it; the end of the watch, by seeing the channel close.
+// receiving it; the end of the watch is work until Stop.
 func TestWithoutAcks(t *testing.T) {
 	fc := clock.NewFake(t0)
 	w := fakewatch.New(fc, "plain")
-	defer w.Stop()
 	w.Add(pod("a", "1"))
 	w.Close()
 	w.Add(pod("b", "2")) // after the end: dropped
-	if fc.Busy() == "" {
-		t.Fatal("no work tracked for an event not received")
-	}
 	var got []string
 	for ev := range w.ResultChan() {
 		got = append(got, fmt.Sprintf("%s %s", ev.Type, ev.Object.(*corev1.Pod).Name))
 	}
-	settle(t, fc)
 	if want := []string{"ADDED a"}; !slices.Equal(got, want) {
 		t.Errorf("received %q; want %q", got, want)
 	}
+	if busy := fc.Busy(); busy == "" {
+		t.Error("no work tracked for the end of the watch before Stop")
+	}
+	w.Stop()
+	settle(t, fc)
+}
+
+// The end of a watch that ends before its consumer calls AckEvents is
+// work until Stop: an informer that has received the watch from Watch
+// but not yet started reading it keeps the clock from settling without
+// it.
+func TestEndBeforeAckEvents(t *testing.T) {
+	fc := clock.NewFake(t0)
+	w := fakewatch.New(fc, "ended early")
+	w.Close()
+	if _, ok := <-w.ResultChan(); ok {
+		t.Fatal("event on a closed watch")
+	}
+	w.AckEvents()
+	if busy := fc.Busy(); busy == "" {
+		t.Error("the end of the watch was finished before Stop")
+	}
+	w.Stop()
+	settle(t, fc)
 }
 
 // Stop finishes the work of what was never received, and what is fed
