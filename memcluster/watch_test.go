@@ -31,39 +31,44 @@ func settling(t *testing.T, fc *clock.Fake) (idle <-chan struct{}, stop func()) 
 	return done, cancel
 }
 
-// next receives one event of w, a watch of a cluster on fc, and describes
-// it as "TYPE name" (or "TYPE rv" for bookmarks, "ERROR code reason" for
-// errors, "CLOSED"). It fails the test at once if the clock settles
-// first: then no event is due on w and none will be until the test acts.
-func next(t *testing.T, fc *clock.Fake, w watch.Interface) string {
+// nextEvent receives one event of w, a watch of a cluster on fc (ok is
+// false when the channel is closed). It fails the test at once if the
+// clock settles first: then no event is due on w and none will be until
+// the test acts.
+func nextEvent(t *testing.T, fc *clock.Fake, w watch.Interface) (ev watch.Event, ok bool) {
 	t.Helper()
-	recv := func(ev watch.Event, ok bool) string {
-		if !ok {
-			return "CLOSED"
-		}
-		return describe(ev)
-	}
 	select {
-	case ev, ok := <-w.ResultChan():
-		return recv(ev, ok)
+	case ev, ok = <-w.ResultChan():
+		return ev, ok
 	default:
 	}
 	idle, stop := settling(t, fc)
 	defer stop()
 	select {
-	case ev, ok := <-w.ResultChan():
-		return recv(ev, ok)
+	case ev, ok = <-w.ResultChan():
+		return ev, ok
 	case <-idle:
 		// The close of a watch that ended by itself may have come with the
 		// end of the work.
 		select {
-		case ev, ok := <-w.ResultChan():
-			return recv(ev, ok)
+		case ev, ok = <-w.ResultChan():
+			return ev, ok
 		default:
 		}
 		t.Fatal("no watch event: the clock settled without one")
-		return ""
+		return ev, false
 	}
+}
+
+// next receives one event like nextEvent and describes it as "TYPE name"
+// (or "TYPE rv" for bookmarks, "ERROR code reason" for errors, "CLOSED").
+func next(t *testing.T, fc *clock.Fake, w watch.Interface) string {
+	t.Helper()
+	ev, ok := nextEvent(t, fc, w)
+	if !ok {
+		return "CLOSED"
+	}
+	return describe(ev)
 }
 
 func describe(ev watch.Event) string {
@@ -258,7 +263,7 @@ func TestListWatcherResumes(t *testing.T) {
 // itself: two sharing watches get the same object; any other watch gets a
 // private copy.
 func TestWatchShareObjects(t *testing.T) {
-	c, _ := newTestCluster(t)
+	c, fc := newTestCluster(t)
 	ctx := ctxT(t)
 	open := func(share bool) watch.Interface {
 		w := must(c.Pods("ns").Watch(ctx, metav1.ListOptions{}))(t)
@@ -272,13 +277,11 @@ func TestWatchShareObjects(t *testing.T) {
 	must(c.Pods("ns").Create(ctx, pod("p", "", ""), metav1.CreateOptions{}))(t)
 	recv := func(w watch.Interface) *corev1.Pod {
 		t.Helper()
-		select {
-		case ev := <-w.ResultChan():
-			return ev.Object.(*corev1.Pod)
-		case <-time.After(guard):
-			t.Fatal("no watch event within the guard time")
-			return nil
+		ev, ok := nextEvent(t, fc, w)
+		if !ok {
+			t.Fatal("watch closed; want an event")
 		}
+		return ev.Object.(*corev1.Pod)
 	}
 	pa, pb, pp := recv(a), recv(b), recv(private)
 	if pa != pb {
