@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -17,55 +18,49 @@ import (
 // With a BatchPeriod, ReplicaSet status changes wake the Deployment once,
 // a period after the first; a spec change wakes it at once.
 func TestControllerBatchPeriod(t *testing.T) {
+	const period = 50 * time.Millisecond
 	web := newDeployment(3, "web:v1")
 	web.UID = "web-uid"
 	rs := owned("web-rs", web, map[string]string{"app": "web"})
 	rs.Generation = 1
-	dInf, _ := source(web)
-	rsInf, rsw := source(rs)
-	podInf, _ := source[*corev1.Pod]()
 	fc := clock.NewFake(t0)
-	calls := make(chan types.NamespacedName, 100)
+	dInf, _ := source(fc, web)
+	rsInf, rsw := source(fc, rs)
+	podInf, _ := source[*corev1.Pod](fc)
+	var mu sync.Mutex
+	var calls []string
 	c, err := deployment.NewController(deployment.ControllerConfig{
-		Deployments: dInf, ReplicaSets: rsInf, Pods: podInf, Clock: fc, BatchPeriod: 50 * time.Millisecond,
+		Deployments: dInf, ReplicaSets: rsInf, Pods: podInf, Clock: fc, BatchPeriod: period,
 		Reconciler: reconcile.Func(func(_ context.Context, key types.NamespacedName) (deployment.Result, error) {
-			calls <- key
+			mu.Lock()
+			calls = append(calls, key.Name)
+			mu.Unlock()
 			return deployment.Result{}, nil
 		}),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for _, run := range []func(context.Context) error{dInf.Run, rsInf.Run, podInf.Run, c.Run} {
-		wg.Go(func() { _ = run(ctx) })
-	}
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	next := func() types.NamespacedName {
+	run(t, dInf.Run, rsInf.Run, podInf.Run, c.Run)
+	// expect lets the clock settle, then checks the syncs since the last
+	// call and the number of delays armed on the clock.
+	expect := func(step string, timers int, want ...string) {
 		t.Helper()
-		select {
-		case k := <-calls:
-			return k
-		case <-time.After(10 * time.Second):
-			t.Fatal("no reconcile within 10s")
-			return types.NamespacedName{}
+		settle(t, fc)
+		mu.Lock()
+		got := calls
+		calls = nil
+		mu.Unlock()
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("%s: syncs (-want +got):\n%s", step, diff)
+		}
+		if n := fc.Waiters(); n != timers {
+			t.Fatalf("%s: %d timers armed; want %d", step, n, timers)
 		}
 	}
-	none := func(what string) {
-		t.Helper()
-		select {
-		case k := <-calls:
-			t.Fatalf("%s: reconciled %v", what, k)
-		case <-time.After(50 * time.Millisecond): // wall time: the fake clock has not moved
-		}
-	}
-	next() // the initial lists; the ReplicaSet's may wake web a second time
-	select {
-	case <-calls:
-	case <-time.After(100 * time.Millisecond):
-	}
-	none("initial")
+	// The initial lists: web is added for itself and for its ReplicaSet
+	// before the worker starts, so it syncs once.
+	expect("initial", 0, "web")
 
 	// Three status changes: nothing until the period has passed, then one
 	// sync.
@@ -75,21 +70,15 @@ func TestControllerBatchPeriod(t *testing.T) {
 		cur.Status.ReadyReplicas = int32(i + 1)
 		rsw.Modify(cur)
 	}
-	none("status changes before the batch period")
-	for fc.Waiters() == 0 {
-		time.Sleep(time.Millisecond) // the handler has not armed the delay yet
-	}
-	fc.Step(50 * time.Millisecond)
-	if k := next(); k.Name != "web" {
-		t.Fatalf("reconciled %v; want web", k)
-	}
-	none("after the batched sync")
+	expect("status changes before the batch period", 1)
+	fc.Step(period - time.Nanosecond)
+	expect("just before the end of the period", 1)
+	fc.Step(time.Nanosecond)
+	expect("the period is over", 0, "web")
 
 	// A spec change (generation) syncs at once.
 	cur := rs.DeepCopy()
 	cur.ResourceVersion, cur.Generation = "9", 2
 	rsw.Modify(cur)
-	if k := next(); k.Name != "web" {
-		t.Fatalf("reconciled %v; want web", k)
-	}
+	expect("spec change", 0, "web")
 }

@@ -3,10 +3,12 @@ package deployment_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,42 +18,57 @@ import (
 	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/deployment"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/fakewatch"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
-// source is an informer source with a fixed initial list and a fake watch.
-func source[T informer.Object](items ...T) (*informer.Informer[T], *watch.FakeWatcher) {
-	fw := watch.NewFake()
+// source is an informer on fc with a fixed initial list and a fake watch
+// whose events are tracked work on fc: once fc has settled, the informer
+// has applied every event fed and its handlers have returned.
+func source[T informer.Object](fc *clock.Fake, items ...T) (*informer.Informer[T], *fakewatch.Watch) {
+	fw := fakewatch.New(fc, "test watch")
 	lw := informer.ListWatchFuncs[T]{
 		ListFunc:  func(context.Context) ([]T, string, error) { return items, "1", nil },
 		WatchFunc: func(context.Context, string) (watch.Interface, error) { return fw, nil },
 	}
-	return informer.New[T](lw, informer.Config[T]{}), fw
+	return informer.New[T](lw, informer.Config[T]{Clock: fc}), fw
 }
 
-// controllerRig runs a Controller whose reconciler reports every key it is
-// given on calls, and fails with err(key) if set.
+// settle lets the work of the current instant finish: every event fed is
+// applied, every key queued is synced, nothing else can happen until the
+// clock moves.
+func settle(t *testing.T, fc *clock.Fake) {
+	t.Helper()
+	if err := fc.Settle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// controllerRig runs a Controller whose reconciler records every key it is
+// given, and fails with fail(key) if set. Everything runs on fc.
 type controllerRig struct {
-	calls  chan types.NamespacedName
-	fc     *clock.Fake
-	dw     *watch.FakeWatcher
-	rsw    *watch.FakeWatcher
-	podw   *watch.FakeWatcher
-	cancel context.CancelFunc
-	done   sync.WaitGroup
+	fc   *clock.Fake
+	dw   *fakewatch.Watch
+	rsw  *fakewatch.Watch
+	podw *fakewatch.Watch
+
+	mu    sync.Mutex
+	calls []string // names reconciled since the last settle
 }
 
 func startController(t *testing.T, ds []*appsv1.Deployment, rss []*appsv1.ReplicaSet, fail func(types.NamespacedName) error) *controllerRig {
 	t.Helper()
-	r := &controllerRig{calls: make(chan types.NamespacedName, 100), fc: clock.NewFake(t0)}
-	dInf, dw := source(ds...)
-	rsInf, rsw := source(rss...)
-	podInf, podw := source[*corev1.Pod]()
+	r := &controllerRig{fc: clock.NewFake(t0)}
+	dInf, dw := source(r.fc, ds...)
+	rsInf, rsw := source(r.fc, rss...)
+	podInf, podw := source[*corev1.Pod](r.fc)
 	r.dw, r.rsw, r.podw = dw, rsw, podw
 	c, err := deployment.NewController(deployment.ControllerConfig{
 		Deployments: dInf, ReplicaSets: rsInf, Pods: podInf, Clock: r.fc, MaxRetries: 3, RateLimiter: &noDelay{n: map[types.NamespacedName]int{}},
 		Reconciler: reconcile.Func(func(_ context.Context, key types.NamespacedName) (deployment.Result, error) {
-			r.calls <- key
+			r.mu.Lock()
+			r.calls = append(r.calls, key.Name)
+			r.mu.Unlock()
 			if fail != nil {
 				return deployment.Result{}, fail(key)
 			}
@@ -61,24 +78,31 @@ func startController(t *testing.T, ds []*appsv1.Deployment, rss []*appsv1.Replic
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	for _, run := range []func(context.Context) error{dInf.Run, rsInf.Run, podInf.Run, c.Run} {
-		r.done.Go(func() { _ = run(ctx) })
-	}
-	t.Cleanup(func() { r.cancel(); r.done.Wait() })
+	run(t, dInf.Run, rsInf.Run, podInf.Run, c.Run)
 	return r
 }
 
-func (r *controllerRig) next(t *testing.T) types.NamespacedName {
+// run runs each function on its own goroutine until the test ends.
+func run(t *testing.T, runs ...func(context.Context) error) {
 	t.Helper()
-	select {
-	case k := <-r.calls:
-		return k
-	case <-time.After(10 * time.Second):
-		t.Fatal("no reconcile within 10s")
-		return types.NamespacedName{}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, run := range runs {
+		wg.Go(func() { _ = run(ctx) })
 	}
+	t.Cleanup(func() { cancel(); wg.Wait() })
+}
+
+// settle lets the clock settle and returns the names reconciled since the
+// last call, in order.
+func (r *controllerRig) settle(t *testing.T) []string {
+	t.Helper()
+	settle(t, r.fc)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	calls := r.calls
+	r.calls = nil
+	return calls
 }
 
 func owned(name string, d *appsv1.Deployment, lbls map[string]string) *appsv1.ReplicaSet {
@@ -97,10 +121,13 @@ func TestControllerHandlers(t *testing.T) {
 	db.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
 	db.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}
 	r := startController(t, []*appsv1.Deployment{web, db}, []*appsv1.ReplicaSet{owned("db-rs", db, map[string]string{"app": "db"})}, nil)
-	// The initial list enqueues both Deployments (and db again for its RS).
-	seen := map[string]bool{}
-	for len(seen) < 2 {
-		seen[r.next(t).Name] = true
+	// The initial lists enqueue both Deployments, and db again for its
+	// ReplicaSet; the workers start once every handler has seen its list,
+	// so that second add joins the first: one sync each.
+	got := r.settle(t)
+	slices.Sort(got)
+	if diff := cmp.Diff([]string{"db", "web"}, got); diff != "" {
+		t.Fatalf("syncs after the initial lists (-want +got):\n%s", diff)
 	}
 	tests := []struct {
 		name  string
@@ -124,7 +151,8 @@ func TestControllerHandlers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.event()
-			for r.next(t).Name != tt.want { // earlier events may still be draining
+			if diff := cmp.Diff([]string{tt.want}, r.settle(t)); diff != "" {
+				t.Errorf("syncs (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -139,16 +167,18 @@ func TestControllerRetries(t *testing.T) {
 		}
 		return nil
 	})
-	for i := 0; i < 4; i++ { // the first try and 3 retries
-		if got := r.next(t).Name; got != "web" {
-			t.Fatalf("call %d: reconciled %s; want web", i, got)
-		}
+	// The first try and 3 retries, then nothing: the key is dropped.
+	if diff := cmp.Diff([]string{"web", "web", "web", "web"}, r.settle(t)); diff != "" {
+		t.Fatalf("syncs of a failing key (-want +got):\n%s", diff)
+	}
+	if n := r.fc.Waiters(); n != 0 {
+		t.Errorf("%d timers armed after the key was dropped; want none", n)
 	}
 	other := newDeployment(1, "web:v1")
 	other.Name, other.ResourceVersion = "other", "5"
 	r.dw.Add(other)
-	if got := r.next(t).Name; got != "other" {
-		t.Errorf("reconciled %s after dropping web; want other", got)
+	if diff := cmp.Diff([]string{"other"}, r.settle(t)); diff != "" {
+		t.Errorf("syncs after dropping web (-want +got):\n%s", diff)
 	}
 }
 

@@ -11,39 +11,52 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/deployment"
+	"github.com/ctrlkit/ctrlkit/internal/fakewatch"
 	"github.com/ctrlkit/ctrlkit/internal/queuetest"
 	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
+// trackedRig is a Controller with its own Reconciler, run by runTracked.
+type trackedRig struct {
+	fc       *clock.Fake
+	dw, rsw  *fakewatch.Watch // the Deployment and ReplicaSet watches, fed by the test
+	finished *queuetest.Counter
+}
+
 // runTracked runs a Controller with its own Reconciler writing through
-// client, on informers fed by fake watches (d listed at the start), until
-// the test ends. done counts the keys it has processed.
-func runTracked(t *testing.T, w *world, d *appsv1.Deployment, client deployment.Client) (dw, rsw *watch.FakeWatcher, done *queuetest.Counter) {
+// client, on informers fed by fake watches (d listed at the start), all on
+// one fake clock, until the test ends.
+func runTracked(t *testing.T, w *world, d *appsv1.Deployment, client deployment.Client) *trackedRig {
 	t.Helper()
-	dInf, dw := source(d)
-	rsInf, rsw := source[*appsv1.ReplicaSet]()
-	podInf, _ := source[*corev1.Pod]()
-	done = queuetest.NewCounter()
+	r := &trackedRig{fc: clock.NewFake(t0), finished: queuetest.NewCounter()}
+	dInf, dw := source(r.fc, d)
+	rsInf, rsw := source[*appsv1.ReplicaSet](r.fc)
+	podInf, _ := source[*corev1.Pod](r.fc)
+	r.dw, r.rsw = dw, rsw
 	c, err := deployment.NewController(deployment.ControllerConfig{
 		Deployments: dInf, ReplicaSets: rsInf, Pods: podInf, Client: client, Events: w,
-		Clock: clock.NewFake(t0), Metrics: done,
+		Clock: r.fc, Metrics: r.finished,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for _, run := range []func(context.Context) error{dInf.Run, rsInf.Run, podInf.Run, c.Run} {
-		wg.Go(func() { _ = run(ctx) })
+	run(t, dInf.Run, rsInf.Run, podInf.Run, c.Run)
+	return r
+}
+
+// syncs lets the clock settle and fails the test unless exactly n keys
+// have been processed since the start.
+func (r *trackedRig) syncs(t *testing.T, n int) {
+	t.Helper()
+	settle(t, r.fc)
+	if got := r.finished.Count(); got != n {
+		t.Fatalf("%d keys processed; want %d", got, n)
 	}
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	return dw, rsw, done
 }
 
 // The controller does not sync a Deployment again from a cached version
@@ -56,10 +69,10 @@ func TestControllerWaitsForItsOwnWrites(t *testing.T) {
 	var conflicts []string
 	client := conflictCounter{world: w, conflicts: &conflicts}
 
-	dw, rsw, done := runTracked(t, w, d, client)
+	r := runTracked(t, w, d, client)
 
 	// First sync: the ReplicaSet is created and the status written.
-	done.WaitFor(t, 1)
+	r.syncs(t, 1)
 	writes := func() []string {
 		w.mu.Lock()
 		defer w.mu.Unlock()
@@ -78,8 +91,8 @@ func TestControllerWaitsForItsOwnWrites(t *testing.T) {
 	for _, x := range w.rss {
 		rs = x.DeepCopy()
 	}
-	rsw.Add(rs)
-	done.WaitFor(t, 2)
+	r.rsw.Add(rs)
+	r.syncs(t, 2)
 	if got := writes(); len(got) != len(first) {
 		t.Errorf("a sync on the replaced version wrote %q", got[len(first):])
 	}
@@ -90,8 +103,8 @@ func TestControllerWaitsForItsOwnWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dw.Modify(cur)
-	done.WaitFor(t, 3)
+	r.dw.Modify(cur)
+	r.syncs(t, 3)
 	got := writes()
 	if len(got) != len(first)+1 || got[len(first)] != "update-status web" {
 		t.Errorf("writes after the event = %q; want one more status write", got[len(first):])
@@ -147,17 +160,17 @@ func TestControllerDoesNotWaitForNoopWrites(t *testing.T) {
 	w := newWorld()
 	d := w.addDeployment(newDeployment(2, "web:v1"))
 	client := &noopStatus{world: w}
-	_, rsw, done := runTracked(t, w, d, client)
+	r := runTracked(t, w, d, client)
 
-	done.WaitFor(t, 1) // creates the ReplicaSet, "writes" the status
+	r.syncs(t, 1) // creates the ReplicaSet, "writes" the status
 	if n := client.count(); n != 1 {
 		t.Fatalf("status writes after the first sync = %d; want 1", n)
 	}
 	w.settle()
 	for _, rs := range w.rss {
-		rsw.Add(rs.DeepCopy()) // now available: the status must be written again
+		r.rsw.Add(rs.DeepCopy()) // now available: the status must be written again
 	}
-	done.WaitFor(t, 2)
+	r.syncs(t, 2)
 	if n := client.count(); n != 2 {
 		t.Errorf("status writes after the ReplicaSet's event = %d; want 2 (the sync waited for an event that cannot come)", n)
 	}
@@ -175,9 +188,9 @@ func TestControllerWaitsForItsOwnCreates(t *testing.T) {
 	d0.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
 	d := w.addDeployment(d0)
 	key := deployment.KeyOf(d)
-	dw, rsw, done := runTracked(t, w, d, w)
+	r := runTracked(t, w, d, w)
 
-	done.WaitFor(t, 1) // creates ReplicaSet A; its event is held back
+	r.syncs(t, 1) // creates ReplicaSet A; its event is held back
 	if n := len(w.replicaSets()); n != 1 {
 		t.Fatalf("first sync left %d ReplicaSets; want 1", n)
 	}
@@ -190,22 +203,22 @@ func TestControllerWaitsForItsOwnCreates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dw.Modify(cur)
-	done.WaitFor(t, 2)
+	r.dw.Modify(cur)
+	r.syncs(t, 2)
 	if got := w.replicaSets(); len(got) != 1 {
 		t.Fatalf("a sync on a cache without its own ReplicaSet created another: %d ReplicaSets", len(got))
 	}
 
 	// A's event arrives: the old ReplicaSet is scaled down first, and only
 	// then is the new one created, as revision 2.
-	rsw.Add(a)
-	done.WaitFor(t, 3)
+	r.rsw.Add(a)
+	r.syncs(t, 3)
 	w.settle()
 	w.dropTerminating()
 	for _, rs := range w.replicaSets() {
-		rsw.Modify(rs)
+		r.rsw.Modify(rs)
 	}
-	done.WaitFor(t, 4)
+	r.syncs(t, 4)
 	revisions := map[string]string{}
 	for _, rs := range w.replicaSets() {
 		revisions[rs.Spec.Template.Spec.Containers[0].Image] = fmt.Sprintf("%s replicas=%d", rs.Annotations[rollout.RevisionAnnotation], *rs.Spec.Replicas)
@@ -252,8 +265,8 @@ func TestControllerConfirmsCreatesLive(t *testing.T) {
 			if tc.lost {
 				client = lostCreate{w}
 			}
-			dw, _, done := runTracked(t, w, d, client)
-			done.WaitFor(t, 1)
+			r := runTracked(t, w, d, client)
+			r.syncs(t, 1)
 			a := w.replicaSets()[0]
 			if tc.deleted {
 				if err := w.DeleteReplicaSet(context.Background(), types.NamespacedName{Namespace: a.Namespace, Name: a.Name}, a.UID); err != nil {
@@ -265,8 +278,8 @@ func TestControllerConfirmsCreatesLive(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dw.Modify(cur)
-			done.WaitFor(t, 2)
+			r.dw.Modify(cur)
+			r.syncs(t, 2)
 			got := w.replicaSets()
 			if len(got) != tc.wantRSes {
 				t.Fatalf("after the sync on the new template: %d ReplicaSets; want %d", len(got), tc.wantRSes)

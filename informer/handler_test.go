@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/ctrlkit/ctrlkit/informer"
 )
@@ -14,26 +13,26 @@ func TestInformerLateHandler(t *testing.T) {
 	start(t, inf)
 	src.answerList(t, listReply{rv: "5", items: []*corev1.Pod{pod("ns", "a", version("1")), pod("ns", "b", version("2"))}})
 	fw := src.acceptWatch(t, "5")
-	send(t, fw, watch.Deleted, pod("ns", "a", version("6")))
-	send(t, fw, watch.Added, pod("ns", "c", version("7")))
+	fw.Delete(pod("ns", "a", version("6")))
+	fw.Add(pod("ns", "c", version("7")))
 	rec.expect(t, "add ns/a@1", "add ns/b@2", "delete ns/a@6", "add ns/c@7")
 
-	late := newRecorder()
+	late := newRecorder(rec.fc)
 	reg, err := inf.AddHandler(late.handler())
 	if err != nil {
 		t.Fatalf("AddHandler() = %v", err)
 	}
 	// In listing order: c took the place a left.
 	late.expect(t, "add ns/c@7", "add ns/b@2")
-	waitClosed(t, "late registration sync", reg.Synced())
-	send(t, fw, watch.Modified, pod("ns", "b", version("8")))
+	waitClosed(t, rec.fc, "late registration sync", reg.Synced())
+	fw.Modify(pod("ns", "b", version("8")))
 	late.expect(t, "update ns/b@2->8")
 	rec.expect(t, "update ns/b@2->8")
 }
 
 func TestInformerSlowHandlerDoesNotBlockOthers(t *testing.T) {
 	inf, src, fast, _ := newInformer(t, informer.Config[*corev1.Pod]{})
-	gate, slow := make(chan struct{}), newRecorder()
+	gate, slow := make(chan struct{}), newRecorder(fast.fc)
 	h := slow.handler()
 	onAdd := h.OnAdd
 	h.OnAdd = func(p *corev1.Pod) {
@@ -48,7 +47,7 @@ func TestInformerSlowHandlerDoesNotBlockOthers(t *testing.T) {
 	src.answerList(t, listReply{rv: "1", items: []*corev1.Pod{pod("ns", "a", version("1"))}})
 	fw := src.acceptWatch(t, "1")
 	for _, name := range []string{"b", "c", "d"} {
-		send(t, fw, watch.Added, pod("ns", name, version("2")))
+		fw.Add(pod("ns", name, version("2")))
 	}
 	fast.expect(t, "add ns/a@1", "add ns/b@2", "add ns/c@2", "add ns/d@2")
 	if got := inf.Cache().Len(); got != 4 {
@@ -63,7 +62,7 @@ func TestInformerSlowHandlerDoesNotBlockOthers(t *testing.T) {
 
 func TestInformerRemoveHandler(t *testing.T) {
 	inf, src, rec, _ := newInformer(t, informer.Config[*corev1.Pod]{})
-	removed := newRecorder()
+	removed := newRecorder(rec.fc)
 	reg, err := inf.AddHandler(removed.handler())
 	if err != nil {
 		t.Fatalf("AddHandler() = %v", err)
@@ -78,13 +77,8 @@ func TestInformerRemoveHandler(t *testing.T) {
 	if err := inf.RemoveHandler(reg); err == nil {
 		t.Error("second RemoveHandler() = nil; want an error")
 	}
-	send(t, fw, watch.Added, pod("ns", "b", version("2")))
+	fw.Add(pod("ns", "b", version("2")))
 	rec.expect(t, "add ns/a@1", "add ns/b@2")
-	// The remaining handler has seen b, so b was queued (or not) for the
-	// removed one before this point.
-	select {
-	case l := <-removed.lines:
-		t.Errorf("removed handler got %q", l)
-	default:
-	}
+	// Once the clock has settled, every call that was to come has come.
+	removed.expectNone(t)
 }

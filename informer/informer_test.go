@@ -16,18 +16,21 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/fakewatch"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// newInformer returns an informer over a new script with a fake clock, a
-// recorder registered before Run, and OnError collected.
+// newInformer returns an informer over a new script with a fake clock (the
+// one in cfg, which must be a *clock.Fake, or a new one), a recorder
+// registered before Run, and OnError collected.
 func newInformer(t *testing.T, cfg informer.Config[*corev1.Pod]) (*informer.Informer[*corev1.Pod], *script, *recorder, errorLog) {
 	t.Helper()
-	src, rec, errs := newScript(), newRecorder(), make(errorLog, 100)
 	if cfg.Clock == nil {
 		cfg.Clock = clock.NewFake(t0)
 	}
+	fc := cfg.Clock.(*clock.Fake)
+	src, rec, errs := newScript(fc), newRecorder(fc), newErrorLog(fc)
 	cfg.OnError = errs.record
 	inf := informer.New[*corev1.Pod](src, cfg)
 	if _, err := inf.AddHandler(rec.handler()); err != nil {
@@ -38,7 +41,7 @@ func newInformer(t *testing.T, cfg informer.Config[*corev1.Pod]) (*informer.Info
 
 func TestInformerListThenWatch(t *testing.T) {
 	inf, src, rec, errs := newInformer(t, informer.Config[*corev1.Pod]{})
-	second := newRecorder()
+	second := newRecorder(rec.fc)
 	reg, err := inf.AddHandler(second.handler())
 	if err != nil {
 		t.Fatalf("AddHandler() = %v", err)
@@ -53,15 +56,15 @@ func TestInformerListThenWatch(t *testing.T) {
 	if !inf.HasSynced() {
 		t.Error("informer HasSynced() = false once watching; want true")
 	}
-	waitClosed(t, "informer sync", inf.Synced())
+	waitClosed(t, rec.fc, "informer sync", inf.Synced())
 	rec.expect(t, "add ns/a@1", "add ns/b@2")
-	waitClosed(t, "registration sync", reg.Synced())
+	waitClosed(t, rec.fc, "registration sync", reg.Synced())
 
-	send(t, fw, watch.Added, pod("ns", "c", version("11")))
-	send(t, fw, watch.Modified, pod("ns", "a", version("12")))
-	send(t, fw, watch.Deleted, pod("ns", "b", version("13")))
-	send(t, fw, watch.Added, pod("ns", "c", version("14"))) // Added for a known key is an update
-	send(t, fw, watch.Modified, pod("ns", "d", version("15")))
+	fw.Add(pod("ns", "c", version("11")))
+	fw.Modify(pod("ns", "a", version("12")))
+	fw.Delete(pod("ns", "b", version("13")))
+	fw.Add(pod("ns", "c", version("14"))) // Added for a known key is an update
+	fw.Modify(pod("ns", "d", version("15")))
 	want := []string{"add ns/a@1", "add ns/b@2", "add ns/c@11", "update ns/a@1->12", "delete ns/b@13", "update ns/c@11->14", "add ns/d@15"}
 	rec.expect(t, want[2:]...)
 	second.expect(t, want...)
@@ -75,8 +78,9 @@ func TestInformerListThenWatch(t *testing.T) {
 }
 
 func TestInformerHandlerSeesItsChangeInCache(t *testing.T) {
-	src := newScript()
-	inf := informer.New[*corev1.Pod](src, informer.Config[*corev1.Pod]{Clock: clock.NewFake(t0)})
+	fc := clock.NewFake(t0)
+	src := newScript(fc)
+	inf := informer.New[*corev1.Pod](src, informer.Config[*corev1.Pod]{Clock: fc})
 	seen := make(chan string, 10)
 	_, err := inf.AddHandler(informer.Handler[*corev1.Pod]{
 		OnAdd: func(p *corev1.Pod) {
@@ -108,15 +112,9 @@ func TestInformerHandlerSeesItsChangeInCache(t *testing.T) {
 	} {
 		// One event at a time: a handler may see a later state than the one
 		// it is told about, and this test wants to see exactly that one.
-		send(t, fw, step.typ, pod("ns", "a", version(step.rv)))
-		want := step.want
-		select {
-		case got := <-seen:
-			if got != want {
-				t.Errorf("handler read %q from the cache; want %q", got, want)
-			}
-		case <-time.After(failAfter):
-			t.Fatal("handler not called")
+		fw.Action(step.typ, pod("ns", "a", version(step.rv)))
+		if got := recv(t, fc, seen, "handler not called"); got != step.want {
+			t.Errorf("handler read %q from the cache; want %q", got, step.want)
 		}
 	}
 }
@@ -128,24 +126,24 @@ func expiredStatus(reason metav1.StatusReason) *metav1.Status {
 func TestInformerRelistsAfterExpiry(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		expire  func(t *testing.T, src *script, fw *watch.FakeWatcher)
+		expire  func(t *testing.T, src *script, fw *fakewatch.Watch)
 		wantErr string // reported through OnError; "" for none
 	}{
-		{"Error event, reason Expired", func(t *testing.T, _ *script, fw *watch.FakeWatcher) {
-			send(t, fw, watch.Error, expiredStatus(metav1.StatusReasonExpired))
+		{"Error event, reason Expired", func(t *testing.T, _ *script, fw *fakewatch.Watch) {
+			fw.Error(expiredStatus(metav1.StatusReasonExpired))
 		}, ""},
-		{"Error event, reason Gone", func(t *testing.T, _ *script, fw *watch.FakeWatcher) {
-			send(t, fw, watch.Error, expiredStatus(metav1.StatusReasonGone))
+		{"Error event, reason Gone", func(t *testing.T, _ *script, fw *fakewatch.Watch) {
+			fw.Error(expiredStatus(metav1.StatusReasonGone))
 		}, ""},
-		{"Error event, bare 410", func(t *testing.T, _ *script, fw *watch.FakeWatcher) {
-			send(t, fw, watch.Error, expiredStatus(""))
+		{"Error event, bare 410", func(t *testing.T, _ *script, fw *fakewatch.Watch) {
+			fw.Error(expiredStatus(""))
 		}, ""},
-		{"Watch returns Expired", func(t *testing.T, src *script, fw *watch.FakeWatcher) {
-			fw.Stop()
+		{"Watch returns Expired", func(t *testing.T, src *script, fw *fakewatch.Watch) {
+			fw.Close()
 			src.answerWatch(t, "11", watchReply{err: apierrors.NewResourceExpired("too old")})
 		}, ""},
-		{"other Error event", func(t *testing.T, _ *script, fw *watch.FakeWatcher) {
-			send(t, fw, watch.Error, &metav1.Status{Status: metav1.StatusFailure, Code: 500, Message: "etcd is sad"})
+		{"other Error event", func(t *testing.T, _ *script, fw *fakewatch.Watch) {
+			fw.Error(&metav1.Status{Status: metav1.StatusFailure, Code: 500, Message: "etcd is sad"})
 		}, "etcd is sad"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -155,7 +153,7 @@ func TestInformerRelistsAfterExpiry(t *testing.T) {
 				pod("ns", "changed", version("1")), pod("ns", "gone", version("2")), pod("ns", "same", version("3")),
 			}})
 			fw := src.acceptWatch(t, "10")
-			send(t, fw, watch.Added, pod("ns", "watched", version("11")))
+			fw.Add(pod("ns", "watched", version("11")))
 			rec.expect(t, "add ns/changed@1", "add ns/gone@2", "add ns/same@3", "add ns/watched@11")
 
 			tc.expire(t, src, fw)
@@ -163,7 +161,7 @@ func TestInformerRelistsAfterExpiry(t *testing.T) {
 				pod("ns", "changed", version("15")), pod("ns", "new", version("16")), pod("ns", "same", version("3")), pod("ns", "watched", version("11")),
 			}})
 			fw2 := src.acceptWatch(t, "20")
-			send(t, fw2, watch.Added, pod("ns", "after", version("21")))
+			fw2.Add(pod("ns", "after", version("21")))
 			// No calls for the unchanged objects: the add of "after" comes
 			// right after the differences.
 			rec.expect(t, "update ns/changed@1->15", "add ns/new@16", "tombstone ns/gone@2", "add ns/after@21")
@@ -193,24 +191,24 @@ func TestInformerRewatchesFromLastResourceVersion(t *testing.T) {
 	start(t, inf)
 	src.answerList(t, listReply{rv: "10"})
 	fw := src.acceptWatch(t, "10")
-	send(t, fw, watch.Added, pod("ns", "a", version("11")))
-	send(t, fw, watch.Modified, pod("ns", "a", version("12")))
-	fw.Stop()
-	// Resumed from the last event without a list (a List call would block
-	// the script and this Watch would never come).
+	fw.Add(pod("ns", "a", version("11")))
+	fw.Modify(pod("ns", "a", version("12")))
+	fw.Close()
+	// Resumed from the last event without a list (acceptWatch fails the
+	// test on a List call).
 	fw = src.acceptWatch(t, "12")
-	send(t, fw, watch.Bookmark, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "30"}})
-	fw.Stop()
+	fw.Bookmark(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "30"}})
+	fw.Close()
 	fw = src.acceptWatch(t, "30")
 	// An empty watch that ends, then a failed Watch call: retried from the
 	// same version, once at once and then after a backoff.
-	fw.Stop()
+	fw.Close()
 	src.answerWatch(t, "30", watchReply{err: errors.New("connection refused")})
 	errs.expect(t, "connection refused")
 	waitForTimers(t, fc, 1)
 	fc.Step(time.Minute)
 	fw = src.acceptWatch(t, "30")
-	send(t, fw, watch.Deleted, pod("ns", "a", version("31")))
+	fw.Delete(pod("ns", "a", version("31")))
 	// The bookmark was not a handler call.
 	rec.expect(t, "add ns/a@11", "update ns/a@11->12", "delete ns/a@31")
 }
@@ -252,7 +250,7 @@ func TestInformerResync(t *testing.T) {
 		fc.Step(time.Minute)
 		rec.expect(t, "update ns/a@1->1 (same object)", "update ns/b@2->2 (same object)")
 	}
-	send(t, fw, watch.Added, pod("ns", "c", version("6")))
+	fw.Add(pod("ns", "c", version("6")))
 	rec.expect(t, "add ns/c@6")
 }
 
@@ -273,9 +271,9 @@ func TestInformerTransform(t *testing.T) {
 	}})
 	fw := src.acceptWatch(t, "1")
 	errs.expect(t, "rejected by transform")
-	send(t, fw, watch.Added, pod("ns", "b", version("2"), managed))
+	fw.Add(pod("ns", "b", version("2"), managed))
 	// A rejected update removes the stale version, with a tombstone.
-	send(t, fw, watch.Modified, pod("ns", "a", version("3"), labeled("reject", "y")))
+	fw.Modify(pod("ns", "a", version("3"), labeled("reject", "y")))
 	errs.expect(t, "rejected by transform")
 	rec.expect(t, "add ns/a@1", "add ns/b@2", "tombstone ns/a@1")
 
@@ -305,16 +303,16 @@ func TestInformerRejectedObjects(t *testing.T) {
 	errs.expect(t, "has no name")
 
 	var nilPod *corev1.Pod
-	send(t, fw, watch.Added, nilPod)
+	fw.Add(nilPod)
 	errs.expect(t, "want a non-nil")
-	send(t, fw, watch.Added, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "svc"}})
+	fw.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "svc"}})
 	errs.expect(t, "*v1.Service")
-	send(t, fw, watch.EventType("WEIRD"), pod("ns", "x"))
+	fw.Action(watch.EventType("WEIRD"), pod("ns", "x"))
 	errs.expect(t, "unknown watch event type")
-	send(t, fw, watch.Deleted, pod("ns", "never-seen", version("2"))) // nothing to delete: no call
-	send(t, fw, watch.Modified, pod("ns", "a", version("3")))         // index error: dropped
+	fw.Delete(pod("ns", "never-seen", version("2"))) // nothing to delete: no call
+	fw.Modify(pod("ns", "a", version("3")))          // index error: dropped
 	errs.expect(t, "missing app label")
-	send(t, fw, watch.Added, pod("ns", "b", version("4"), labeled("app", "db")))
+	fw.Add(pod("ns", "b", version("4"), labeled("app", "db")))
 	rec.expect(t, "add ns/a@1", "tombstone ns/a@1", "add ns/b@4")
 	errs.expectNone(t)
 }
@@ -325,8 +323,8 @@ func TestInformerRunErrors(t *testing.T) {
 		inf  *informer.Informer[*corev1.Pod]
 	}{
 		{"nil ListWatcher", informer.New[*corev1.Pod](nil, informer.Config[*corev1.Pod]{})},
-		{"negative resync", informer.New[*corev1.Pod](newScript(), informer.Config[*corev1.Pod]{ResyncPeriod: -time.Second})},
-		{"invalid indexer", informer.New[*corev1.Pod](newScript(), informer.Config[*corev1.Pod]{
+		{"negative resync", informer.New[*corev1.Pod](newScript(nil), informer.Config[*corev1.Pod]{ResyncPeriod: -time.Second})},
+		{"invalid indexer", informer.New[*corev1.Pod](newScript(nil), informer.Config[*corev1.Pod]{
 			Cache: informer.CacheConfig[*corev1.Pod]{Indexers: map[string]informer.IndexFunc[*corev1.Pod]{"bad": nil}},
 		})},
 	} {
@@ -338,8 +336,9 @@ func TestInformerRunErrors(t *testing.T) {
 	}
 
 	t.Run("twice, then stopped", func(t *testing.T) {
-		src := newScript()
-		inf := informer.New[*corev1.Pod](src, informer.Config[*corev1.Pod]{})
+		fc := clock.NewFake(t0)
+		src := newScript(fc)
+		inf := informer.New[*corev1.Pod](src, informer.Config[*corev1.Pod]{Clock: fc})
 		start(t, inf)
 		src.answerList(t, listReply{rv: "1"})
 		src.acceptWatch(t, "1")
@@ -349,7 +348,7 @@ func TestInformerRunErrors(t *testing.T) {
 	})
 
 	t.Run("AddHandler after Run returned", func(t *testing.T) {
-		inf := informer.New[*corev1.Pod](newScript(), informer.Config[*corev1.Pod]{})
+		inf := informer.New[*corev1.Pod](newScript(nil), informer.Config[*corev1.Pod]{})
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		if err := inf.Run(ctx); err != nil {
@@ -368,7 +367,7 @@ func TestInformerNilWatch(t *testing.T) {
 	src.answerWatch(t, "1", watchReply{}) // no watch and no error
 	errs.expect(t, "neither a watch nor an error")
 	fw := src.acceptWatch(t, "1")
-	send(t, fw, watch.Added, pod("ns", "a", version("2")))
+	fw.Add(pod("ns", "a", version("2")))
 	rec.expect(t, "add ns/a@2")
 }
 

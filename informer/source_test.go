@@ -2,27 +2,30 @@ package informer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/fakewatch"
 )
 
-// failAfter bounds every wait in these tests. It is a safety net that turns
-// a hang into a failure; no test relies on time passing.
-const failAfter = 10 * time.Second
+// The informers of these tests run on a clock.Fake and read fake watches
+// whose events are tracked work (internal/fakewatch), so the tests wait
+// exactly: for what the informer must do at the current instant, or, when
+// the clock settles first, for nothing, because then nothing will happen
+// until the test acts. No wait has a wall-clock timeout.
 
 // script is a ListWatcher driven step by step by the test: each List and
-// Watch call blocks until the test answers it.
+// Watch call blocks until the test answers it. The informer is busy (its
+// work is not finished) while it calls them.
 type script struct {
+	fc      *clock.Fake
 	lists   chan listReply
 	watches chan watchCall
 }
@@ -45,8 +48,10 @@ type watchReply struct {
 
 var _ informer.ListWatcher[*corev1.Pod] = (*script)(nil)
 
-func newScript() *script {
-	return &script{lists: make(chan listReply), watches: make(chan watchCall)}
+// newScript returns a script for an informer on fc, which may be nil for
+// an informer that is never run past its configuration checks.
+func newScript(fc *clock.Fake) *script {
+	return &script{fc: fc, lists: make(chan listReply), watches: make(chan watchCall)}
 }
 
 func (s *script) List(ctx context.Context) ([]*corev1.Pod, string, error) {
@@ -69,57 +74,112 @@ func (s *script) Watch(ctx context.Context, rv string) (watch.Interface, error) 
 	return r.w, r.err
 }
 
-// answerList answers the next List call.
-func (s *script) answerList(t *testing.T, r listReply) {
+// settling runs fc.Settle on its own goroutine. The channel it returns is
+// closed when Settle returns nil: no work is left at the current instant,
+// so whatever the informer was to do at this instant is done, and nothing
+// more will happen until the test acts. stop ends the wait.
+func settling(t *testing.T, fc *clock.Fake) (idle <-chan struct{}, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		if fc.Settle(ctx) == nil {
+			close(done)
+		}
+	}()
+	return done, cancel
+}
+
+// settle lets the work of the current instant finish.
+func settle(t *testing.T, fc *clock.Fake) {
+	t.Helper()
+	if err := fc.Settle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// recv receives from ch a value that the informer's tracked work sends
+// (a handler call, an error report, a call of the script). It fails the
+// test if the clock settles first: then nothing will send it.
+func recv[V any](t *testing.T, fc *clock.Fake, ch <-chan V, what string) V {
 	t.Helper()
 	select {
+	case v := <-ch:
+		return v
+	default:
+	}
+	idle, stop := settling(t, fc)
+	defer stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-idle:
+		// A value sent just before the work finished is in the buffer.
+		select {
+		case v := <-ch:
+			return v
+		default:
+		}
+		t.Fatalf("%s: the clock settled without it", what)
+		var zero V
+		return zero
+	}
+}
+
+// answerList answers the next List call. A Watch call instead, or a
+// clock that settles first, fails the test.
+func (s *script) answerList(t *testing.T, r listReply) {
+	t.Helper()
+	idle, stop := settling(t, s.fc)
+	defer stop()
+	select {
 	case s.lists <- r:
-	case <-time.After(failAfter):
-		t.Fatal("informer did not call List")
+	case call := <-s.watches:
+		call.reply <- watchReply{err: errors.New("unexpected Watch")}
+		t.Fatalf("informer called Watch(%q); want List", call.rv)
+	case <-idle:
+		t.Fatal("informer did not call List: the clock settled")
 	}
 }
 
 // acceptWatch answers the next Watch call, which must ask for wantRV, with
-// a new fake watcher.
-func (s *script) acceptWatch(t *testing.T, wantRV string) *watch.FakeWatcher {
+// a new fake watch, whose events are tracked work on the script's clock.
+func (s *script) acceptWatch(t *testing.T, wantRV string) *fakewatch.Watch {
 	t.Helper()
-	fw := watch.NewFake()
+	fw := fakewatch.New(s.fc, "script watch")
 	s.answerWatch(t, wantRV, watchReply{w: fw})
 	return fw
 }
 
+// answerWatch answers the next Watch call, which must ask for wantRV. A
+// List call instead, or a clock that settles first, fails the test.
 func (s *script) answerWatch(t *testing.T, wantRV string, r watchReply) {
 	t.Helper()
+	idle, stop := settling(t, s.fc)
+	defer stop()
 	select {
 	case call := <-s.watches:
 		if call.rv != wantRV {
 			t.Errorf("Watch(resourceVersion %q); want %q", call.rv, wantRV)
 		}
 		call.reply <- r
-	case <-time.After(failAfter):
-		t.Fatalf("informer did not call Watch(%q)", wantRV)
+	case s.lists <- listReply{err: errors.New("unexpected List")}:
+		t.Fatalf("informer called List; want Watch(%q)", wantRV)
+	case <-idle:
+		t.Fatalf("informer did not call Watch(%q): the clock settled", wantRV)
 	}
 }
 
-// send delivers one event; it returns once the informer has received it.
-func send(t *testing.T, fw *watch.FakeWatcher, typ watch.EventType, obj kruntime.Object) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		fw.Action(typ, obj)
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(failAfter):
-		t.Fatalf("informer did not receive the %s event", typ)
-	}
+// recorder is a Handler that describes each call as a line of text. Its
+// informer runs on fc.
+type recorder struct {
+	fc    *clock.Fake
+	lines chan string
 }
 
-// recorder is a Handler that describes each call as a line of text.
-type recorder struct{ lines chan string }
-
-func newRecorder() *recorder { return &recorder{lines: make(chan string, 1000)} }
+func newRecorder(fc *clock.Fake) *recorder {
+	return &recorder{fc: fc, lines: make(chan string, 1000)}
+}
 
 func (r *recorder) handler() informer.Handler[*corev1.Pod] {
 	return informer.Handler[*corev1.Pod]{
@@ -144,20 +204,30 @@ func (r *recorder) handler() informer.Handler[*corev1.Pod] {
 	}
 }
 
-// expect receives len(want) lines and compares them with want.
+// expect receives len(want) lines and compares them with want, then
+// checks that no other call has been made.
 func (r *recorder) expect(t *testing.T, want ...string) {
 	t.Helper()
 	got := make([]string, 0, len(want))
 	for range want {
-		select {
-		case l := <-r.lines:
-			got = append(got, l)
-		case <-time.After(failAfter):
-			t.Fatalf("handler calls: got %q, then nothing; want %q", got, want)
-		}
+		got = append(got, recv(t, r.fc, r.lines, fmt.Sprintf("handler calls: got %q, then nothing; want %q", got, want)))
+	}
+	for len(r.lines) > 0 {
+		got = append(got, <-r.lines)
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("handler calls:\n got %q\nwant %q", got, want)
+	}
+}
+
+// expectNone lets the clock settle and checks that no call has been made.
+func (r *recorder) expectNone(t *testing.T) {
+	t.Helper()
+	settle(t, r.fc)
+	select {
+	case l := <-r.lines:
+		t.Errorf("unexpected handler call %q", l)
+	default:
 	}
 }
 
@@ -169,61 +239,54 @@ func start(t *testing.T, inf *informer.Informer[*corev1.Pod]) {
 	go func() { errc <- inf.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		select {
-		case err := <-errc:
-			if err != nil {
-				t.Errorf("Run() = %v; want nil after cancel", err)
-			}
-		case <-time.After(failAfter):
-			t.Error("Run did not return after cancel")
+		if err := <-errc; err != nil {
+			t.Errorf("Run() = %v; want nil after cancel", err)
 		}
 	})
 }
 
-// waitClosed waits for ch to be closed.
-func waitClosed(t *testing.T, what string, ch <-chan struct{}) {
+// waitClosed waits for ch, which the informer's work closes, to be closed.
+func waitClosed(t *testing.T, fc *clock.Fake, what string, ch <-chan struct{}) {
 	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(failAfter):
-		t.Fatalf("%s did not happen", what)
-	}
+	recv(t, fc, ch, what+" did not happen")
 }
 
-// waitForTimers waits until n timers are pending on fc, that is, until the
-// goroutines under test are blocked on the clock.
+// waitForTimers lets the clock settle and checks that n timers are
+// pending on fc: the goroutines under test are blocked on the clock.
 func waitForTimers(t *testing.T, fc *clock.Fake, n int) {
 	t.Helper()
-	deadline := time.Now().Add(failAfter)
-	for fc.Waiters() != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("pending timers = %d; want %d", fc.Waiters(), n)
-		}
-		runtime.Gosched()
+	settle(t, fc)
+	if got := fc.Waiters(); got != n {
+		t.Fatalf("pending timers = %d; want %d", got, n)
 	}
 }
 
-// errorLog collects the errors passed to Config.OnError.
-type errorLog chan error
+// errorLog collects the errors passed to Config.OnError by an informer on
+// fc.
+type errorLog struct {
+	fc *clock.Fake
+	ch chan error
+}
 
-func (e errorLog) record(err error) { e <- err }
+func newErrorLog(fc *clock.Fake) errorLog { return errorLog{fc: fc, ch: make(chan error, 100)} }
+
+func (e errorLog) record(err error) { e.ch <- err }
 
 func (e errorLog) expect(t *testing.T, substr string) {
 	t.Helper()
-	select {
-	case err := <-e:
-		if !strings.Contains(err.Error(), substr) {
-			t.Fatalf("OnError(%q); want an error containing %q", err, substr)
-		}
-	case <-time.After(failAfter):
-		t.Fatalf("OnError was not called; want an error containing %q", substr)
+	err := recv(t, e.fc, e.ch, fmt.Sprintf("OnError was not called; want an error containing %q", substr))
+	if !strings.Contains(err.Error(), substr) {
+		t.Fatalf("OnError(%q); want an error containing %q", err, substr)
 	}
 }
 
+// expectNone lets the clock settle and checks that OnError has not been
+// called.
 func (e errorLog) expectNone(t *testing.T) {
 	t.Helper()
+	settle(t, e.fc)
 	select {
-	case err := <-e:
+	case err := <-e.ch:
 		t.Fatalf("unexpected OnError(%q)", err)
 	default:
 	}

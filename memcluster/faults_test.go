@@ -150,11 +150,11 @@ func TestWatchFaults(t *testing.T) {
 		}
 	})
 	t.Run("drop", func(t *testing.T) {
-		c, _ := newTestCluster(t)
+		c, fc := newTestCluster(t)
 		w := must(c.Pods("ns").Watch(ctxT(t), metav1.ListOptions{}))(t)
 		c.SetFaults(Faults{WatchDropRate: 1})
 		must(c.Pods("ns").Create(ctxT(t), pod("p", "", ""), metav1.CreateOptions{}))(t)
-		if got := next(t, w); got != "CLOSED" {
+		if got := next(t, fc, w); got != "CLOSED" {
 			t.Errorf("dropped watch delivered %q; want CLOSED", got)
 		}
 	})

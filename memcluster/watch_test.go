@@ -10,28 +10,65 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/ctrlkit/ctrlkit/clock"
 )
 
-// guard bounds how long a test waits for an event that must come. It is a
-// failure guard, not synchronisation: a passing test never waits for it.
-const guard = 10 * time.Second
-
-// next receives one event and describes it as "TYPE name" (or "TYPE rv"
-// for bookmarks, "ERROR code reason" for errors, "CLOSED").
-func next(t *testing.T, w watch.Interface) string {
+// settling runs fc.Settle on its own goroutine. The channel it returns is
+// closed when Settle returns nil: no work is left at the current instant.
+// A watch event that is due is such work until it is received, and so is
+// the end of a watch that ends by itself until its channel is closed. stop
+// ends the wait.
+func settling(t *testing.T, fc *clock.Fake) (idle <-chan struct{}, stop func()) {
 	t.Helper()
-	g := time.NewTimer(guard)
-	defer g.Stop()
-	select {
-	case ev, ok := <-w.ResultChan():
-		if !ok {
-			return "CLOSED"
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		if fc.Settle(ctx) == nil {
+			close(done)
 		}
-		return describe(ev)
-	case <-g.C:
-		t.Fatal("no watch event within the guard time")
-		return ""
+	}()
+	return done, cancel
+}
+
+// nextEvent receives one event of w, a watch of a cluster on fc (ok is
+// false when the channel is closed). It fails the test at once if the
+// clock settles first: then no event is due on w and none will be until
+// the test acts.
+func nextEvent(t *testing.T, fc *clock.Fake, w watch.Interface) (ev watch.Event, ok bool) {
+	t.Helper()
+	select {
+	case ev, ok = <-w.ResultChan():
+		return ev, ok
+	default:
 	}
+	idle, stop := settling(t, fc)
+	defer stop()
+	select {
+	case ev, ok = <-w.ResultChan():
+		return ev, ok
+	case <-idle:
+		// The close of a watch that ended by itself may have come with the
+		// end of the work.
+		select {
+		case ev, ok = <-w.ResultChan():
+			return ev, ok
+		default:
+		}
+		t.Fatal("no watch event: the clock settled without one")
+		return ev, false
+	}
+}
+
+// next receives one event like nextEvent and describes it as "TYPE name"
+// (or "TYPE rv" for bookmarks, "ERROR code reason" for errors, "CLOSED").
+func next(t *testing.T, fc *clock.Fake, w watch.Interface) string {
+	t.Helper()
+	ev, ok := nextEvent(t, fc, w)
+	if !ok {
+		return "CLOSED"
+	}
+	return describe(ev)
 }
 
 func describe(ev watch.Event) string {
@@ -48,17 +85,17 @@ func describe(ev watch.Event) string {
 	}
 }
 
-func nextN(t *testing.T, w watch.Interface, n int) []string {
+func nextN(t *testing.T, fc *clock.Fake, w watch.Interface, n int) []string {
 	t.Helper()
 	var out []string
 	for range n {
-		out = append(out, next(t, w))
+		out = append(out, next(t, fc, w))
 	}
 	return out
 }
 
 func TestWatchFromResourceVersion(t *testing.T) {
-	c, _ := newTestCluster(t)
+	c, fc := newTestCluster(t)
 	pods := c.Pods("ns")
 	must(pods.Create(ctxT(t), pod("a", "", ""), metav1.CreateOptions{}))(t)
 	must(pods.Create(ctxT(t), pod("b", "", ""), metav1.CreateOptions{}))(t)
@@ -86,7 +123,7 @@ func TestWatchFromResourceVersion(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := must(pods.Watch(ctxT(t), metav1.ListOptions{ResourceVersion: tt.rv}))(t)
 			defer w.Stop()
-			if diff := cmp.Diff(tt.want, nextN(t, w, len(tt.want))); diff != "" {
+			if diff := cmp.Diff(tt.want, nextN(t, fc, w, len(tt.want))); diff != "" {
 				t.Errorf("events mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -94,7 +131,8 @@ func TestWatchFromResourceVersion(t *testing.T) {
 }
 
 func TestWatchExpired(t *testing.T) {
-	c := New(Config{WatchHistory: 2})
+	fc := newFake()
+	c := New(Config{Clock: fc, WatchHistory: 2})
 	for _, name := range []string{"a", "b", "c", "d"} {
 		must(c.Pods("ns").Create(ctxT(t), pod(name, "", ""), metav1.CreateOptions{}))(t)
 	}
@@ -110,7 +148,7 @@ func TestWatchExpired(t *testing.T) {
 		t.Run("rv "+tt.rv, func(t *testing.T) {
 			w := must(c.Pods("ns").Watch(ctxT(t), metav1.ListOptions{ResourceVersion: tt.rv}))(t)
 			defer w.Stop()
-			if diff := cmp.Diff(tt.want, nextN(t, w, len(tt.want))); diff != "" {
+			if diff := cmp.Diff(tt.want, nextN(t, fc, w, len(tt.want))); diff != "" {
 				t.Errorf("events mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -133,23 +171,19 @@ func TestWatchBookmarks(t *testing.T) {
 	fc.Step(time.Minute)
 	must(c.Pods("ns").Create(ctxT(t), pod("b", "", ""), metav1.CreateOptions{}))(t)
 
-	// The periodic bookmark is enqueued by the watch's goroutine when the
-	// timer fires; it may land before or after "b", so sort it out.
-	got := nextN(t, with, 4)
+	// The periodic bookmark is enqueued when the timer fires, inside
+	// fc.Step: before "b".
 	want := []string{"ADDED a", "BOOKMARK 1", "BOOKMARK 1", "ADDED b"}
-	if got[2] == "ADDED b" {
-		want[2], want[3] = "ADDED b", "BOOKMARK 2"
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, nextN(t, fc, with, 4)); diff != "" {
 		t.Errorf("with bookmarks (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"ADDED a", "ADDED b"}, nextN(t, without, 2)); diff != "" {
+	if diff := cmp.Diff([]string{"ADDED a", "ADDED b"}, nextN(t, fc, without, 2)); diff != "" {
 		t.Errorf("without bookmarks (-want +got):\n%s", diff)
 	}
 }
 
 func TestWatchSelectorTransitions(t *testing.T) {
-	c, _ := newTestCluster(t)
+	c, fc := newTestCluster(t)
 	pods := c.Pods("ns")
 	w := must(pods.Watch(ctxT(t), metav1.ListOptions{LabelSelector: "app=web"}))(t)
 	defer w.Stop()
@@ -163,45 +197,51 @@ func TestWatchSelectorTransitions(t *testing.T) {
 	relabel("other")
 	must(pods.Create(ctxT(t), pod("sentinel", "", ""), metav1.CreateOptions{}))(t)
 	want := []string{"ADDED p", "DELETED p", "ADDED sentinel"}
-	if diff := cmp.Diff(want, nextN(t, w, 3)); diff != "" {
+	if diff := cmp.Diff(want, nextN(t, fc, w, 3)); diff != "" {
 		t.Errorf("events mismatch (-want +got):\n%s", diff)
 	}
 }
 
 func TestWatchEnds(t *testing.T) {
 	c, _ := newTestCluster(t)
+	// The close after Stop or the end of the context is not work of the
+	// clock: the watch's goroutine does it when it sees them, and the test
+	// waits for it without a deadline.
+	closed := func(t *testing.T, w watch.Interface) {
+		t.Helper()
+		for ev := range w.ResultChan() {
+			t.Errorf("unexpected event %s", describe(ev))
+		}
+	}
 	t.Run("Stop", func(t *testing.T) {
 		w := must(c.Pods("").Watch(ctxT(t), metav1.ListOptions{}))(t)
 		w.Stop()
 		w.Stop()
-		drainUntilClosed(t, w)
+		closed(t, w)
 	})
 	t.Run("context", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(ctxT(t))
 		w := must(c.Pods("").Watch(ctx, metav1.ListOptions{}))(t)
 		cancel()
-		drainUntilClosed(t, w)
+		closed(t, w)
 	})
 	t.Run("slow consumer", func(t *testing.T) {
-		c := New(Config{WatchBuffer: 2})
+		fc := newFake()
+		c := New(Config{Clock: fc, WatchBuffer: 2})
 		w := must(c.Pods("").Watch(ctxT(t), metav1.ListOptions{ResourceVersion: "0"}))(t)
 		for _, name := range []string{"a", "b", "c", "d", "e"} {
 			// Never blocks, although nobody reads the watch.
 			must(c.Pods("ns").Create(ctxT(t), pod(name, "", ""), metav1.CreateOptions{}))(t)
 		}
-		drainUntilClosed(t, w)
+		// Terminated when the buffer was full (an event already on its
+		// way may still come first).
+		for next(t, fc, w) != "CLOSED" {
+		}
 	})
 }
 
-// drainUntilClosed reads w until its channel closes.
-func drainUntilClosed(t *testing.T, w watch.Interface) {
-	t.Helper()
-	for next(t, w) != "CLOSED" {
-	}
-}
-
 func TestListWatcherResumes(t *testing.T) {
-	c, _ := newTestCluster(t)
+	c, fc := newTestCluster(t)
 	lw := c.Pods("ns").ListWatcher()
 	must(c.Pods("ns").Create(ctxT(t), pod("a", "", ""), metav1.CreateOptions{}))(t)
 	must(c.Pods("other").Create(ctxT(t), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x"},
@@ -214,7 +254,7 @@ func TestListWatcherResumes(t *testing.T) {
 	w := must(lw.Watch(ctxT(t), rv))(t)
 	defer w.Stop()
 	c.Bookmark()
-	if diff := cmp.Diff([]string{"ADDED b", "BOOKMARK 3"}, nextN(t, w, 2)); diff != "" {
+	if diff := cmp.Diff([]string{"ADDED b", "BOOKMARK 3"}, nextN(t, fc, w, 2)); diff != "" {
 		t.Errorf("events mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -223,7 +263,7 @@ func TestListWatcherResumes(t *testing.T) {
 // itself: two sharing watches get the same object; any other watch gets a
 // private copy.
 func TestWatchShareObjects(t *testing.T) {
-	c, _ := newTestCluster(t)
+	c, fc := newTestCluster(t)
 	ctx := ctxT(t)
 	open := func(share bool) watch.Interface {
 		w := must(c.Pods("ns").Watch(ctx, metav1.ListOptions{}))(t)
@@ -237,13 +277,11 @@ func TestWatchShareObjects(t *testing.T) {
 	must(c.Pods("ns").Create(ctx, pod("p", "", ""), metav1.CreateOptions{}))(t)
 	recv := func(w watch.Interface) *corev1.Pod {
 		t.Helper()
-		select {
-		case ev := <-w.ResultChan():
-			return ev.Object.(*corev1.Pod)
-		case <-time.After(guard):
-			t.Fatal("no watch event within the guard time")
-			return nil
+		ev, ok := nextEvent(t, fc, w)
+		if !ok {
+			t.Fatal("watch closed; want an event")
 		}
+		return ev.Object.(*corev1.Pod)
 	}
 	pa, pb, pp := recv(a), recv(b), recv(private)
 	if pa != pb {

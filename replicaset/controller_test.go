@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/fakewatch"
 	"github.com/ctrlkit/ctrlkit/replicaset"
 	"github.com/ctrlkit/ctrlkit/workqueue"
 )
@@ -40,7 +41,9 @@ type controllerOpts struct {
 }
 
 // startController runs informers and a controller (2 workers) over w until
-// the test ends. The controller's clock is w's fake clock.
+// the test ends, all on w's fake clock: once it has settled (see
+// running.settle), every change of the world has reached the controller
+// and every sync it caused has finished.
 func startController(t *testing.T, w *world) *running {
 	t.Helper()
 	return startControllerWith(t, w, controllerOpts{})
@@ -58,8 +61,8 @@ func startControllerWith(t *testing.T, w *world, o controllerOpts) *running {
 	if o.client == nil {
 		o.client = w
 	}
-	rsInf := informer.New(o.rss, informer.Config[*appsv1.ReplicaSet]{})
-	podInf := informer.New(o.pods, informer.Config[*corev1.Pod]{})
+	rsInf := informer.New(o.rss, informer.Config[*appsv1.ReplicaSet]{Clock: w.clock})
+	podInf := informer.New(o.pods, informer.Config[*corev1.Pod]{Clock: w.clock})
 	c, err := replicaset.NewController(replicaset.ControllerConfig{
 		ReplicaSets: rsInf, Pods: podInf, Client: o.client, Events: w, Clock: w.clock, Workers: 2,
 		Metrics: o.metrics, BatchPeriod: o.batch,
@@ -85,36 +88,34 @@ func startControllerWith(t *testing.T, w *world, o controllerOpts) *running {
 	return r
 }
 
-// stop cancels the controller and checks that Run returns promptly.
+// stop cancels the controller and checks that Run returns nil.
 func (r *running) stop(t *testing.T) {
 	t.Helper()
 	r.cancel()
-	select {
-	case err, ok := <-r.done:
-		if ok && err != nil {
+	if err, ok := <-r.done; ok {
+		if err != nil {
 			t.Errorf("Controller.Run returned %v", err)
 		}
-		if ok {
-			close(r.done)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Controller.Run did not return after cancel")
+		close(r.done)
 	}
 }
 
-// eventually polls cond until it holds or a generous deadline passes. Each
-// round reaps terminating pods and moves the fake clock a second, so that
-// delayed requeues come due.
-func (r *running) eventually(t *testing.T, what string, cond func() bool) {
+// settle lets the work of the current instant finish: every change of the
+// world has reached the informers and their handlers, every key queued
+// has been synced, and nothing more can happen until the clock moves.
+func (r *running) settle(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		r.w.reap()
-		r.w.clock.Step(time.Second)
-		time.Sleep(time.Millisecond) // poll interval, not synchronisation
+	if err := r.w.clock.Settle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// settled lets the clock settle and fails the test unless cond holds.
+func (r *running) settled(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	r.settle(t)
+	if !cond() {
+		t.Fatalf("not %s once the clock has settled", what)
 	}
 }
 
@@ -151,7 +152,7 @@ func TestControllerConverges(t *testing.T) {
 				w.addPod(p)
 			}
 			r := startController(t, w)
-			r.eventually(t, fmt.Sprintf("%d active pods and status", tc.spec), func() bool {
+			r.settled(t, fmt.Sprintf("%d active pods and status", tc.spec), func() bool {
 				st := w.rs(key("web")).Status
 				return len(activeOwned(w, rs)) == int(tc.spec) && st.Replicas == tc.spec && st.ObservedGeneration == 1
 			})
@@ -163,6 +164,7 @@ func TestControllerConverges(t *testing.T) {
 			// Settled: a resync of everything must not change the world.
 			creates := w.creates
 			r.w.clock.Step(time.Minute)
+			r.settle(t)
 			if got := len(activeOwned(w, rs)); got != int(tc.spec) || w.creates != creates {
 				t.Errorf("after settling: %d pods, %d creates; want %d, %d", got, w.creates, tc.spec, creates)
 			}
@@ -174,7 +176,7 @@ func TestControllerScalesAndCountsAvailability(t *testing.T) {
 	w := newWorld(t0)
 	rs := w.addRS(newRS("web", 2, func(rs *appsv1.ReplicaSet) { rs.Spec.MinReadySeconds = 30 }))
 	r := startController(t, w)
-	r.eventually(t, "2 pods", func() bool { return len(activeOwned(w, rs)) == 2 })
+	r.settled(t, "2 pods", func() bool { return len(activeOwned(w, rs)) == 2 })
 
 	// The kubelet makes the pods ready; they become available 30s later.
 	for _, name := range activeOwned(w, rs) {
@@ -182,7 +184,14 @@ func TestControllerScalesAndCountsAvailability(t *testing.T) {
 			readySince(w.clock.Now())(p)
 		})
 	}
-	r.eventually(t, "2 available", func() bool { return w.rs(key("web")).Status.AvailableReplicas == 2 })
+	r.settled(t, "2 ready, 0 available", func() bool {
+		st := w.rs(key("web")).Status
+		return st.ReadyReplicas == 2 && st.AvailableReplicas == 0
+	})
+	r.w.clock.Step(29 * time.Second)
+	r.settled(t, "0 available after 29s", func() bool { return w.rs(key("web")).Status.AvailableReplicas == 0 })
+	r.w.clock.Step(time.Second)
+	r.settled(t, "2 available after 30s", func() bool { return w.rs(key("web")).Status.AvailableReplicas == 2 })
 
 	// Scale down: a spec change is picked up from the informer.
 	smaller := w.rs(key("web")).DeepCopy()
@@ -190,7 +199,7 @@ func TestControllerScalesAndCountsAvailability(t *testing.T) {
 	smaller.Spec.Replicas = &one
 	smaller.Generation = 2
 	w.addRS(smaller)
-	r.eventually(t, "1 pod at generation 2", func() bool {
+	r.settled(t, "1 pod at generation 2", func() bool {
 		st := w.rs(key("web")).Status
 		return len(activeOwned(w, rs)) == 1 && st.Replicas == 1 && st.ObservedGeneration == 2
 	})
@@ -200,10 +209,10 @@ func TestControllerDeletedReplicaSetIsForgotten(t *testing.T) {
 	w := newWorld(t0)
 	rs := w.addRS(newRS("web", 2))
 	r := startController(t, w)
-	r.eventually(t, "2 pods", func() bool { return len(activeOwned(w, rs)) == 2 })
+	r.settled(t, "2 pods", func() bool { return len(activeOwned(w, rs)) == 2 })
 	r.c.Reconciler().Expectations().ExpectCreations(key("web"), 5, t0)
 	w.deleteRS(key("web"))
-	r.eventually(t, "expectations dropped", func() bool {
+	r.settled(t, "expectations dropped", func() bool {
 		_, ok := r.c.Reconciler().Expectations().Get(key("web"))
 		return !ok
 	})
@@ -234,37 +243,16 @@ func TestControllerRecreatedReplicaSetDropsExpectations(t *testing.T) {
 	r := startController(t, w)
 	// The status write of generation 2 shows the controller has seen the
 	// original ReplicaSet.
-	r.eventually(t, "generation 2 observed", func() bool { return w.rs(key("web")).Status.ObservedGeneration == 2 })
+	r.settled(t, "generation 2 observed", func() bool { return w.rs(key("web")).Status.ObservedGeneration == 2 })
 
 	exp := r.c.Reconciler().Expectations()
 	exp.ExpectCreations(key("web"), 5, t0)
 	w.addRS(newRS("web", 0, func(rs *appsv1.ReplicaSet) { rs.UID = "rs-web-recreated" }))
 
 	// No clock steps here: expiry must not be what clears them.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		e, ok := exp.Get(key("web"))
-		if !ok || e.Add == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("expectations of the replaced ReplicaSet still pending: %+v", e)
-		}
-		time.Sleep(time.Millisecond) // poll interval, not synchronisation
-	}
-}
-
-// waitUntil polls cond until it holds, failing the test after a generous
-// deadline. Unlike running.eventually it leaves the clock alone, so that
-// expectations cannot expire while it waits.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond) // poll interval, not synchronisation
+	r.settle(t)
+	if e, ok := exp.Get(key("web")); ok && e.Add != 0 {
+		t.Fatalf("expectations of the replaced ReplicaSet still pending: %+v", e)
 	}
 }
 
@@ -281,7 +269,7 @@ func TestControllerCountsTombstones(t *testing.T) {
 	}
 	// The pod informer's first watch delivers nothing until the test ends
 	// it with a 410 Expired; the watch after the relist is the world's.
-	down := watch.NewFakeWithChanSize(1, false)
+	down := fakewatch.New(w.clock, "pod watch, down")
 	var watches atomic.Int32
 	pods := informer.ListWatchFuncs[*corev1.Pod]{
 		ListFunc: w.podSource().List,
@@ -296,7 +284,7 @@ func TestControllerCountsTombstones(t *testing.T) {
 	exp := r.c.Reconciler().Expectations()
 
 	// One pod too many: the controller deletes one and waits to see it go.
-	waitUntil(t, "a pod deleted", func() bool { return len(w.snapshot()) == 2 })
+	r.settled(t, "a pod deleted", func() bool { return len(w.snapshot()) == 2 })
 	left := w.snapshot()
 	gone := map[types.UID]bool{"uid-a": true, "uid-b": true, "uid-c": true}
 	for _, p := range left {
@@ -313,14 +301,13 @@ func TestControllerCountsTombstones(t *testing.T) {
 	}
 	down.Error(&apierrors.NewResourceExpired("watch expired").ErrStatus)
 
-	waitUntil(t, "a replacement pod", func() bool { return len(activeOwned(w, rs)) == 2 })
+	r.settled(t, "a replacement pod", func() bool { return len(activeOwned(w, rs)) == 2 })
 	if got := activeOwned(w, rs); got[0] != left[1].Name && got[1] != left[1].Name {
 		t.Errorf("active pods %q; want %s and a new one", got, left[1].Name)
 	}
-	waitUntil(t, "expectations fulfilled", func() bool {
-		e, _ := exp.Get(key("web"))
-		return e.Fulfilled()
-	})
+	if e, _ := exp.Get(key("web")); !e.Fulfilled() {
+		t.Errorf("expectations %+v; want fulfilled", e)
+	}
 	if got := exp.PendingDeletions(key("web")); len(got) != 0 {
 		t.Errorf("pending deletions %q; want none", got)
 	}

@@ -64,7 +64,7 @@ type world struct {
 
 	// log and watchers implement List/Watch for informers.
 	log      []logEntry
-	watchers []*fakeWatch
+	watchers []worldWatch
 
 	events []string
 }

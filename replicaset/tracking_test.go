@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/fakewatch"
 	"github.com/ctrlkit/ctrlkit/internal/queuetest"
 	"github.com/ctrlkit/ctrlkit/replicaset"
 )
@@ -60,7 +61,7 @@ func TestControllerWaitsForItsOwnWrites(t *testing.T) {
 	}
 	// The test delivers the ReplicaSet events itself, so it decides when
 	// the event of a write arrives. Pod events flow from the world.
-	rsw := watch.NewFakeWithChanSize(10, false)
+	rsw := fakewatch.New(w.clock, "ReplicaSet watch")
 	client := &conflictRecorder{world: w}
 	done := queuetest.NewCounter()
 	r := startControllerWith(t, w, controllerOpts{
@@ -70,6 +71,15 @@ func TestControllerWaitsForItsOwnWrites(t *testing.T) {
 		},
 		client: client, metrics: done,
 	})
+	// syncs lets the clock settle and fails the test unless exactly n keys
+	// have been processed since the start.
+	syncs := func(n int) {
+		t.Helper()
+		r.settle(t)
+		if got := done.Count(); got != n {
+			t.Fatalf("%d keys processed; want %d", got, n)
+		}
+	}
 	k := key("web")
 	deliver := func() { rsw.Modify(w.rs(k)) } // the event of the last write
 	check := func(step string, wantCreates, wantStatuses int) {
@@ -83,25 +93,25 @@ func TestControllerWaitsForItsOwnWrites(t *testing.T) {
 	}
 
 	// The first sync writes the status; its event is held back.
-	done.WaitFor(t, 1)
+	syncs(1)
 	check("first sync", 0, 1)
 
 	// Pod a turns ready, and its event enqueues the ReplicaSet before the
 	// status write's event arrives: the sync is skipped.
 	w.updatePod(key("a"), readySince(t0))
-	done.WaitFor(t, 2)
+	syncs(2)
 	check("pod event ahead of the status write's event", 0, 1)
 
 	// The status write's event arrives: the sync runs and writes the ready
 	// pod on the current version. Its own event then changes nothing.
 	deliver()
-	done.WaitFor(t, 3)
+	syncs(3)
 	check("the status write's event", 0, 2)
 	if got := w.rs(k).Status.ReadyReplicas; got != 1 {
 		t.Errorf("readyReplicas = %d; want 1", got)
 	}
 	deliver()
-	done.WaitFor(t, 4)
+	syncs(4)
 	check("the second status write's event", 0, 2)
 
 	// Another controller sharing the cache scales the ReplicaSet to 3 and
@@ -117,21 +127,21 @@ func TestControllerWaitsForItsOwnWrites(t *testing.T) {
 	w.addRS(scaled)
 	r.rss.Wrote(k, cached.ResourceVersion)
 	w.updatePod(key("b"), readySince(t0))
-	done.WaitFor(t, 5)
+	syncs(5)
 	check("pod event ahead of the scale's event", 0, 2)
 
 	// The scale's event arrives: the sync creates the third pod and leaves
 	// the status to the sync of the new pod's event, which counts it (the
 	// two syncs run back to back, so only their sum is checked).
 	deliver()
-	done.WaitFor(t, 7)
+	syncs(7)
 	check("the scale's event and the new pod's event", 1, 3)
 
 	// That status write's event arrives: nothing has changed. (With
 	// upstream's timing the scale's sync would have written the status,
 	// the pod's sync been skipped as behind, and this one written again.)
 	deliver()
-	done.WaitFor(t, 8)
+	syncs(8)
 	check("the last status write's event", 1, 3)
 	want := appsv1.ReplicaSetStatus{
 		Replicas: 3, FullyLabeledReplicas: 3, ReadyReplicas: 2, AvailableReplicas: 2,

@@ -2,8 +2,8 @@ package replicaset_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/fakewatch"
 )
 
 // logEntry is one change, for replay to watches that start behind.
@@ -23,42 +24,20 @@ type logEntry struct {
 func (w *world) emitLocked(typ watch.EventType, obj runtime.Object) {
 	e := logEntry{rv: w.rv, ev: watch.Event{Type: typ, Object: obj}}
 	w.log = append(w.log, e)
+	w.watchers = slices.DeleteFunc(w.watchers, func(fw worldWatch) bool { return fw.Stopped() })
 	for _, fw := range w.watchers {
-		fw.send(e.ev)
+		if fw.accept(obj) {
+			fw.Action(typ, obj)
+		}
 	}
 }
 
-// fakeWatch is a watch.Interface with a large buffer that tolerates sends
-// after Stop.
-type fakeWatch struct {
-	mu      sync.Mutex
-	stopped bool
-	accept  func(runtime.Object) bool
-	ch      chan watch.Event
-}
-
-func (f *fakeWatch) send(ev watch.Event) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.stopped || !f.accept(ev.Object) {
-		return
-	}
-	select {
-	case f.ch <- ev:
-	default:
-		panic("fakeWatch: buffer full")
-	}
-}
-
-func (f *fakeWatch) ResultChan() <-chan watch.Event { return f.ch }
-
-func (f *fakeWatch) Stop() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.stopped {
-		f.stopped = true
-		close(f.ch)
-	}
+// worldWatch is a watch of the world: a fake watch on the world's clock,
+// whose events are tracked work until the informer has applied them, and
+// the type of objects it carries.
+type worldWatch struct {
+	*fakewatch.Watch
+	accept func(runtime.Object) bool
 }
 
 // watchFrom returns a watch that replays every change after rv of objects
@@ -70,13 +49,13 @@ func watchFrom[T runtime.Object](w *world, rv string) (watch.Interface, error) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	fw := &fakeWatch{
-		ch:     make(chan watch.Event, 100000),
+	fw := worldWatch{
+		Watch:  fakewatch.New(w.clock, "world watch"),
 		accept: func(o runtime.Object) bool { _, ok := o.(T); return ok },
 	}
 	for _, e := range w.log {
-		if e.rv > from {
-			fw.send(e.ev)
+		if e.rv > from && fw.accept(e.ev.Object) {
+			fw.Action(e.ev.Type, e.ev.Object)
 		}
 	}
 	w.watchers = append(w.watchers, fw)

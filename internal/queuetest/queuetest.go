@@ -1,27 +1,22 @@
-// Package queuetest helps tests wait for a work queue's workers without
-// sleeping.
+// Package queuetest helps tests count what a work queue's workers do.
+// Tests that run the queue on a clock.Fake read the count once the clock
+// has settled (clock.Fake.Settle): it is then exact, with no waiting.
 package queuetest
 
 import (
 	"sync"
-	"testing"
 	"time"
 )
 
 // Counter is a workqueue.Metrics that counts the items the queue's
 // workers have finished. Set it as a controller's ControllerConfig.Metrics.
 type Counter struct {
-	mu   sync.Mutex
-	n    int
-	cond *sync.Cond
+	mu sync.Mutex
+	n  int
 }
 
 // NewCounter returns a counter at zero.
-func NewCounter() *Counter {
-	f := &Counter{}
-	f.cond = sync.NewCond(&f.mu)
-	return f
-}
+func NewCounter() *Counter { return &Counter{} }
 
 func (f *Counter) Added(int)                  {}
 func (f *Counter) Started(int, time.Duration) {}
@@ -31,7 +26,6 @@ func (f *Counter) Retried()                   {}
 func (f *Counter) Finished(int, time.Duration) {
 	f.mu.Lock()
 	f.n++
-	f.cond.Broadcast()
 	f.mu.Unlock()
 }
 
@@ -40,24 +34,4 @@ func (f *Counter) Count() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.n
-}
-
-// WaitFor waits until at least n items have finished, and fails the test
-// after 10 seconds.
-func (f *Counter) WaitFor(t testing.TB, n int) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		f.mu.Lock()
-		for f.n < n {
-			f.cond.Wait()
-		}
-		f.mu.Unlock()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%d items finished within 10s; want %d", f.Count(), n)
-	}
 }
