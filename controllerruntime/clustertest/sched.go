@@ -1,0 +1,172 @@
+package clustertest
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+	"testing/synctest"
+
+	"github.com/ctrlkit/ctrlkit/memcluster"
+)
+
+// scheduler is the cluster's memcluster.Gate. Inside a synctest bubble it
+// lets the cluster's steps (requests, watch deliveries, kubelet syncs)
+// through one at a time: it waits until every other goroutine of the
+// bubble is durably blocked (synctest.Wait), then lets the first pending
+// step go, in an order that depends only on the steps, not on how the
+// goroutines happened to run. What a step's goroutine does until it blocks
+// again happens before the next step. So a test replays exactly: same
+// seed, same trace.
+//
+// Only the scheduler's goroutine calls synctest.Wait. Settle and RunUntil
+// ask it to tell them when it next finds nothing pending and everything
+// blocked: a quiescent instant. RunUntil also learns when something may
+// have changed: a write was stored or a watch event is on its way (reads
+// change nothing, so a condition that reads does not wake itself).
+type scheduler struct {
+	serial bool // let steps through one at a time (false: at once)
+
+	mu      sync.Mutex
+	pending []*waiter
+	idle    chan struct{} // closed at the next quiescent instant
+	changed chan struct{} // closed when the cluster's state may have changed (for RunUntil)
+	poke    chan struct{} // buffered 1: wakes the loop
+	steps   uint64        // steps let through so far
+}
+
+type waiter struct {
+	step memcluster.Step
+	seq  uint64 // arrival order, for a stable sort of equal steps
+	go_  chan struct{}
+}
+
+func newScheduler(serial bool) *scheduler {
+	return &scheduler{serial: serial, idle: make(chan struct{}), changed: make(chan struct{}), poke: make(chan struct{}, 1)}
+}
+
+var _ memcluster.Gate = (*scheduler)(nil)
+
+// Enter waits for the step's turn.
+func (s *scheduler) Enter(ctx context.Context, step memcluster.Step) error {
+	s.mu.Lock()
+	if step.Kind == memcluster.StepDelivery {
+		s.changedLocked()
+	}
+	if !s.serial {
+		s.steps++
+		s.mu.Unlock()
+		return nil
+	}
+	w := &waiter{step: step, seq: s.steps, go_: make(chan struct{})}
+	s.pending = append(s.pending, w)
+	s.mu.Unlock()
+	s.wake()
+	select {
+	case <-w.go_:
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if i := slices.Index(s.pending, w); i >= 0 {
+			s.pending = slices.Delete(s.pending, i, i+1)
+			return ctx.Err()
+		}
+		return nil // its turn came meanwhile: it happens
+	}
+}
+
+func (s *scheduler) wake() {
+	select {
+	case s.poke <- struct{}{}:
+	default:
+	}
+}
+
+// run lets the steps through until ctx ends.
+func (s *scheduler) run(ctx context.Context) {
+	for {
+		synctest.Wait()
+		s.mu.Lock()
+		if len(s.pending) > 0 {
+			i := 0
+			for j := range s.pending {
+				if compareSteps(s.pending[j], s.pending[i]) < 0 {
+					i = j
+				}
+			}
+			w := s.pending[i]
+			s.pending = slices.Delete(s.pending, i, i+1)
+			s.steps++
+			s.mu.Unlock()
+			close(w.go_)
+			continue
+		}
+		close(s.idle)
+		s.idle = make(chan struct{})
+		s.mu.Unlock()
+		select {
+		case <-s.poke:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// compareSteps orders steps by what they are, so that the order does not
+// depend on goroutine scheduling: watch deliveries by resourceVersion and
+// watch, then requests by verb and object, then kubelet syncs. Steps that
+// compare equal are alike (the same request from two workers), and their
+// order does not matter; arrival order breaks the tie.
+func compareSteps(a, b *waiter) int {
+	x, y := a.step, b.step
+	if c := cmp.Compare(x.Kind, y.Kind); c != 0 {
+		return c
+	}
+	return cmp.Or(
+		cmp.Compare(len(x.ResourceVersion), len(y.ResourceVersion)), // numeric order
+		cmp.Compare(x.ResourceVersion, y.ResourceVersion),
+		cmp.Compare(x.Watch, y.Watch),
+		cmp.Compare(x.Verb, y.Verb),
+		cmp.Compare(x.Resource, y.Resource),
+		cmp.Compare(x.Namespace, y.Namespace),
+		cmp.Compare(x.Name, y.Name),
+		cmp.Compare(a.seq, b.seq),
+	)
+}
+
+// settle returns at the next quiescent instant: nothing pending and every
+// other goroutine of the bubble durably blocked. Time does not move while
+// the caller waits, unless nothing at all can run: then the bubble's clock
+// moves to the next timer first.
+func (s *scheduler) settle() {
+	if !s.serial {
+		synctest.Wait()
+		return
+	}
+	s.mu.Lock()
+	idle := s.idle
+	s.mu.Unlock()
+	s.wake()
+	<-idle
+}
+
+// changes returns a channel closed at the next change: a stored write or
+// a watch event on its way.
+func (s *scheduler) changes() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+// wrote is called for every stored write.
+func (s *scheduler) wrote() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.changedLocked()
+}
+
+func (s *scheduler) changedLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
