@@ -159,7 +159,7 @@ func start(t testing.TB, opts Options) (*Cluster, error) {
 		memcluster.NewResource(c.mc, kind)
 	}
 	c.mc.SetFaults(opts.Faults)
-	c.cfg = &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: memcluster.NewHandler(c.mc)},
+	c.cfg = &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: withoutWatchList{memcluster.NewHandler(c.mc)}},
 		QPS: -1} // no client-side throttling: the cluster answers at once, in virtual time
 	if !opts.Concurrent {
 		c.wg.Go(func() { c.sched.run(ctx) })

@@ -98,7 +98,16 @@ func (c *Cluster) describe() string {
 			if ready(p) || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 				continue
 			}
-			lines = append(lines, fmt.Sprintf("pod %s/%s: %s", p.Namespace, p.Name, cmp.Or(string(p.Status.Phase), "unscheduled")))
+			line := fmt.Sprintf("pod %s/%s: %s", p.Namespace, p.Name, cmp.Or(string(p.Status.Phase), "unscheduled"))
+			for _, cs := range p.Status.ContainerStatuses {
+				if w := cs.State.Waiting; w != nil && w.Reason != "" {
+					line += fmt.Sprintf(", container %s %s", cs.Name, w.Reason)
+				}
+			}
+			if p.DeletionTimestamp != nil {
+				line += ", terminating"
+			}
+			lines = append(lines, line)
 		}
 	}
 	if len(lines) > 20 {
