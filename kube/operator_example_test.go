@@ -27,7 +27,9 @@ func ExampleOperator() {
 	defer cancel()
 	c := memcluster.New(memcluster.Config{Seed: 1})
 	memcluster.AddCoreKinds(c)
-	wg.Go(func() { memcluster.NewKubelet(c, memcluster.KubeletConfig{Model: memcluster.FixedModel(memcluster.PodBehavior{})}).Run(ctx) })
+	wg.Go(func() {
+		memcluster.NewKubelet(c, memcluster.KubeletConfig{Model: memcluster.FixedModel(memcluster.PodBehavior{})}).Run(ctx)
+	})
 	cfg := &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: memcluster.NewHandler(c)}}
 
 	op := &kube.Operator{Config: cfg, Workers: 2}
