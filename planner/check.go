@@ -79,7 +79,11 @@ func (v Violation) String() string {
 //     before it (revision 0, an unannotated ReplicaSet, is skipped).
 //   - No old ReplicaSet grows, except in a scaling event (proportional
 //     scaling grows old ones too). A rollback makes the restored
-//     ReplicaSet the new one, so it may grow.
+//     ReplicaSet the new one, so it may grow. Nor may one grow that was the
+//     new ReplicaSet of the generation the status says the controller last
+//     observed, while a newer generation is not yet observed: a controller
+//     that has not seen the template change yet (its cache is behind, on
+//     a real cluster as here) still rolls the previous template forward.
 //   - Completion: a status with every replica updated and available and
 //     the current generation observed implies Progressing =
 //     True/NewReplicaSetAvailable, when d has a progress deadline. Paused
@@ -91,6 +95,7 @@ func Check(trace Trace, d *appsv1.Deployment) []Violation {
 	var out []Violation
 	maxRev := int64(0)
 	seen := map[string]bool{}
+	newAt := map[string]int64{} // the last generation at which a ReplicaSet was the new one
 	for k, st := range trace {
 		add := func(code ViolationCode, format string, args ...any) {
 			out = append(out, Violation{Step: k, Time: st.Time, Code: code, Message: fmt.Sprintf(format, args...)})
@@ -121,6 +126,10 @@ func Check(trace Trace, d *appsv1.Deployment) []Violation {
 				if rs.Revision < before.Revision {
 					add(RevisionDecreased, "replica set %s went from revision %d to %d", rs.Name, before.Revision, rs.Revision)
 				}
+				stale := st.Status.ObservedGeneration < st.Generation
+				if g, ok := newAt[rs.Name]; ok && stale && g >= st.Status.ObservedGeneration {
+					continue // the new one as the controller last saw it
+				}
 				if !rs.New && !st.ScalingEvent && rs.Spec > before.Spec {
 					add(OldScaledUp, "old replica set %s (revision %d) scaled up from %d to %d", rs.Name, rs.Revision, before.Spec, rs.Spec)
 				}
@@ -134,6 +143,9 @@ func Check(trace Trace, d *appsv1.Deployment) []Violation {
 		}
 		for _, rs := range st.ReplicaSets {
 			maxRev = max(maxRev, rs.Revision)
+			if rs.New {
+				newAt[rs.Name] = st.Generation
+			}
 		}
 		if !st.Paused && !st.ScalingEvent && rollout.HasProgressDeadline(dk) && rollout.DeploymentComplete(dk, st.Status) {
 			c := rollout.GetCondition(st.Status, appsv1.DeploymentProgressing)

@@ -26,6 +26,19 @@ func step(sec int, rss ...planner.ReplicaSetState) planner.Step {
 	return st
 }
 
+// stale makes st a step of generation 2 whose status still says 1: the
+// template changed and the controller has not observed it yet.
+func stale(st planner.Step) planner.Step {
+	st.Generation = 2
+	return st
+}
+
+// observed makes st's status observe its generation.
+func observed(st planner.Step) planner.Step {
+	st.Status.ObservedGeneration = st.Generation
+	return st
+}
+
 func rs(name string, rev int64, spec, avail int32) planner.ReplicaSetState {
 	return planner.ReplicaSetState{Name: name, Revision: rev, Spec: spec, Available: avail}
 }
@@ -83,6 +96,22 @@ func TestCheck(t *testing.T) {
 		{name: "old scaled up", trace: planner.Trace{
 			step(0, rs("a", 1, 5, 5), rs("b", 2, 5, 5)),
 			step(1, rs("a", 1, 6, 5), rs("b", 2, 4, 4)),
+		}, want: []planner.Violation{{Step: 1, Time: t0.Add(time.Second), Code: planner.OldScaledUp,
+			Message: "old replica set a (revision 1) scaled up from 5 to 6"}}},
+		{name: "previous template rolled forward before the controller saw the change", trace: planner.Trace{
+			step(0, rs("a", 1, 5, 5), rs("b", 2, 5, 5)),
+			stale(step(1, rs("a", 1, 5, 5), rs("b", 2, 5, 5), rs("c", 3, 0, 0))),
+			stale(step(2, rs("a", 1, 5, 5), rs("b", 2, 6, 5), rs("c", 3, 0, 0))),
+		}},
+		{name: "old scaled up after the new generation was observed", trace: planner.Trace{
+			step(0, rs("a", 1, 5, 5), rs("b", 2, 5, 5)),
+			observed(stale(step(1, rs("a", 1, 5, 5), rs("b", 2, 5, 5), rs("c", 3, 0, 0)))),
+			observed(stale(step(2, rs("a", 1, 5, 5), rs("b", 2, 6, 5), rs("c", 3, 0, 0)))),
+		}, want: []planner.Violation{{Step: 2, Time: t0.Add(2 * time.Second), Code: planner.OldScaledUp,
+			Message: "old replica set b (revision 2) scaled up from 5 to 6"}}},
+		{name: "an older template than the one last observed", trace: planner.Trace{
+			step(0, rs("a", 1, 5, 5), rs("b", 2, 5, 5)),
+			stale(step(1, rs("a", 1, 6, 5), rs("b", 2, 5, 5), rs("c", 3, 0, 0))),
 		}, want: []planner.Violation{{Step: 1, Time: t0.Add(time.Second), Code: planner.OldScaledUp,
 			Message: "old replica set a (revision 1) scaled up from 5 to 6"}}},
 		{name: "complete without condition", trace: planner.Trace{progressing("ReplicaSetUpdated")},
