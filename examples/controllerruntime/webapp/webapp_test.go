@@ -113,6 +113,10 @@ func TestRollout(t *testing.T) {
 		b.RunUntil(t, "nginx:1.27 ready", ready(t, b, key, "nginx:1.27"), time.Hour)
 
 		updateApp(t, b, key, func(a *webapp.WebApp) { a.Spec.Image = "nginx:1.28" })
+		b.RunUntil(t, "not ready during the rollout", func() bool {
+			app := getApp(t, b, key)
+			return app.Status.ObservedGeneration == app.Generation && !app.Status.Ready
+		}, time.Hour)
 		b.RunUntil(t, "nginx:1.28 ready", ready(t, b, key, "nginx:1.28"), time.Hour)
 		if got := getApp(t, b, key).Status.AvailableReplicas; got != 3 {
 			t.Errorf("status.availableReplicas = %d, want 3", got)
