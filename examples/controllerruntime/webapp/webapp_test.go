@@ -572,6 +572,7 @@ func runBench(t *testing.T, seed uint64, f func(*testing.T, backend)) {
 		}
 		c.Start(mgr)
 		f(t, b)
+		t.Logf("virtual time: %v", c.Now())
 	})
 }
 
