@@ -637,7 +637,9 @@ func runEnvtest(t *testing.T, seed uint64, f func(*testing.T, backend)) {
 	s.once.Do(func() {
 		s.env = &envtest.Environment{BinaryAssetsDirectory: dir, ControlPlaneStartTimeout: 2 * time.Minute,
 			CRDInstallOptions: envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{webapp.CRD()}}}
+		start := time.Now()
 		s.cfg, s.err = s.env.Start()
+		t.Logf("envtest started in %v", time.Since(start).Round(time.Millisecond))
 	})
 	if s.err != nil {
 		t.Fatalf("envtest: %v", s.err)
