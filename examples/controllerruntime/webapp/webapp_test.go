@@ -698,10 +698,12 @@ func (b *envtestBackend) Lacks(c capability) string {
 	return ""
 }
 
-// RunUntil polls cond: the wall clock is all there is.
-func (b *envtestBackend) RunUntil(t *testing.T, what string, cond func() bool, _ time.Duration) {
+// RunUntil polls cond: the wall clock is all there is. It waits for at
+// most limit or two minutes, whichever is shorter (in a conflict storm,
+// the controller's per-item backoff can reach tens of seconds).
+func (b *envtestBackend) RunUntil(t *testing.T, what string, cond func() bool, limit time.Duration) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, min(limit, 2*time.Minute), true, func(context.Context) (bool, error) {
 		return cond(), nil
 	})
 	if err != nil {
