@@ -32,6 +32,11 @@ if [ -f ../controllerruntime/go.mod ] && [ -z "${CTRLKIT_E2E_RUN:-}" ]; then
   echo "e2e: controllerruntime module"
   (cd ../controllerruntime && CTRLKIT_CONTROLPLANE_BIN=$(bash ../kube/hack/controlplane.sh bin) \
     go test -tags e2e -count=1 -timeout 10m ./e2e/...)
+  # The WebApp example's one test file on envtest (its bench and fake-client
+  # backends run in the default suite).
+  echo "e2e: WebApp example on envtest"
+  (cd ../examples/controllerruntime && CTRLKIT_CONTROLPLANE_BIN=$(bash ../../kube/hack/controlplane.sh bin) \
+    go test -count=1 -timeout 10m ./webapp/)
 fi
 if [ -s "$report" ]; then
   echo "e2e: side by side with upstream kube-controller-manager:"
