@@ -117,6 +117,10 @@
 //     an order that differs from run to run (each is still reconciled).
 //     For a reproducible trace, create them after the controller runs:
 //     c.Advance(time.Second) after c.Start(mgr).
+//   - Randomness the bench does not seed breaks replay: math/rand's global
+//     source, and what draws from it, such as the jitter of client-go's
+//     retry.DefaultRetry and wait.Jitter. Retry without jitter in tests
+//     that compare traces (a wait.Backoff with Jitter 0).
 //   - Event objects written by your controllers' recorders appear in the
 //     trace as writes of events; the built-in controllers' events appear in
 //     the trace directly (they are not stored as Event objects).
