@@ -74,9 +74,10 @@ type oddInner struct {
 // one time in four, and a slice or map has 0 to 3 elements.
 //
 // Half of the seeds make no value that the normalizer leaves to JSON, so
-// that most objects take its fast path. One in four fills the PodSpec of a
-// pod template: a Pod has the same PodSpec in every seed, and the spec
-// would otherwise be most of the cost of a ReplicaSet or a Deployment.
+// that most objects take its fast path. One seed in four (of both halves)
+// fills the PodSpec of a pod template: every Pod seed fills the same type
+// through the same normalizer code, and the spec would otherwise be most of
+// the cost of a ReplicaSet or a Deployment.
 type filler struct {
 	r         *rand.Rand
 	bad       bool // values the normalizer leaves to JSON are allowed
