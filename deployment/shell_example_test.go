@@ -81,6 +81,7 @@ func ExampleNewController() {
 	if err != nil {
 		panic(err)
 	}
+	kubelet := memcluster.NewKubelet(c, memcluster.KubeletConfig{}) // before anything runs: see NewKubelet
 	for _, run := range []func(context.Context) error{dInf.Run, rsInf.Run, podInf.Run, dc.Run, rsc.Run} {
 		wg.Go(func() {
 			if err := run(ctx); err != nil && !errors.Is(err, context.Canceled) {
@@ -88,7 +89,7 @@ func ExampleNewController() {
 			}
 		})
 	}
-	wg.Go(func() { memcluster.NewKubelet(c, memcluster.KubeletConfig{}).Run(ctx) })
+	wg.Go(func() { kubelet.Run(ctx) })
 
 	if _, err := c.Deployments("default").Create(ctx, exampleDeployment(3, "nginx:1.27"), metav1.CreateOptions{}); err != nil {
 		panic(err)

@@ -81,15 +81,26 @@ func TestExactVirtualTime(t *testing.T) {
 				concurrent(t, run(false, 1))
 			}
 			concurrent(t, run(false, 5))
+			// The starved runs run at once, each a burden on the others
+			// too: as harsh a schedule as one after another, in less time.
 			t.Run("starved", func(t *testing.T) {
-				starve.CPU(t, 3)
-				same(t, run(true, 1))
+				starve.CPU(t, 3) // ends when the parallel subtests have
+				t.Run("trace", func(t *testing.T) {
+					t.Parallel()
+					same(t, run(true, 1))
+				})
 				if !big {
-					if diff := cmp.Diff(five, run(true, 5)); diff != "" {
-						t.Errorf("run with 5 workers differs starved (-idle +starved):\n%s", diff)
-					}
+					t.Run("5 workers", func(t *testing.T) {
+						t.Parallel()
+						if diff := cmp.Diff(five, run(true, 5)); diff != "" {
+							t.Errorf("run with 5 workers differs starved (-idle +starved):\n%s", diff)
+						}
+					})
 				}
-				concurrent(t, run(false, 5))
+				t.Run("concurrent", func(t *testing.T) {
+					t.Parallel()
+					concurrent(t, run(false, 5))
+				})
 			})
 		})
 	}

@@ -148,6 +148,9 @@ func (st *podState) settle(rv string, due time.Time) time.Time {
 // NewKubelet attaches a kubelet to c. It does nothing until Sync or Run is
 // called. On a fake clock it is tracked work until Run's first Sync, so
 // that a simulation does not move time on before the kubelet has started.
+// Call it before the simulation runs, not in the goroutine that calls Run:
+// until it returns the cluster has no kubelet, and RunUntil rightly
+// reports pending pods that nothing will start as a stall.
 func NewKubelet(c *Cluster, cfg KubeletConfig) *Kubelet {
 	if cfg.Nodes <= 0 {
 		cfg.Nodes = 3

@@ -35,6 +35,7 @@ func ExampleNewController() {
 	if err != nil {
 		panic(err)
 	}
+	kubelet := memcluster.NewKubelet(c, memcluster.KubeletConfig{}) // before anything runs: see NewKubelet
 	for _, run := range []func(context.Context) error{rsInf.Run, podInf.Run, rc.Run} {
 		wg.Go(func() {
 			if err := run(ctx); err != nil && !errors.Is(err, context.Canceled) {
@@ -42,7 +43,7 @@ func ExampleNewController() {
 			}
 		})
 	}
-	wg.Go(func() { memcluster.NewKubelet(c, memcluster.KubeletConfig{}).Run(ctx) })
+	wg.Go(func() { kubelet.Run(ctx) })
 
 	rs := exampleRS(3)
 	rs.UID, rs.Generation = "", 0
