@@ -38,6 +38,10 @@ type Operator struct {
 	// Workers is the number of concurrent syncs of each controller; 0
 	// means 5, kube-controller-manager's default.
 	Workers int
+	// DeploymentWorkers and ReplicaSetWorkers, when positive, override
+	// Workers for one controller (kube-controller-manager's
+	// --concurrent-deployment-syncs and --concurrent-replicaset-syncs).
+	DeploymentWorkers, ReplicaSetWorkers int
 	// Grace is how long a write in flight at shutdown may go on after the
 	// context is cancelled; 0 means 10 s.
 	Grace time.Duration
@@ -65,8 +69,8 @@ type Operator struct {
 	// Config.RateLimiter unset, and does nothing with a negative QPS (no
 	// limit).
 	LowPriorityEvents bool
-	// Metrics, if set, receives the operator's measurements and counts its
-	// API requests.
+	// Metrics, if set, receives the operator's measurements (work queues,
+	// syncs, informers) and counts its API requests (see [Metrics]).
 	Metrics *Metrics
 	// Logger receives the controllers' logs; the zero Logger uses the one
 	// in Run's context, if any.
@@ -103,7 +107,7 @@ func (o *Operator) Run(ctx context.Context) error {
 			if prev != nil {
 				rt = prev(rt)
 			}
-			return m.Requests.Wrap(rt)
+			return m.WrapTransport(rt)
 		}
 	}
 	// One client per role, each with its own QPS and burst, as
@@ -147,9 +151,15 @@ func (o *Operator) Run(ctx context.Context) error {
 	}
 	r := operatorRun{informers: clients[0], deployments: clients[1], replicaSets: clients[2],
 		deploymentEvents: events[1], replicaSetEvents: events[2],
-		namespace: o.Namespace, workers: o.Workers, grace: o.Grace, batch: o.BatchPeriod, eager: o.EagerStatus, metrics: o.Metrics}
+		namespace: o.Namespace, workers: o.Workers, dWorkers: o.DeploymentWorkers, rsWorkers: o.ReplicaSetWorkers, grace: o.Grace, batch: o.BatchPeriod, eager: o.EagerStatus, metrics: o.Metrics}
 	if r.workers <= 0 {
 		r.workers = 5
+	}
+	if r.dWorkers <= 0 {
+		r.dWorkers = r.workers
+	}
+	if r.rsWorkers <= 0 {
+		r.rsWorkers = r.workers
 	}
 	if r.grace <= 0 {
 		r.grace = 10 * time.Second
@@ -165,7 +175,9 @@ type operatorRun struct {
 	deploymentEvents, replicaSetEvents kubernetes.Interface
 
 	namespace string
-	workers   int
+	// workers is the default of dWorkers and rsWorkers, the workers of
+	// each controller.
+	workers, dWorkers, rsWorkers int
 	grace     time.Duration
 	batch     time.Duration
 	eager     bool
@@ -174,7 +186,7 @@ type operatorRun struct {
 
 func (o *operatorRun) run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
-	cs, workers, grace := o.informers, o.workers, o.grace
+	cs, grace := o.informers, o.grace
 	dInf := informer.New(Deployments(cs, o.namespace), informer.Config[*appsv1.Deployment]{Transform: dropManagedFields[*appsv1.Deployment], Logger: log.WithName("informer")})
 	rsInf := informer.New(ReplicaSets(cs, o.namespace), informer.Config[*appsv1.ReplicaSet]{Transform: dropManagedFields[*appsv1.ReplicaSet], Logger: log.WithName("informer")})
 	podInf := informer.New(Pods(cs, o.namespace), informer.Config[*corev1.Pod]{Transform: dropManagedFields[*corev1.Pod], Logger: log.WithName("informer")})
@@ -201,9 +213,9 @@ func (o *operatorRun) run(ctx context.Context) error {
 		dLimiter = m.RateLimiter("deployment", dLimiter)
 		rsLimiter = m.RateLimiter("replicaset", rsLimiter)
 		dQueue, rsQueue = m.Queue("deployment"), m.Queue("replicaset")
-		m.AddGauge("ctrlkit_informer_objects", `resource="deployments"`, func() float64 { return float64(dInf.Cache().Len()) })
-		m.AddGauge("ctrlkit_informer_objects", `resource="replicasets"`, func() float64 { return float64(rsInf.Cache().Len()) })
-		m.AddGauge("ctrlkit_informer_objects", `resource="pods"`, func() float64 { return float64(podInf.Cache().Len()) })
+		m.setObjects("deployments", dInf.Cache().Len)
+		m.setObjects("replicasets", rsInf.Cache().Len)
+		m.setObjects("pods", podInf.Cache().Len)
 	}
 	// The controllers build their own Reconcilers: those read ReplicaSets
 	// through an index and wait for the controllers' own writes to reach
@@ -213,14 +225,14 @@ func (o *operatorRun) run(ctx context.Context) error {
 		Client:  DeploymentClient{Clientset: o.deployments, Grace: grace},
 		Live:    LiveDeployments(o.deployments, grace),
 		Events:  dEvents.Deployment(),
-		Workers: workers, RateLimiter: dLimiter, Metrics: dQueue, BatchPeriod: o.batch, EagerStatus: o.eager,
+		Workers: o.dWorkers, RateLimiter: dLimiter, Metrics: dQueue, BatchPeriod: o.batch, EagerStatus: o.eager,
 	})
 	if err != nil {
 		return err
 	}
 	rsc, err := replicaset.NewController(replicaset.ControllerConfig{
 		ReplicaSets: rsInf, Pods: podInf, Client: ReplicaSetClient{Clientset: o.replicaSets, Grace: grace},
-		Events: rsEvents.ReplicaSet(), Workers: workers, RateLimiter: rsLimiter, Metrics: rsQueue, BatchPeriod: o.batch,
+		Events: rsEvents.ReplicaSet(), Workers: o.rsWorkers, RateLimiter: rsLimiter, Metrics: rsQueue, BatchPeriod: o.batch,
 		EagerStatus: o.eager,
 	})
 	if err != nil {
@@ -251,7 +263,7 @@ func (o *operatorRun) run(ctx context.Context) error {
 			errs <- err
 		}
 	})
-	log.Info("Started controllers", "namespace", o.namespace, "workers", workers)
+	log.Info("Started controllers", "namespace", o.namespace, "deploymentWorkers", o.dWorkers, "replicaSetWorkers", o.rsWorkers)
 	ctlWG.Wait()
 	stopInformers()
 	infWG.Wait()

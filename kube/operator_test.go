@@ -73,8 +73,11 @@ func testControllersOnFakeClientset(t *testing.T, ownEventClients bool) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	m := new(Metrics)
-	op := &operatorRun{informers: cs, deployments: cs, replicaSets: cs, namespace: "ns", workers: 2, grace: time.Second, metrics: m}
+	m, err := NewMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := &operatorRun{informers: cs, deployments: cs, replicaSets: cs, namespace: "ns", dWorkers: 2, rsWorkers: 2, grace: time.Second, metrics: m}
 	dEvents, rsEvents := cs, cs
 	if ownEventClients {
 		dEvents, rsEvents = fake.NewClientset(), fake.NewClientset()

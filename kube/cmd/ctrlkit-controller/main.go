@@ -27,10 +27,11 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/kube"
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
@@ -40,6 +41,8 @@ type options struct {
 	kubeconfig        string
 	namespace         string
 	workers           int
+	deploymentSyncs   int
+	replicaSetSyncs   int
 	batchPeriod       time.Duration
 	eagerStatus       bool
 	lowPriorityEvents bool
@@ -60,9 +63,11 @@ type options struct {
 func main() {
 	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
 	var o options
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means in-cluster configuration")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means $KUBECONFIG if set, else the in-cluster configuration (the pod's ServiceAccount)")
 	fs.StringVar(&o.namespace, "namespace", "", "only manage objects in this namespace; empty means all")
-	fs.IntVar(&o.workers, "workers", 5, "concurrent syncs per controller")
+	fs.IntVar(&o.deploymentSyncs, "concurrent-deployment-syncs", 5, "Deployments synced concurrently (kube-controller-manager's flag)")
+	fs.IntVar(&o.replicaSetSyncs, "concurrent-replicaset-syncs", 5, "ReplicaSets synced concurrently (kube-controller-manager's flag)")
+	fs.IntVar(&o.workers, "workers", 0, "DEPRECATED: sets both --concurrent-deployment-syncs and --concurrent-replicaset-syncs, unless they are given")
 	fs.DurationVar(&o.batchPeriod, "sync-batch-period", 0, "delay the syncs that pod events and ReplicaSet status changes trigger by this much, so that\n"+
 		"a burst of them costs one sync and one status write; 0 syncs at once, like kube-controller-manager")
 	fs.BoolVar(&o.eagerStatus, "eager-status", false, "write statuses with kube-controller-manager's timing, also in syncs that only create or delete\n"+
@@ -82,8 +87,19 @@ func main() {
 	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "renew deadline")
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "retry period")
 	klog.InitFlags(fs)
+	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.workers > 0 {
+		if !set["concurrent-deployment-syncs"] {
+			o.deploymentSyncs = o.workers
+		}
+		if !set["concurrent-replicaset-syncs"] {
+			o.replicaSetSyncs = o.workers
+		}
 	}
 	log := klog.NewKlogr().WithName("ctrlkit-controller")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -98,16 +114,23 @@ func main() {
 
 func run(ctx context.Context, o options) error {
 	log := logr.FromContextOrDiscard(ctx)
-	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
+		return err
 	}
 	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 	cfg.ContentType = o.contentType
 	cfg.UserAgent = rest.DefaultKubernetesUserAgent() + "/ctrlkit-controller"
 
-	metrics := new(kube.Metrics)
-	op := &kube.Operator{Config: cfg, Namespace: o.namespace, Workers: o.workers, BatchPeriod: o.batchPeriod, EagerStatus: o.eagerStatus, LowPriorityEvents: o.lowPriorityEvents, Metrics: metrics,
+	// A registry of our own, never the global one, with the Go runtime
+	// and process series every Kubernetes component exposes.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics, err := kube.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
+	op := &kube.Operator{Config: cfg, Namespace: o.namespace, DeploymentWorkers: o.deploymentSyncs, ReplicaSetWorkers: o.replicaSetSyncs, BatchPeriod: o.batchPeriod, EagerStatus: o.eagerStatus, LowPriorityEvents: o.lowPriorityEvents, Metrics: metrics,
 		Grace: o.shutdownGrace, Logger: log}
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	if o.bindAddress != "" {
@@ -118,7 +141,6 @@ func run(ctx context.Context, o options) error {
 		defer stopServer()
 	}
 	if !o.leaderElect {
-		metrics.SetLeader(true)
 		return op.Run(ctx)
 	}
 	return runElected(ctx, o, cfg, op, watchdog)
@@ -149,20 +171,21 @@ func runElected(ctx context.Context, o options, cfg *rest.Config, op *kube.Opera
 	opDone := make(chan error, 1)
 	started := make(chan struct{})
 	lost := make(chan struct{})
+	op.Metrics.SetLeader(o.leaseName, false)
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: lock, LeaseDuration: o.leaseDuration, RenewDeadline: o.renewDeadline, RetryPeriod: o.retryPeriod,
 		ReleaseOnCancel: true, Name: o.leaseName, WatchDog: watchdog,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(leading context.Context) {
 				close(started)
-				op.Metrics.SetLeader(true)
+				op.Metrics.SetLeader(o.leaseName, true)
 				runCtx, cancel := context.WithCancel(leading)
 				defer cancel()
 				defer context.AfterFunc(ctx, cancel)()
 				opDone <- op.Run(runCtx)
 			},
 			OnStoppedLeading: func() {
-				op.Metrics.SetLeader(false)
+				op.Metrics.SetLeader(o.leaseName, false)
 				close(lost)
 			},
 			OnNewLeader: func(identity string) { log.Info("Leader", "identity", identity, "self", identity == id) },
