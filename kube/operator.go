@@ -69,6 +69,11 @@ type Operator struct {
 	// Config.RateLimiter unset, and does nothing with a negative QPS (no
 	// limit).
 	LowPriorityEvents bool
+	// EventsAPI selects the API the controllers' events are written with:
+	// "" or "core/v1" (client-go's record broadcaster, as
+	// kube-controller-manager's Deployment and ReplicaSet controllers
+	// do), or "events.k8s.io/v1" (see [EventsAPI]).
+	EventsAPI string
 	// Metrics, if set, receives the operator's measurements (work queues,
 	// syncs, informers) and counts its API requests (see [Metrics]).
 	Metrics *Metrics
@@ -116,6 +121,11 @@ func (o *Operator) Run(ctx context.Context) error {
 	// share its client (and its rate limit) with its writes.
 	// With LowPriorityEvents each controller's events have a client of
 	// their own that draws on the controller's budget through the low door.
+	switch o.EventsAPI {
+	case "", "core/v1", "events.k8s.io/v1":
+	default:
+		return fmt.Errorf("kube: Operator.EventsAPI is %q; want core/v1 or events.k8s.io/v1", o.EventsAPI)
+	}
 	if o.LowPriorityEvents && cfg.RateLimiter != nil {
 		return errors.New("kube: Operator.LowPriorityEvents needs Config.QPS and Burst, not Config.RateLimiter")
 	}
@@ -151,7 +161,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	}
 	r := operatorRun{informers: clients[0], deployments: clients[1], replicaSets: clients[2],
 		deploymentEvents: events[1], replicaSetEvents: events[2],
-		namespace: o.Namespace, workers: o.Workers, dWorkers: o.DeploymentWorkers, rsWorkers: o.ReplicaSetWorkers, grace: o.Grace, batch: o.BatchPeriod, eager: o.EagerStatus, metrics: o.Metrics}
+		namespace: o.Namespace, workers: o.Workers, dWorkers: o.DeploymentWorkers, rsWorkers: o.ReplicaSetWorkers, grace: o.Grace, batch: o.BatchPeriod, eager: o.EagerStatus, metrics: o.Metrics, eventsAPI: o.EventsAPI == "events.k8s.io/v1"}
 	if r.workers <= 0 {
 		r.workers = 5
 	}
@@ -182,6 +192,7 @@ type operatorRun struct {
 	batch     time.Duration
 	eager     bool
 	metrics   *Metrics
+	eventsAPI bool // events.k8s.io/v1 instead of core/v1
 }
 
 func (o *operatorRun) run(ctx context.Context) error {
@@ -201,9 +212,21 @@ func (o *operatorRun) run(ctx context.Context) error {
 	if rsEventsClient == nil {
 		rsEventsClient = o.replicaSets
 	}
-	dEvents := StartEvents(context.WithoutCancel(ctx), dEventsClient)
+	start := func(cs kubernetes.Interface) (EventRecorders, error) {
+		if o.eventsAPI {
+			return StartEventsAPI(context.WithoutCancel(ctx), cs)
+		}
+		return StartEvents(context.WithoutCancel(ctx), cs), nil
+	}
+	dEvents, err := start(dEventsClient)
+	if err != nil {
+		return err
+	}
 	defer dEvents.Shutdown()
-	rsEvents := StartEvents(context.WithoutCancel(ctx), rsEventsClient)
+	rsEvents, err := start(rsEventsClient)
+	if err != nil {
+		return err
+	}
 	defer rsEvents.Shutdown()
 
 	dLimiter := workqueue.DefaultControllerRateLimiter[types.NamespacedName]()

@@ -46,6 +46,7 @@ type options struct {
 	batchPeriod       time.Duration
 	eagerStatus       bool
 	lowPriorityEvents bool
+	eventsAPI         string
 	contentType       string
 	profiling         bool
 	qps               float64
@@ -74,6 +75,8 @@ func main() {
 		"pods or only scale ReplicaSets (more writes); by default the sync their events trigger writes the status")
 	fs.BoolVar(&o.lowPriorityEvents, "low-priority-events", false, "let a controller's writes go before its events within the one rate limit they share\n"+
 		"(events still get one request in 20 while they wait); kube-controller-manager makes them take turns")
+	fs.StringVar(&o.eventsAPI, "events-api", "core/v1", "API of the controllers' events: core/v1 (as kube-controller-manager's Deployment and ReplicaSet\n"+
+		"controllers) or events.k8s.io/v1 (an action derived from each reason; reasons and messages unchanged)")
 	fs.Float64Var(&o.qps, "kube-api-qps", 20, "queries per second to the API server")
 	fs.IntVar(&o.burst, "kube-api-burst", 30, "burst of queries to the API server")
 	fs.BoolVar(&o.profiling, "profiling", true, "serve /debug/pprof on --bind-address, like kube-controller-manager")
@@ -130,7 +133,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	op := &kube.Operator{Config: cfg, Namespace: o.namespace, DeploymentWorkers: o.deploymentSyncs, ReplicaSetWorkers: o.replicaSetSyncs, BatchPeriod: o.batchPeriod, EagerStatus: o.eagerStatus, LowPriorityEvents: o.lowPriorityEvents, Metrics: metrics,
+	op := &kube.Operator{Config: cfg, Namespace: o.namespace, DeploymentWorkers: o.deploymentSyncs, ReplicaSetWorkers: o.replicaSetSyncs, BatchPeriod: o.batchPeriod, EagerStatus: o.eagerStatus, LowPriorityEvents: o.lowPriorityEvents, EventsAPI: o.eventsAPI, Metrics: metrics,
 		Grace: o.shutdownGrace, Logger: log}
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	if o.bindAddress != "" {
