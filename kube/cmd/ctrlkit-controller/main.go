@@ -7,8 +7,10 @@
 //	ctrlkit-controller --kubeconfig=$HOME/.kube/config [--namespace=NS] [--workers=5]
 //	    [--leader-elect] [--kube-api-qps=20 --kube-api-burst=30] [--bind-address=127.0.0.1:10271]
 //
-// It serves /healthz and /metrics (Prometheus text format) on
-// --bind-address. On SIGTERM or SIGINT it stops taking work, lets the syncs
+// It serves /healthz, /metrics (Prometheus) and /debug/pprof in plain
+// HTTP on --bind-address (loopback only), and with --secure-port over TLS
+// with delegated authentication and authorization, as
+// kube-controller-manager does. On SIGTERM or SIGINT it stops taking work, lets the syncs
 // in progress finish, flushes events, and then releases its leader lease.
 package main
 
@@ -17,11 +19,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/pprof"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -52,6 +52,7 @@ type options struct {
 	qps               float64
 	burst             int
 	bindAddress       string
+	secure            secureOptions
 	shutdownGrace     time.Duration
 	leaderElect       bool
 	leaseNamespace    string
@@ -81,7 +82,16 @@ func main() {
 	fs.IntVar(&o.burst, "kube-api-burst", 30, "burst of queries to the API server")
 	fs.BoolVar(&o.profiling, "profiling", true, "serve /debug/pprof on --bind-address, like kube-controller-manager")
 	fs.StringVar(&o.contentType, "kube-api-content-type", "application/vnd.kubernetes.protobuf", "content type of requests to the API server")
-	fs.StringVar(&o.bindAddress, "bind-address", "127.0.0.1:10271", "address of /healthz and /metrics; empty disables them")
+	fs.StringVar(&o.bindAddress, "bind-address", "127.0.0.1:10271", "loopback host:port of /healthz, /metrics and /debug/pprof in plain HTTP; empty disables it\n"+
+		"(unlike kube-controller-manager's --bind-address, the IP of its secure port: see --secure-bind-address)")
+	fs.IntVar(&o.secure.port, "secure-port", 0, "serve /healthz, /metrics and /debug/pprof over TLS on this port, with delegated authentication and\n"+
+		"authorization (TokenReview, SubjectAccessReview) as kube-controller-manager's 10257; 0 disables it")
+	fs.StringVar(&o.secure.bindAddress, "secure-bind-address", "0.0.0.0", "IP of --secure-port")
+	fs.StringVar(&o.secure.certFile, "tls-cert-file", "", "certificate of --secure-port; empty means a self-signed one made at start")
+	fs.StringVar(&o.secure.keyFile, "tls-private-key-file", "", "private key of --tls-cert-file")
+	var allow string
+	fs.StringVar(&allow, "authorization-always-allow-paths", "/healthz,/readyz,/livez", "comma-separated paths --secure-port serves without authentication")
+	fs.DurationVar(&o.secure.authCacheTTL, "authentication-token-webhook-cache-ttl", 10*time.Second, "how long --secure-port caches TokenReview and SubjectAccessReview answers")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "how long in-flight work may take to drain at shutdown")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "run only while holding a coordination.k8s.io Lease")
 	fs.StringVar(&o.leaseNamespace, "leader-elect-resource-namespace", "kube-system", "namespace of the Lease")
@@ -94,6 +104,7 @@ func main() {
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
+	o.secure.alwaysAllow = strings.Split(allow, ",")
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if o.workers > 0 {
@@ -136,8 +147,20 @@ func run(ctx context.Context, o options) error {
 	op := &kube.Operator{Config: cfg, Namespace: o.namespace, DeploymentWorkers: o.deploymentSyncs, ReplicaSetWorkers: o.replicaSetSyncs, BatchPeriod: o.batchPeriod, EagerStatus: o.eagerStatus, LowPriorityEvents: o.lowPriorityEvents, EventsAPI: o.eventsAPI, Metrics: metrics,
 		Grace: o.shutdownGrace, Logger: log}
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
+	mux := handlers(metrics, watchdog, o.profiling)
 	if o.bindAddress != "" {
-		stopServer, err := serve(log, o.bindAddress, metrics, watchdog, o.profiling)
+		stopServer, err := serveInsecure(log, o.bindAddress, mux)
+		if err != nil {
+			return err
+		}
+		defer stopServer()
+	}
+	if o.secure.port != 0 {
+		cs, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+		if err != nil {
+			return err
+		}
+		stopServer, err := serveSecure(log, cs, o.secure, mux)
 		if err != nil {
 			return err
 		}
@@ -216,41 +239,4 @@ func runElected(ctx context.Context, o options, cfg *rest.Config, op *kube.Opera
 	cancelLE() // releases the lease
 	<-leDone
 	return runErr
-}
-
-func serve(log logr.Logger, addr string, m *kube.Metrics, watchdog *leaderelection.HealthzAdaptor, profiling bool) (func(), error) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		if err := watchdog.Check(r); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	mux.Handle("/metrics", m)
-	if profiling {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error(err, "Serving /healthz and /metrics")
-		}
-	}()
-	log.Info("Serving /healthz and /metrics", "address", ln.Addr().String())
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			log.Error(err, "Stopping the HTTP server")
-		}
-	}, nil
 }
