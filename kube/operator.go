@@ -188,11 +188,11 @@ type operatorRun struct {
 	// workers is the default of dWorkers and rsWorkers, the workers of
 	// each controller.
 	workers, dWorkers, rsWorkers int
-	grace     time.Duration
-	batch     time.Duration
-	eager     bool
-	metrics   *Metrics
-	eventsAPI bool // events.k8s.io/v1 instead of core/v1
+	grace                        time.Duration
+	batch                        time.Duration
+	eager                        bool
+	metrics                      *Metrics
+	eventsAPI                    bool // events.k8s.io/v1 instead of core/v1
 }
 
 func (o *operatorRun) run(ctx context.Context) error {
