@@ -33,6 +33,7 @@ import (
 // The ctrlkit-only series, which have no standard equivalent:
 //
 //	ctrlkit_syncs_total{controller,result}      syncs that succeeded or failed (counted at the rate limiter)
+//	ctrlkit_syncs_skipped_total{controller}     syncs skipped while the cache lagged behind the controller's own writes
 //	ctrlkit_api_requests_total{verb,resource}   API requests by verb and resource (rest_client_* has neither)
 //	ctrlkit_api_conflicts_total{verb,resource}  requests answered 409 Conflict
 //	ctrlkit_informer_objects{resource}          objects in each informer cache
@@ -43,9 +44,9 @@ type Metrics struct {
 
 	gatherer prometheus.Gatherer
 
-	depth, leader                            *prometheus.GaugeVec
-	adds, retries, syncs, restRequests       *prometheus.CounterVec
-	queueDuration, workDuration, restLatency *prometheus.HistogramVec
+	depth, leader                               *prometheus.GaugeVec
+	adds, retries, syncs, skipped, restRequests *prometheus.CounterVec
+	queueDuration, workDuration, restLatency    *prometheus.HistogramVec
 
 	mu      sync.Mutex
 	queues  map[string]func() (total, longest time.Duration)
@@ -90,8 +91,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Help: "1 while this process holds the lease called name, 0 otherwise."}, name)
 	m.syncs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ctrlkit_syncs_total",
 		Help: "Syncs by controller and result (success or error), counted at the work queue's rate limiter."}, []string{"controller", "result"})
+	m.skipped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ctrlkit_syncs_skipped_total",
+		Help: "Keys taken from the work queue and not synced because the cache still held a version the controller's own last write replaced."}, []string{"controller"})
 	for _, c := range []prometheus.Collector{m.depth, m.adds, m.queueDuration, m.workDuration, m.retries,
-		m.restRequests, m.restLatency, m.leader, m.syncs, newScrapeCollector(m)} {
+		m.restRequests, m.restLatency, m.leader, m.syncs, m.skipped, newScrapeCollector(m)} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

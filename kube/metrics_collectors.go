@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
@@ -17,7 +18,7 @@ import (
 func (m *Metrics) Queue(name string) workqueue.Metrics {
 	return queueMetrics{m: m, name: name,
 		depth: m.depth.WithLabelValues(name), adds: m.adds.WithLabelValues(name), retries: m.retries.WithLabelValues(name),
-		wait: m.queueDuration.WithLabelValues(name), work: m.workDuration.WithLabelValues(name)}
+		wait: m.queueDuration.WithLabelValues(name), work: m.workDuration.WithLabelValues(name), skipped: m.skipped.WithLabelValues(name)}
 }
 
 type queueMetrics struct {
@@ -25,12 +26,14 @@ type queueMetrics struct {
 	name          string
 	depth         prometheus.Gauge
 	adds, retries prometheus.Counter
+	skipped       prometheus.Counter
 	wait, work    prometheus.Observer
 }
 
 var (
 	_ workqueue.Metrics           = queueMetrics{}
 	_ workqueue.UnfinishedMetrics = queueMetrics{}
+	_ reconcile.SkipMetrics       = queueMetrics{}
 )
 
 func (q queueMetrics) Added(depth int) {
@@ -49,6 +52,9 @@ func (q queueMetrics) Finished(depth int, work time.Duration) {
 }
 
 func (q queueMetrics) Retried() { q.retries.Inc() }
+
+// SyncSkipped counts ctrlkit_syncs_skipped_total{controller=name}.
+func (q queueMetrics) SyncSkipped() { q.skipped.Inc() }
 
 // Unfinished keeps the queue's reader for the two gauges read at scrape
 // time; a later queue of the same name replaces it.

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
@@ -77,8 +78,10 @@ func TestMetricsQueue(t *testing.T) {
 	b, _ := wq.Get() // still in progress at the scrape
 	fc.Step(2 * time.Second)
 	wq.AddRateLimited("c")
+	m.Queue("deployment").(reconcile.SkipMetrics).SyncSkipped()
 	got := samples(t, m.Gatherer(), 0.01)
 	want := []string{
+		`ctrlkit_syncs_skipped_total{controller="deployment"} 1`,
 		`workqueue_adds_total{name="deployment"} 2`,
 		`workqueue_depth{name="deployment"} 0`,
 		`workqueue_longest_running_processor_seconds{name="deployment"} 2`,
