@@ -87,6 +87,7 @@ func readManifests(t *testing.T) manifests {
 				m.role = o
 			case *appsv1.Deployment:
 				m.args = o.Spec.Template.Spec.Containers[0].Args
+			case *corev1.Service: // not needed to run the binary
 			default:
 				m.rest = append(m.rest, o)
 			}
@@ -274,7 +275,8 @@ func rbacRun(t *testing.T, e *env, bin, kubeconfig string, args []string, scrape
 			return strings.Contains(out, "forbidden")
 		}
 		for _, l := range strings.Split(out, "\n") {
-			if strings.Contains(l, "forbidden") && strings.Contains(l, `resource "`+resource+`"`) {
+			// Structured logs escape the quotes of an error's message.
+			if strings.Contains(l, "forbidden") && (strings.Contains(l, `resource "`+resource+`"`) || strings.Contains(l, `resource \"`+resource+`\"`)) {
 				return true
 			}
 		}
