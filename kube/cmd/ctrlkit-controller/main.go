@@ -139,7 +139,7 @@ func run(ctx context.Context, o options) error {
 	// A registry of our own, never the global one, with the Go runtime
 	// and process series every Kubernetes component exposes.
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsAll)), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics, err := kube.NewMetrics(reg)
 	if err != nil {
 		return err

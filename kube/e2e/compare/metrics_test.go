@@ -53,16 +53,19 @@ func TestMetricsSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	up := newRun(t, ctx, "metrics-upstream")
+	stopUp := observe(ctx, up.rec, up.cs, up.ns) // recorder and kubelet
 	up.create(webDeployment(3, "nginx:1", "25%", "25%"))
 	up.waitComplete()
 	up.update(setImage("nginx:2"))
 	up.waitComplete()
 	kcm := scrapeKCM(t, ctx)
+	stopUp()
 	if err := cp.StopKCM(ctx); err != nil {
 		t.Fatal(err)
 	}
 
 	ours := newRun(t, ctx, "metrics-ctrlkit")
+	defer observe(ctx, ours.rec, ours.cs, ours.ns)()
 	ctl := startController(t, bin, ours.ns, "--leader-elect", "--leader-elect-resource-namespace="+ours.ns,
 		"--leader-elect-retry-period=500ms", "--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s")
 	ours.create(webDeployment(3, "nginx:1", "25%", "25%"))
