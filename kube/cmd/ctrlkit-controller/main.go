@@ -63,7 +63,27 @@ type options struct {
 }
 
 func main() {
-	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
+	o, err := parseFlags(os.Args[0], os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		os.Exit(2) // the flag package printed the error and the usage
+	}
+	log := klog.NewKlogr().WithName("ctrlkit-controller")
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := run(logr.NewContext(ctx, log), o); err != nil {
+		log.Error(err, "Exiting")
+		klog.Flush()
+		os.Exit(1)
+	}
+	klog.Flush()
+}
+
+// parseFlags parses the command line args of the program called name.
+func parseFlags(name string, args []string) (options, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var o options
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means $KUBECONFIG if set, else the in-cluster configuration (the pod's ServiceAccount)")
 	fs.StringVar(&o.namespace, "namespace", "", "only manage objects in this namespace; empty means all")
@@ -101,8 +121,8 @@ func main() {
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "retry period")
 	klog.InitFlags(fs)
 	fs.Usage = func() { usage(fs) }
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		os.Exit(2)
+	if err := fs.Parse(args); err != nil {
+		return o, err
 	}
 	o.secure.alwaysAllow = strings.Split(allow, ",")
 	set := map[string]bool{}
@@ -115,15 +135,7 @@ func main() {
 			o.replicaSetSyncs = o.workers
 		}
 	}
-	log := klog.NewKlogr().WithName("ctrlkit-controller")
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	if err := run(logr.NewContext(ctx, log), o); err != nil {
-		log.Error(err, "Exiting")
-		klog.Flush()
-		os.Exit(1)
-	}
-	klog.Flush()
+	return o, nil
 }
 
 func run(ctx context.Context, o options) error {
