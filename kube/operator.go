@@ -121,6 +121,9 @@ func (o *Operator) Run(ctx context.Context) error {
 	// share its client (and its rate limit) with its writes.
 	// With LowPriorityEvents each controller's events have a client of
 	// their own that draws on the controller's budget through the low door.
+	if o.Metrics != nil && o.Metrics.depth == nil {
+		return errors.New("kube: Operator.Metrics was not made by NewMetrics")
+	}
 	switch o.EventsAPI {
 	case "", "core/v1", "events.k8s.io/v1":
 	default:

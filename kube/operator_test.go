@@ -25,6 +25,13 @@ func TestOperatorNeedsConfig(t *testing.T) {
 	}
 }
 
+func TestOperatorNeedsMetricsFromNewMetrics(t *testing.T) {
+	op := &Operator{Config: &rest.Config{Host: "http://127.0.0.1:1"}, Metrics: new(Metrics)}
+	if err := op.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "NewMetrics") {
+		t.Errorf("Run with a zero Metrics: err = %v", err)
+	}
+}
+
 func TestOperatorLowPriorityEventsNeedsQPS(t *testing.T) {
 	op := &Operator{Config: &rest.Config{Host: "http://127.0.0.1:1", RateLimiter: flowcontrol.NewFakeAlwaysRateLimiter()}, LowPriorityEvents: true}
 	if err := op.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "RateLimiter") {
