@@ -57,7 +57,9 @@ type ControllerConfig struct {
 	// 1000s, and 10 qps overall).
 	RateLimiter workqueue.RateLimiter[types.NamespacedName]
 	// Metrics receives the work queue's measurements (depth, latency,
-	// work duration, retries); nil takes none.
+	// work duration, retries); nil takes none. If it also implements
+	// reconcile.SkipMetrics it counts the syncs skipped while the cache
+	// lags behind the controller's own writes.
 	Metrics workqueue.Metrics
 	// BatchPeriod delays the sync that a ReplicaSet status change or a
 	// pod deletion triggers by this much, and the events of the
@@ -210,6 +212,9 @@ func (c *Controller) processNext(ctx context.Context, log logr.Logger) bool {
 		if behind, err = c.tracker.behind(ctx, key); behind {
 			// The event of a write of the last sync is on its way and will
 			// enqueue the key again; see writeTracker.
+			if m, ok := c.cfg.Metrics.(reconcile.SkipMetrics); ok {
+				m.SyncSkipped()
+			}
 			c.queue.Forget(key)
 			return true
 		}

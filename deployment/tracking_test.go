@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -18,6 +19,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/deployment"
 	"github.com/ctrlkit/ctrlkit/internal/fakewatch"
 	"github.com/ctrlkit/ctrlkit/internal/queuetest"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
@@ -26,21 +28,32 @@ type trackedRig struct {
 	fc       *clock.Fake
 	dw, rsw  *fakewatch.Watch // the Deployment and ReplicaSet watches, fed by the test
 	finished *queuetest.Counter
+	skipped  *atomic.Int64 // syncs the controller reported skipped (reconcile.SkipMetrics)
 }
+
+// skipCounter is a queue hook that also counts skipped syncs.
+type skipCounter struct {
+	*queuetest.Counter
+	skipped *atomic.Int64
+}
+
+var _ reconcile.SkipMetrics = skipCounter{}
+
+func (s skipCounter) SyncSkipped() { s.skipped.Add(1) }
 
 // runTracked runs a Controller with its own Reconciler writing through
 // client, on informers fed by fake watches (d listed at the start), all on
 // one fake clock, until the test ends.
 func runTracked(t *testing.T, w *world, d *appsv1.Deployment, client deployment.Client) *trackedRig {
 	t.Helper()
-	r := &trackedRig{fc: clock.NewFake(t0), finished: queuetest.NewCounter()}
+	r := &trackedRig{fc: clock.NewFake(t0), finished: queuetest.NewCounter(), skipped: new(atomic.Int64)}
 	dInf, dw := source(r.fc, d)
 	rsInf, rsw := source[*appsv1.ReplicaSet](r.fc)
 	podInf, _ := source[*corev1.Pod](r.fc)
 	r.dw, r.rsw = dw, rsw
 	c, err := deployment.NewController(deployment.ControllerConfig{
 		Deployments: dInf, ReplicaSets: rsInf, Pods: podInf, Client: client, Events: w,
-		Clock: r.fc, Metrics: r.finished,
+		Clock: r.fc, Metrics: skipCounter{r.finished, r.skipped},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +109,9 @@ func TestControllerWaitsForItsOwnWrites(t *testing.T) {
 	if got := writes(); len(got) != len(first) {
 		t.Errorf("a sync on the replaced version wrote %q", got[len(first):])
 	}
+	if n := r.skipped.Load(); n != 1 {
+		t.Errorf("%d syncs reported skipped; want 1", n)
+	}
 
 	// The status write's event arrives: now the sync runs, and writes the
 	// new availability on the current version.
@@ -111,6 +127,9 @@ func TestControllerWaitsForItsOwnWrites(t *testing.T) {
 	}
 	if len(conflicts) > 0 {
 		t.Errorf("conflicts: %q", conflicts)
+	}
+	if n := r.skipped.Load(); n != 1 {
+		t.Errorf("%d syncs reported skipped after the event; want still 1", n)
 	}
 	if d, _ := w.Get(key); d.Status.AvailableReplicas != 2 {
 		t.Errorf("availableReplicas = %d; want 2", d.Status.AvailableReplicas)

@@ -15,14 +15,20 @@
 //     values over a typed clientset, and [FromListerWatcher] adapts a
 //     client-go cache.ListerWatcher (cache.ListWatch), so that ctrlkit's own
 //     informer can be fed by either.
-//   - [StartEvents] records real Event objects through client-go's
+//   - [StartEvents] records real core/v1 Event objects through client-go's
 //     event broadcaster, with upstream's source components
-//     ([DeploymentComponent], [ReplicaSetComponent]).
+//     ([DeploymentComponent], [ReplicaSetComponent]); [StartEventsAPI]
+//     records events.k8s.io/v1 Events, with an [EventAction].
 //   - [Operator] wires informers and both controllers against one cluster;
 //     the ctrlkit-controller command runs it, with leader election,
 //     /healthz and /metrics.
+//   - [Metrics] are Prometheus collectors (client_golang) registered on a
+//     registry the caller passes, with kube-controller-manager's and
+//     client-go's series names, labels and buckets (workqueue_*,
+//     rest_client_*, leader_election_master_status) and a few ctrlkit_*
+//     series; [Metrics.Queue] is the controllers' work queue hook.
 //   - [WriteCounter] is an http.RoundTripper that counts API requests by
-//     verb and resource; the operator exports the counts as metrics.
+//     verb and resource; [Metrics] exports the counts.
 //
 // Nothing here keeps global state: the client-go scheme is only read, and
 // no constructor starts a goroutine. [Operator.Run] and the event

@@ -1,291 +1,166 @@
 package kube
 
 import (
-	"bufio"
-	"fmt"
-	"io"
+	"errors"
 	"net/http"
-	"slices"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/ctrlkit/ctrlkit/workqueue"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
-// Metrics collects the operator's measurements and serves them in the
-// Prometheus text exposition format (written by hand: no Prometheus client
-// library). Its zero value is ready to use; it is safe for concurrent use.
+// Metrics holds the operator's Prometheus collectors, registered on one
+// registry. Create it with [NewMetrics]; it is safe for concurrent use.
 //
-// The series:
+// The series kube-controller-manager and client-go expose, with their
+// names, labels and buckets, so that their dashboards and alerts work:
 //
-//	ctrlkit_syncs_total{controller,result}           syncs that succeeded or failed (counted at the work queue)
-//	ctrlkit_sync_duration_seconds{controller}        histogram of sync durations (time a worker held the key)
-//	ctrlkit_workqueue_depth{name}                    keys waiting in the queue
-//	ctrlkit_workqueue_adds_total{name}               keys that became pending (coalesced adds not counted)
-//	ctrlkit_workqueue_queue_duration_seconds{name}   histogram of the time a key waited before a worker took it
-//	ctrlkit_workqueue_retries_total{name}            rate-limited requeues
-//	ctrlkit_api_requests_total{verb,resource}        requests sent to the API server
-//	ctrlkit_api_conflicts_total{verb,resource}       requests answered 409 Conflict
-//	ctrlkit_informer_objects{resource}               objects in each informer cache
-//	ctrlkit_leader                                   1 while this process leads
+//	workqueue_depth{name}                              keys waiting (name: deployment, replicaset)
+//	workqueue_adds_total{name}                         keys that became pending
+//	workqueue_queue_duration_seconds{name}             histogram: time a key waited for a worker
+//	workqueue_work_duration_seconds{name}              histogram: time a worker held a key
+//	workqueue_unfinished_work_seconds{name}            time spent so far by the keys being processed
+//	workqueue_longest_running_processor_seconds{name}  the longest of those
+//	workqueue_retries_total{name}                      rate-limited and delayed adds
+//	rest_client_requests_total{code,host,method}       API requests by HTTP status ("<error>" without one)
+//	rest_client_request_duration_seconds{host,verb}    histogram: API request latency (verb is the HTTP method)
+//	leader_election_master_status{name}                1 while this process holds the lease called name
+//
+// The ctrlkit-only series, which have no standard equivalent:
+//
+//	ctrlkit_syncs_total{controller,result}      syncs that succeeded or failed (counted at the rate limiter)
+//	ctrlkit_syncs_skipped_total{controller}     syncs skipped while the cache lagged behind the controller's own writes
+//	ctrlkit_api_requests_total{verb,resource}   API requests by verb and resource (rest_client_* has neither)
+//	ctrlkit_api_conflicts_total{verb,resource}  requests answered 409 Conflict
+//	ctrlkit_informer_objects{resource}          objects in each informer cache
 type Metrics struct {
-	// Requests counts the API requests; the operator installs it in its
-	// client's transport.
+	// Requests counts the API requests by verb and resource; the
+	// operator installs it in its clients' transport.
 	Requests WriteCounter
 
-	leader atomic.Bool
+	gatherer prometheus.Gatherer
 
-	mu        sync.Mutex
-	syncs     map[[2]string]int
-	durations map[string]*histogram
-	retries   map[string]int
-	depth     map[string]int
-	adds      map[string]int
-	waits     map[string]*histogram
-	gauges    []gauge
+	depth, leader                               *prometheus.GaugeVec
+	adds, retries, syncs, skipped, restRequests *prometheus.CounterVec
+	queueDuration, workDuration, restLatency    *prometheus.HistogramVec
+
+	mu      sync.Mutex
+	queues  map[string]func() (total, longest time.Duration)
+	objects map[string]func() int
 }
 
-type gauge struct {
-	name, labels string
-	value        func() float64
-}
-
-// durationBuckets are the upper bounds of the sync duration histogram, in
-// seconds.
-var durationBuckets = [...]float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
-
-type histogram struct {
-	counts [len(durationBuckets)]int
-	sum    float64
-	n      int
-}
-
-// SetLeader records whether this process holds the leader lease.
-func (m *Metrics) SetLeader(leading bool) { m.leader.Store(leading) }
-
-// ObserveSync records one sync of controller that took d.
-func (m *Metrics) ObserveSync(controller string, d time.Duration) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	observe(&m.durations, controller, d)
-}
-
-// observe adds d to the histogram name of *hs.
-func observe(hs *map[string]*histogram, name string, d time.Duration) {
-	if *hs == nil {
-		*hs = make(map[string]*histogram)
+// NewMetrics creates the collectors and registers them on reg. A nil reg
+// means a fresh registry of the Metrics' own, never the global one. To
+// serve reg with [Metrics.ServeHTTP] it must also be a
+// prometheus.Gatherer (a *prometheus.Registry, or controller-runtime's
+// metrics.Registry, is both).
+//
+// Registering two Metrics on one registry fails: the series would clash.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	if reg == nil {
+		r := prometheus.NewRegistry()
+		reg = r
 	}
-	h := (*hs)[name]
-	if h == nil {
-		h = new(histogram)
-		(*hs)[name] = h
-	}
-	s := d.Seconds()
-	for i, b := range durationBuckets {
-		if s <= b {
-			h.counts[i]++
+	m := &Metrics{}
+	m.gatherer, _ = reg.(prometheus.Gatherer)
+	name := []string{"name"}
+	// The buckets of the standard histograms, as client-go and
+	// kube-controller-manager define them: 10ns to 10s by tenfold steps
+	// for the work queues, 5ms to a minute for the REST client.
+	workqueueBuckets := prometheus.ExponentialBuckets(10e-9, 10, 10)
+	restClientBuckets := []float64{0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60}
+	m.depth = prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: "workqueue", Name: "depth",
+		Help: "Keys waiting in the work queue."}, name)
+	m.adds = prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "workqueue", Name: "adds_total",
+		Help: "Keys that became pending in the work queue (adds of a pending key are not counted)."}, name)
+	m.queueDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Subsystem: "workqueue", Name: "queue_duration_seconds",
+		Help: "Seconds a key waited in the work queue before a worker took it.", Buckets: workqueueBuckets}, name)
+	m.workDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Subsystem: "workqueue", Name: "work_duration_seconds",
+		Help: "Seconds a worker held a key (one sync).", Buckets: workqueueBuckets}, name)
+	m.retries = prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "workqueue", Name: "retries_total",
+		Help: "Rate-limited and delayed adds to the work queue."}, name)
+	m.restRequests = prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "rest_client", Name: "requests_total",
+		Help: "API requests by HTTP status code, method and host."}, []string{"code", "host", "method"})
+	m.restLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Subsystem: "rest_client", Name: "request_duration_seconds",
+		Help: "API request latency in seconds by HTTP method and host.", Buckets: restClientBuckets}, []string{"host", "verb"})
+	m.leader = prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: "leader_election", Name: "master_status",
+		Help: "1 while this process holds the lease called name, 0 otherwise."}, name)
+	m.syncs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ctrlkit_syncs_total",
+		Help: "Syncs by controller and result (success or error), counted at the work queue's rate limiter."}, []string{"controller", "result"})
+	m.skipped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ctrlkit_syncs_skipped_total",
+		Help: "Keys taken from the work queue and not synced because the cache still held a version the controller's own last write replaced."}, []string{"controller"})
+	for _, c := range []prometheus.Collector{m.depth, m.adds, m.queueDuration, m.workDuration, m.retries,
+		m.restRequests, m.restLatency, m.leader, m.syncs, m.skipped, newScrapeCollector(m)} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
 		}
 	}
-	h.sum += s
-	h.n++
+	return m, nil
 }
 
-// Queue returns the work queue hook (ControllerConfig.Metrics) of the
-// controller named name: it keeps the queue's depth, adds and waiting
-// times, and records the time a worker held each key as a sync.
-func (m *Metrics) Queue(name string) workqueue.Metrics { return queueMetrics{m: m, name: name} }
-
-type queueMetrics struct {
-	m    *Metrics
-	name string
-}
-
-func (q queueMetrics) Added(depth int) {
-	q.m.mu.Lock()
-	defer q.m.mu.Unlock()
-	if q.m.adds == nil {
-		q.m.adds, q.m.depth = make(map[string]int), make(map[string]int)
+// SetLeader records whether this process holds the lease called name
+// (leader_election_master_status{name}).
+func (m *Metrics) SetLeader(name string, leading bool) {
+	v := 0.0
+	if leading {
+		v = 1
 	}
-	q.m.adds[q.name]++
-	q.m.depth[q.name] = depth
+	m.leader.WithLabelValues(name).Set(v)
 }
 
-func (q queueMetrics) Started(depth int, wait time.Duration) {
-	q.m.mu.Lock()
-	defer q.m.mu.Unlock()
-	if q.m.depth == nil {
-		q.m.depth = make(map[string]int)
+// Gatherer returns the registry the Metrics were registered on, or nil if
+// it cannot be gathered.
+func (m *Metrics) Gatherer() prometheus.Gatherer { return m.gatherer }
+
+// ServeHTTP serves the registry in the Prometheus exposition formats
+// (promhttp).
+func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if m.gatherer == nil {
+		http.Error(w, errNoGatherer.Error(), http.StatusInternalServerError)
+		return
 	}
-	q.m.depth[q.name] = depth
-	observe(&q.m.waits, q.name, wait)
+	promhttp.HandlerFor(m.gatherer, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 }
 
-func (q queueMetrics) Finished(depth int, work time.Duration) {
-	q.m.mu.Lock()
-	defer q.m.mu.Unlock()
-	if q.m.depth == nil {
-		q.m.depth = make(map[string]int)
-	}
-	q.m.depth[q.name] = depth
-	observe(&q.m.durations, q.name, work)
-}
-
-// Retried is not counted here: the rate limiter counts the retries of
-// failed syncs (RateLimiter), and the queue also reports delayed adds.
-func (q queueMetrics) Retried() {}
-
-func (m *Metrics) countSync(controller, result string) {
+// setObjects makes ctrlkit_informer_objects{resource} report count() at
+// scrape time, replacing what an earlier run set.
+func (m *Metrics) setObjects(resource string, count func() int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.syncs == nil {
-		m.syncs = make(map[[2]string]int)
+	if m.objects == nil {
+		m.objects = make(map[string]func() int)
 	}
-	m.syncs[[2]string{controller, result}]++
-}
-
-func (m *Metrics) countRetry(name string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.retries == nil {
-		m.retries = make(map[string]int)
-	}
-	m.retries[name]++
-}
-
-// AddGauge registers a gauge read at scrape time: name{labels} value().
-// labels is the rendered label list without braces, e.g. `resource="pods"`.
-func (m *Metrics) AddGauge(name, labels string, value func() float64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.gauges = append(m.gauges, gauge{name, labels, value})
+	m.objects[resource] = count
 }
 
 // RateLimiter wraps a work queue's rate limiter to count the syncs of the
-// controller named name: the queue calls Forget after a successful sync
-// and When for every rate-limited retry of a failed one.
+// controller named name (ctrlkit_syncs_total): the queue calls Forget
+// after a successful sync and When for every rate-limited retry of a
+// failed one.
 func (m *Metrics) RateLimiter(name string, next workqueue.RateLimiter[types.NamespacedName]) workqueue.RateLimiter[types.NamespacedName] {
-	return countingLimiter{next: next, m: m, name: name}
+	return countingLimiter{next: next, ok: m.syncs.WithLabelValues(name, "success"), failed: m.syncs.WithLabelValues(name, "error")}
 }
 
 type countingLimiter struct {
-	next workqueue.RateLimiter[types.NamespacedName]
-	m    *Metrics
-	name string
+	next       workqueue.RateLimiter[types.NamespacedName]
+	ok, failed prometheus.Counter
 }
 
 func (l countingLimiter) When(k types.NamespacedName) time.Duration {
-	l.m.countSync(l.name, "error")
-	l.m.countRetry(l.name)
+	l.failed.Inc()
 	return l.next.When(k)
 }
 
 func (l countingLimiter) Forget(k types.NamespacedName) {
-	l.m.countSync(l.name, "success")
+	l.ok.Inc()
 	l.next.Forget(k)
 }
 
 func (l countingLimiter) NumRequeues(k types.NamespacedName) int { return l.next.NumRequeues(k) }
 
-// ServeHTTP writes the metrics in the text exposition format 0.0.4.
-func (m *Metrics) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	if err := m.Write(w); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-	}
-}
-
-// Write writes the metrics in the text exposition format to w.
-func (m *Metrics) Write(w io.Writer) error {
-	b := bufio.NewWriter(w)
-	m.mu.Lock()
-	header(b, "ctrlkit_syncs_total", "counter", "Syncs by controller and result, counted at the work queue.")
-	for _, k := range sortedKeys(m.syncs, func(a, b [2]string) bool { return a[0] < b[0] || a[0] == b[0] && a[1] < b[1] }) {
-		fmt.Fprintf(b, "ctrlkit_syncs_total{controller=%s,result=%s} %d\n", q(k[0]), q(k[1]), m.syncs[k])
-	}
-	writeHistograms(b, "ctrlkit_sync_duration_seconds", "controller", "Duration of syncs.", m.durations)
-	header(b, "ctrlkit_workqueue_depth", "gauge", "Keys waiting in the work queue.")
-	for _, n := range sortedKeys(m.depth, func(a, b string) bool { return a < b }) {
-		fmt.Fprintf(b, "ctrlkit_workqueue_depth{name=%s} %d\n", q(n), m.depth[n])
-	}
-	header(b, "ctrlkit_workqueue_adds_total", "counter", "Keys that became pending in the work queue.")
-	for _, n := range sortedKeys(m.adds, func(a, b string) bool { return a < b }) {
-		fmt.Fprintf(b, "ctrlkit_workqueue_adds_total{name=%s} %d\n", q(n), m.adds[n])
-	}
-	writeHistograms(b, "ctrlkit_workqueue_queue_duration_seconds", "name", "Time a key waited in the work queue before a worker took it.", m.waits)
-	header(b, "ctrlkit_workqueue_retries_total", "counter", "Rate-limited requeues by queue.")
-	for _, n := range sortedKeys(m.retries, func(a, b string) bool { return a < b }) {
-		fmt.Fprintf(b, "ctrlkit_workqueue_retries_total{name=%s} %d\n", q(n), m.retries[n])
-	}
-	gauges := slices.Clone(m.gauges)
-	m.mu.Unlock()
-
-	header(b, "ctrlkit_api_requests_total", "counter", "Requests sent to the API server by verb and resource.")
-	counts := m.Requests.Counts()
-	for _, r := range SortedRequests(counts) {
-		fmt.Fprintf(b, "ctrlkit_api_requests_total{verb=%s,resource=%s} %d\n", q(r.Verb), q(r.Resource), counts[r])
-	}
-	header(b, "ctrlkit_api_conflicts_total", "counter", "Requests answered 409 Conflict by verb and resource.")
-	conflicts := m.Requests.Conflicts()
-	for _, r := range SortedRequests(conflicts) {
-		fmt.Fprintf(b, "ctrlkit_api_conflicts_total{verb=%s,resource=%s} %d\n", q(r.Verb), q(r.Resource), conflicts[r])
-	}
-	header(b, "ctrlkit_leader", "gauge", "1 while this process holds the leader lease (or runs without leader election).")
-	v := 0
-	if m.leader.Load() {
-		v = 1
-	}
-	fmt.Fprintf(b, "ctrlkit_leader %d\n", v)
-	last := ""
-	for _, g := range gauges {
-		if g.name != last {
-			header(b, g.name, "gauge", "")
-			last = g.name
-		}
-		fmt.Fprintf(b, "%s{%s} %g\n", g.name, g.labels, g.value())
-	}
-	return b.Flush()
-}
-
-// writeHistograms writes one histogram per key of hs, labelled label=key.
-func writeHistograms(b io.Writer, name, label, help string, hs map[string]*histogram) {
-	header(b, name, "histogram", help)
-	for _, c := range sortedKeys(hs, func(a, b string) bool { return a < b }) {
-		h := hs[c]
-		for i, ub := range durationBuckets {
-			fmt.Fprintf(b, "%s_bucket{%s=%s,le=%s} %d\n", name, label, q(c), q(strconv.FormatFloat(ub, 'g', -1, 64)), h.counts[i])
-		}
-		fmt.Fprintf(b, "%s_bucket{%s=%s,le=\"+Inf\"} %d\n", name, label, q(c), h.n)
-		fmt.Fprintf(b, "%s_sum{%s=%s} %g\n", name, label, q(c), h.sum)
-		fmt.Fprintf(b, "%s_count{%s=%s} %d\n", name, label, q(c), h.n)
-	}
-}
-
-func header(w io.Writer, name, typ, help string) {
-	if help != "" {
-		fmt.Fprintf(w, "# HELP %s %s\n", name, help)
-	}
-	fmt.Fprintf(w, "# TYPE %s %s\n", name, typ)
-}
-
-// q quotes a label value as the exposition format requires.
-func q(s string) string { return strconv.Quote(s) }
-
-func sortedKeys[K comparable, V any](m map[K]V, less func(a, b K) bool) []K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b K) int {
-		switch {
-		case less(a, b):
-			return -1
-		case less(b, a):
-			return 1
-		}
-		return 0
-	})
-	return keys
-}
+// errNoGatherer is ServeHTTP's answer for a registry it cannot read.
+var errNoGatherer = errors.New("kube: the metrics registry is not a prometheus.Gatherer")

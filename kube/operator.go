@@ -38,6 +38,10 @@ type Operator struct {
 	// Workers is the number of concurrent syncs of each controller; 0
 	// means 5, kube-controller-manager's default.
 	Workers int
+	// DeploymentWorkers and ReplicaSetWorkers, when positive, override
+	// Workers for one controller (kube-controller-manager's
+	// --concurrent-deployment-syncs and --concurrent-replicaset-syncs).
+	DeploymentWorkers, ReplicaSetWorkers int
 	// Grace is how long a write in flight at shutdown may go on after the
 	// context is cancelled; 0 means 10 s.
 	Grace time.Duration
@@ -65,8 +69,13 @@ type Operator struct {
 	// Config.RateLimiter unset, and does nothing with a negative QPS (no
 	// limit).
 	LowPriorityEvents bool
-	// Metrics, if set, receives the operator's measurements and counts its
-	// API requests.
+	// EventsAPI selects the API the controllers' events are written with:
+	// "" or "core/v1" (client-go's record broadcaster, as
+	// kube-controller-manager's Deployment and ReplicaSet controllers
+	// do), or "events.k8s.io/v1" (see [EventsAPI]).
+	EventsAPI string
+	// Metrics, if set, receives the operator's measurements (work queues,
+	// syncs, informers) and counts its API requests (see [Metrics]).
 	Metrics *Metrics
 	// Logger receives the controllers' logs; the zero Logger uses the one
 	// in Run's context, if any.
@@ -103,7 +112,7 @@ func (o *Operator) Run(ctx context.Context) error {
 			if prev != nil {
 				rt = prev(rt)
 			}
-			return m.Requests.Wrap(rt)
+			return m.WrapTransport(rt)
 		}
 	}
 	// One client per role, each with its own QPS and burst, as
@@ -112,6 +121,14 @@ func (o *Operator) Run(ctx context.Context) error {
 	// share its client (and its rate limit) with its writes.
 	// With LowPriorityEvents each controller's events have a client of
 	// their own that draws on the controller's budget through the low door.
+	if o.Metrics != nil && o.Metrics.depth == nil {
+		return errors.New("kube: Operator.Metrics was not made by NewMetrics")
+	}
+	switch o.EventsAPI {
+	case "", "core/v1", "events.k8s.io/v1":
+	default:
+		return fmt.Errorf("kube: Operator.EventsAPI is %q; want core/v1 or events.k8s.io/v1", o.EventsAPI)
+	}
 	if o.LowPriorityEvents && cfg.RateLimiter != nil {
 		return errors.New("kube: Operator.LowPriorityEvents needs Config.QPS and Burst, not Config.RateLimiter")
 	}
@@ -147,9 +164,15 @@ func (o *Operator) Run(ctx context.Context) error {
 	}
 	r := operatorRun{informers: clients[0], deployments: clients[1], replicaSets: clients[2],
 		deploymentEvents: events[1], replicaSetEvents: events[2],
-		namespace: o.Namespace, workers: o.Workers, grace: o.Grace, batch: o.BatchPeriod, eager: o.EagerStatus, metrics: o.Metrics}
+		namespace: o.Namespace, workers: o.Workers, dWorkers: o.DeploymentWorkers, rsWorkers: o.ReplicaSetWorkers, grace: o.Grace, batch: o.BatchPeriod, eager: o.EagerStatus, metrics: o.Metrics, eventsAPI: o.EventsAPI == "events.k8s.io/v1"}
 	if r.workers <= 0 {
 		r.workers = 5
+	}
+	if r.dWorkers <= 0 {
+		r.dWorkers = r.workers
+	}
+	if r.rsWorkers <= 0 {
+		r.rsWorkers = r.workers
 	}
 	if r.grace <= 0 {
 		r.grace = 10 * time.Second
@@ -165,16 +188,19 @@ type operatorRun struct {
 	deploymentEvents, replicaSetEvents kubernetes.Interface
 
 	namespace string
-	workers   int
-	grace     time.Duration
-	batch     time.Duration
-	eager     bool
-	metrics   *Metrics
+	// workers is the default of dWorkers and rsWorkers, the workers of
+	// each controller.
+	workers, dWorkers, rsWorkers int
+	grace                        time.Duration
+	batch                        time.Duration
+	eager                        bool
+	metrics                      *Metrics
+	eventsAPI                    bool // events.k8s.io/v1 instead of core/v1
 }
 
 func (o *operatorRun) run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
-	cs, workers, grace := o.informers, o.workers, o.grace
+	cs, grace := o.informers, o.grace
 	dInf := informer.New(Deployments(cs, o.namespace), informer.Config[*appsv1.Deployment]{Transform: dropManagedFields[*appsv1.Deployment], Logger: log.WithName("informer")})
 	rsInf := informer.New(ReplicaSets(cs, o.namespace), informer.Config[*appsv1.ReplicaSet]{Transform: dropManagedFields[*appsv1.ReplicaSet], Logger: log.WithName("informer")})
 	podInf := informer.New(Pods(cs, o.namespace), informer.Config[*corev1.Pod]{Transform: dropManagedFields[*corev1.Pod], Logger: log.WithName("informer")})
@@ -189,9 +215,21 @@ func (o *operatorRun) run(ctx context.Context) error {
 	if rsEventsClient == nil {
 		rsEventsClient = o.replicaSets
 	}
-	dEvents := StartEvents(context.WithoutCancel(ctx), dEventsClient)
+	start := func(cs kubernetes.Interface) (EventRecorders, error) {
+		if o.eventsAPI {
+			return StartEventsAPI(context.WithoutCancel(ctx), cs)
+		}
+		return StartEvents(context.WithoutCancel(ctx), cs), nil
+	}
+	dEvents, err := start(dEventsClient)
+	if err != nil {
+		return err
+	}
 	defer dEvents.Shutdown()
-	rsEvents := StartEvents(context.WithoutCancel(ctx), rsEventsClient)
+	rsEvents, err := start(rsEventsClient)
+	if err != nil {
+		return err
+	}
 	defer rsEvents.Shutdown()
 
 	dLimiter := workqueue.DefaultControllerRateLimiter[types.NamespacedName]()
@@ -201,9 +239,9 @@ func (o *operatorRun) run(ctx context.Context) error {
 		dLimiter = m.RateLimiter("deployment", dLimiter)
 		rsLimiter = m.RateLimiter("replicaset", rsLimiter)
 		dQueue, rsQueue = m.Queue("deployment"), m.Queue("replicaset")
-		m.AddGauge("ctrlkit_informer_objects", `resource="deployments"`, func() float64 { return float64(dInf.Cache().Len()) })
-		m.AddGauge("ctrlkit_informer_objects", `resource="replicasets"`, func() float64 { return float64(rsInf.Cache().Len()) })
-		m.AddGauge("ctrlkit_informer_objects", `resource="pods"`, func() float64 { return float64(podInf.Cache().Len()) })
+		m.setObjects("deployments", dInf.Cache().Len)
+		m.setObjects("replicasets", rsInf.Cache().Len)
+		m.setObjects("pods", podInf.Cache().Len)
 	}
 	// The controllers build their own Reconcilers: those read ReplicaSets
 	// through an index and wait for the controllers' own writes to reach
@@ -213,14 +251,14 @@ func (o *operatorRun) run(ctx context.Context) error {
 		Client:  DeploymentClient{Clientset: o.deployments, Grace: grace},
 		Live:    LiveDeployments(o.deployments, grace),
 		Events:  dEvents.Deployment(),
-		Workers: workers, RateLimiter: dLimiter, Metrics: dQueue, BatchPeriod: o.batch, EagerStatus: o.eager,
+		Workers: o.dWorkers, RateLimiter: dLimiter, Metrics: dQueue, BatchPeriod: o.batch, EagerStatus: o.eager,
 	})
 	if err != nil {
 		return err
 	}
 	rsc, err := replicaset.NewController(replicaset.ControllerConfig{
 		ReplicaSets: rsInf, Pods: podInf, Client: ReplicaSetClient{Clientset: o.replicaSets, Grace: grace},
-		Events: rsEvents.ReplicaSet(), Workers: workers, RateLimiter: rsLimiter, Metrics: rsQueue, BatchPeriod: o.batch,
+		Events: rsEvents.ReplicaSet(), Workers: o.rsWorkers, RateLimiter: rsLimiter, Metrics: rsQueue, BatchPeriod: o.batch,
 		EagerStatus: o.eager,
 	})
 	if err != nil {
@@ -251,7 +289,7 @@ func (o *operatorRun) run(ctx context.Context) error {
 			errs <- err
 		}
 	})
-	log.Info("Started controllers", "namespace", o.namespace, "workers", workers)
+	log.Info("Started controllers", "namespace", o.namespace, "deploymentWorkers", o.dWorkers, "replicaSetWorkers", o.rsWorkers)
 	ctlWG.Wait()
 	stopInformers()
 	infWG.Wait()

@@ -25,6 +25,13 @@ func TestOperatorNeedsConfig(t *testing.T) {
 	}
 }
 
+func TestOperatorNeedsMetricsFromNewMetrics(t *testing.T) {
+	op := &Operator{Config: &rest.Config{Host: "http://127.0.0.1:1"}, Metrics: new(Metrics)}
+	if err := op.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "NewMetrics") {
+		t.Errorf("Run with a zero Metrics: err = %v", err)
+	}
+}
+
 func TestOperatorLowPriorityEventsNeedsQPS(t *testing.T) {
 	op := &Operator{Config: &rest.Config{Host: "http://127.0.0.1:1", RateLimiter: flowcontrol.NewFakeAlwaysRateLimiter()}, LowPriorityEvents: true}
 	if err := op.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "RateLimiter") {
@@ -73,8 +80,11 @@ func testControllersOnFakeClientset(t *testing.T, ownEventClients bool) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	m := new(Metrics)
-	op := &operatorRun{informers: cs, deployments: cs, replicaSets: cs, namespace: "ns", workers: 2, grace: time.Second, metrics: m}
+	m, err := NewMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := &operatorRun{informers: cs, deployments: cs, replicaSets: cs, namespace: "ns", dWorkers: 2, rsWorkers: 2, grace: time.Second, metrics: m}
 	dEvents, rsEvents := cs, cs
 	if ownEventClients {
 		dEvents, rsEvents = fake.NewClientset(), fake.NewClientset()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -141,6 +142,8 @@ func createPod(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv
 		events.Event(rs, corev1.EventTypeWarning, ReasonFailedCreate, fmt.Sprintf("Error creating: %v", err))
 		return err
 	}
+	logr.FromContextOrDiscard(ctx).V(4).Info("Created pod", "pod", types.NamespacedName{Namespace: created.Namespace, Name: created.Name},
+		"replicaSet", types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name})
 	events.Event(rs, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created pod: "+created.Name)
 	return nil
 }
@@ -211,6 +214,8 @@ func deletePod(ctx context.Context, c PodWriter, live PodGetter, events EventRec
 		events.Event(rs, corev1.EventTypeWarning, ReasonFailedDelete, fmt.Sprintf("Error deleting: %v", err))
 		return deleteOutcome{err: fmt.Errorf("unable to delete pods: %w", err), unsettled: unsettled}
 	}
+	logr.FromContextOrDiscard(ctx).V(4).Info("Deleted pod", "pod", types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
+		"replicaSet", types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name})
 	events.Event(rs, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted pod: "+pod.Name)
 	return deleteOutcome{}
 }

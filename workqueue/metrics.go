@@ -15,7 +15,10 @@ import "time"
 //
 // Two gauges client-go samples from a goroutine every 500ms, the unfinished
 // work and the longest running processor, are read on demand with
-// [Queue.Unfinished] instead (for example from a scrape-time callback).
+// [Queue.Unfinished] instead: a Metrics that also implements
+// [UnfinishedMetrics] is handed that method when the queue is created, so
+// that a collector can read both at scrape time even when the queue is
+// built inside a controller.
 type Metrics interface {
 	// Added is called when an Add, or the end of a delay, makes an item
 	// pending that was not (adds that coalesce are not reported). depth
@@ -32,6 +35,19 @@ type Metrics interface {
 	// with a positive delay, during the call (after ShutDown, neither
 	// counts): the calls client-go counts as retries.
 	Retried()
+}
+
+// UnfinishedMetrics is the optional part of a [Metrics] hook that reads
+// the work in progress. [New] calls Unfinished once, before it returns,
+// with the new queue's [Queue.Unfinished]; the hook may call read at any
+// time afterwards, from any goroutine, but not from inside its other
+// methods (the queue holds its lock while it calls them).
+//
+// With the other calls it carries all seven series of client-go's work
+// queue metrics: depth, adds, queue duration, work duration, retries,
+// unfinished work and longest running processor.
+type UnfinishedMetrics interface {
+	Unfinished(read func() (total, longest time.Duration))
 }
 
 // Unfinished returns the total time spent so far by the items being

@@ -103,6 +103,38 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+// unfinishedRecorder is a Metrics hook that also takes the queue's
+// Unfinished method.
+type unfinishedRecorder struct {
+	metricsRecorder
+	read func() (total, longest time.Duration)
+}
+
+var _ workqueue.UnfinishedMetrics = (*unfinishedRecorder)(nil)
+
+func (u *unfinishedRecorder) Unfinished(read func() (total, longest time.Duration)) { u.read = read }
+
+// New hands a hook implementing UnfinishedMetrics the queue's Unfinished
+// method, so that the hook reads the work in progress on its own.
+func TestUnfinishedMetrics(t *testing.T) {
+	fc := clock.NewFake(t0)
+	m := &unfinishedRecorder{}
+	q := workqueue.New(workqueue.Config[string]{Clock: fc, Metrics: m})
+	defer q.ShutDown()
+	if m.read == nil {
+		t.Fatal("New did not hand the hook the queue's Unfinished")
+	}
+	q.Add("a")
+	q.Add("b")
+	q.Get()
+	fc.Step(2 * time.Second)
+	q.Get()
+	fc.Step(time.Second)
+	if total, longest := m.read(); total != 4*time.Second || longest != 3*time.Second {
+		t.Errorf("read() = %v, %v; want 4s, 3s", total, longest)
+	}
+}
+
 func TestUnfinishedWithoutMetrics(t *testing.T) {
 	q, fc := newFakeQueue(t)
 	q.Add("a")

@@ -110,6 +110,9 @@ const (
 func New[T comparable](cfg Config[T]) *Queue[T] {
 	q := &Queue[T]{name: cfg.Name, clock: cfg.Clock, limiter: cfg.RateLimiter, metrics: cfg.Metrics}
 	q.init()
+	if u, ok := cfg.Metrics.(UnfinishedMetrics); ok {
+		u.Unfinished(q.Unfinished)
+	}
 	return q
 }
 

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ctrlkit/ctrlkit/controllerruntime"
@@ -163,6 +166,80 @@ func TestManager(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("ReplicaSets = %v; want %v", got, want)
 	}
+	checkMetrics(t)
+}
+
+// checkMetrics checks that the series controller-runtime dashboards query
+// carry data for both controllers after a rollout: they come from
+// controller-runtime's own registry, which the Manager serves on /metrics.
+func checkMetrics(t *testing.T) {
+	t.Helper()
+	mfs, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*dto.MetricFamily{}
+	for _, mf := range mfs {
+		byName[mf.GetName()] = mf
+	}
+	for name, keys := range map[string]string{
+		"controller_runtime_reconcile_total":                 "controller,result",
+		"controller_runtime_reconcile_errors_total":          "controller",
+		"controller_runtime_terminal_reconcile_errors_total": "controller",
+		"controller_runtime_reconcile_time_seconds":          "controller",
+		"controller_runtime_active_workers":                  "controller",
+		"controller_runtime_max_concurrent_reconciles":       "controller",
+		"workqueue_depth":                                    "controller,name,priority",
+		"workqueue_adds_total":                               "controller,name",
+		"workqueue_queue_duration_seconds":                   "controller,name",
+		"workqueue_work_duration_seconds":                    "controller,name",
+		"workqueue_unfinished_work_seconds":                  "controller,name",
+		"workqueue_longest_running_processor_seconds":        "controller,name",
+		"workqueue_retries_total":                            "controller,name",
+		"rest_client_requests_total":                         "code,host,method",
+	} {
+		mf := byName[name]
+		if mf == nil {
+			t.Errorf("controller-runtime's registry lacks %s", name)
+			continue
+		}
+		seen := map[string]bool{}
+		for _, m := range mf.GetMetric() {
+			var ks []string
+			for _, l := range m.GetLabel() {
+				ks = append(ks, l.GetName())
+				if l.GetName() == "controller" {
+					seen[l.GetValue()] = true
+				}
+			}
+			if got := strings.Join(ks, ","); got != keys {
+				t.Errorf("%s has labels %s; want %s", name, got, keys)
+				break
+			}
+		}
+		if strings.HasPrefix(keys, "controller") && (!seen[controllerruntime.DeploymentControllerName] || !seen[controllerruntime.ReplicaSetControllerName]) {
+			t.Errorf("%s has series for controllers %v; want both of ours", name, seen)
+		}
+	}
+	for _, ctl := range []string{controllerruntime.DeploymentControllerName, controllerruntime.ReplicaSetControllerName} {
+		var ok float64
+		for _, m := range byName["controller_runtime_reconcile_total"].GetMetric() {
+			if labelsOf(m)["controller"] == ctl && labelsOf(m)["result"] == "success" {
+				ok = m.GetCounter().GetValue()
+			}
+		}
+		if ok == 0 {
+			t.Errorf(`controller_runtime_reconcile_total{controller=%q,result="success"} = 0 after two rollouts`, ctl)
+		}
+	}
+}
+
+func labelsOf(m *dto.Metric) map[string]string {
+	out := map[string]string{}
+	for _, l := range m.GetLabel() {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
 }
 
 // waitRolledOut waits, watching the Deployment, until kubectl rollout

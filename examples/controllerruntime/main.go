@@ -2,7 +2,7 @@
 // and ReplicaSet controllers in a controller-runtime Manager: the whole
 // program is the few lines below. Run it against a cluster whose
 // kube-controller-manager does not run its own deployment and replicaset
-// controllers (--controllers=*,-deployment,-replicaset), with the
+// controllers (--controllers=*,-deployment-controller,-replicaset-controller), with the
 // kubeconfig controller-runtime finds (--kubeconfig, $KUBECONFIG,
 // in-cluster, ~/.kube/config).
 package main

@@ -33,7 +33,8 @@
 // kube.Operator is the production version of this wiring, with leader
 // election and metrics. Only one process may run these controllers
 // against a cluster: stop kube-controller-manager's deployment and
-// replicaset controllers first (--controllers=-deployment,-replicaset).
+// replicaset controllers first (--controllers=*,-deployment-controller,-replicaset-controller:
+// without the *, kube-controller-manager would run no controller at all).
 package main
 
 import (

@@ -70,7 +70,7 @@ func (in *instance) get(path string) (int, string) {
 
 func (in *instance) leading() bool {
 	_, body := in.get("/metrics")
-	return strings.Contains(body, "\nctrlkit_leader 1\n")
+	return strings.Contains(body, "\n"+`leader_election_master_status{name="ctrlkit-controller"} 1`+"\n")
 }
 
 // TestOperatorBinary runs two ctrlkit-controller processes with leader
@@ -105,7 +105,7 @@ func TestOperatorBinary(t *testing.T) {
 	e.create(deployment("web", 3, "nginx:1"))
 	e.waitComplete("web", 30*time.Second)
 	_, metrics := leader.get("/metrics")
-	for _, want := range []string{`ctrlkit_api_requests_total{verb="create",resource="pods"} 3`, `ctrlkit_syncs_total{controller="deployment",result="success"}`} {
+	for _, want := range []string{`ctrlkit_api_requests_total{resource="pods",verb="create"} 3`, `ctrlkit_syncs_total{controller="deployment",result="success"}`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("leader /metrics lacks %q:\n%s", want, metrics)
 		}

@@ -57,7 +57,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ctx: ctx, ns: ns, cs: cs, metrics: new(kube.Metrics), gens: map[string]int64{}}
+	e := &env{t: t, ctx: ctx, ns: ns, cs: cs, metrics: mustMetrics(t), gens: map[string]int64{}}
 	var wg sync.WaitGroup
 	e.rec = &cluster.Recorder{Client: cs, Namespace: ns}
 	ready := make(chan struct{})
@@ -216,4 +216,14 @@ func ignoreNotFound(err error) error {
 		return nil
 	}
 	return err
+}
+
+// mustMetrics returns fresh operator metrics on a registry of their own.
+func mustMetrics(t *testing.T) *kube.Metrics {
+	t.Helper()
+	m, err := kube.NewMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

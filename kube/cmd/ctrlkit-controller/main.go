@@ -7,8 +7,10 @@
 //	ctrlkit-controller --kubeconfig=$HOME/.kube/config [--namespace=NS] [--workers=5]
 //	    [--leader-elect] [--kube-api-qps=20 --kube-api-burst=30] [--bind-address=127.0.0.1:10271]
 //
-// It serves /healthz and /metrics (Prometheus text format) on
-// --bind-address. On SIGTERM or SIGINT it stops taking work, lets the syncs
+// It serves /healthz, /metrics (Prometheus) and /debug/pprof in plain
+// HTTP on --bind-address (loopback only), and with --secure-port over TLS
+// with delegated authentication and authorization, as
+// kube-controller-manager does. On SIGTERM or SIGINT it stops taking work, lets the syncs
 // in progress finish, flushes events, and then releases its leader lease.
 package main
 
@@ -17,20 +19,19 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/pprof"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/ctrlkit/ctrlkit/kube"
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
@@ -40,14 +41,18 @@ type options struct {
 	kubeconfig        string
 	namespace         string
 	workers           int
+	deploymentSyncs   int
+	replicaSetSyncs   int
 	batchPeriod       time.Duration
 	eagerStatus       bool
 	lowPriorityEvents bool
+	eventsAPI         string
 	contentType       string
 	profiling         bool
 	qps               float64
 	burst             int
 	bindAddress       string
+	secure            secureOptions
 	shutdownGrace     time.Duration
 	leaderElect       bool
 	leaseNamespace    string
@@ -58,32 +63,12 @@ type options struct {
 }
 
 func main() {
-	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
-	var o options
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means in-cluster configuration")
-	fs.StringVar(&o.namespace, "namespace", "", "only manage objects in this namespace; empty means all")
-	fs.IntVar(&o.workers, "workers", 5, "concurrent syncs per controller")
-	fs.DurationVar(&o.batchPeriod, "sync-batch-period", 0, "delay the syncs that pod events and ReplicaSet status changes trigger by this much, so that\n"+
-		"a burst of them costs one sync and one status write; 0 syncs at once, like kube-controller-manager")
-	fs.BoolVar(&o.eagerStatus, "eager-status", false, "write statuses with kube-controller-manager's timing, also in syncs that only create or delete\n"+
-		"pods or only scale ReplicaSets (more writes); by default the sync their events trigger writes the status")
-	fs.BoolVar(&o.lowPriorityEvents, "low-priority-events", false, "let a controller's writes go before its events within the one rate limit they share\n"+
-		"(events still get one request in 20 while they wait); kube-controller-manager makes them take turns")
-	fs.Float64Var(&o.qps, "kube-api-qps", 20, "queries per second to the API server")
-	fs.IntVar(&o.burst, "kube-api-burst", 30, "burst of queries to the API server")
-	fs.BoolVar(&o.profiling, "profiling", true, "serve /debug/pprof on --bind-address, like kube-controller-manager")
-	fs.StringVar(&o.contentType, "kube-api-content-type", "application/vnd.kubernetes.protobuf", "content type of requests to the API server")
-	fs.StringVar(&o.bindAddress, "bind-address", "127.0.0.1:10271", "address of /healthz and /metrics; empty disables them")
-	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "how long in-flight work may take to drain at shutdown")
-	fs.BoolVar(&o.leaderElect, "leader-elect", false, "run only while holding a coordination.k8s.io Lease")
-	fs.StringVar(&o.leaseNamespace, "leader-elect-resource-namespace", "kube-system", "namespace of the Lease")
-	fs.StringVar(&o.leaseName, "leader-elect-resource-name", "ctrlkit-controller", "name of the Lease")
-	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "lease duration")
-	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "renew deadline")
-	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "retry period")
-	klog.InitFlags(fs)
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		os.Exit(2)
+	o, err := parseFlags(os.Args[0], os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		os.Exit(2) // the flag package printed the error and the usage
 	}
 	log := klog.NewKlogr().WithName("ctrlkit-controller")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -96,29 +81,104 @@ func main() {
 	klog.Flush()
 }
 
+// parseFlags parses the command line args of the program called name.
+func parseFlags(name string, args []string) (options, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	var o options
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means $KUBECONFIG if set, else the in-cluster configuration (the pod's ServiceAccount)")
+	fs.StringVar(&o.namespace, "namespace", "", "only manage objects in this namespace; empty means all")
+	fs.IntVar(&o.deploymentSyncs, "concurrent-deployment-syncs", 5, "Deployments synced concurrently (kube-controller-manager's flag)")
+	fs.IntVar(&o.replicaSetSyncs, "concurrent-replicaset-syncs", 5, "ReplicaSets synced concurrently (kube-controller-manager's flag)")
+	fs.IntVar(&o.workers, "workers", 0, "DEPRECATED: sets both --concurrent-deployment-syncs and --concurrent-replicaset-syncs, unless they are given")
+	fs.DurationVar(&o.batchPeriod, "sync-batch-period", 0, "delay the syncs that pod events and ReplicaSet status changes trigger by this much, so that\n"+
+		"a burst of them costs one sync and one status write; 0 syncs at once, like kube-controller-manager")
+	fs.BoolVar(&o.eagerStatus, "eager-status", false, "write statuses with kube-controller-manager's timing, also in syncs that only create or delete\n"+
+		"pods or only scale ReplicaSets (more writes); by default the sync their events trigger writes the status")
+	fs.BoolVar(&o.lowPriorityEvents, "low-priority-events", false, "let a controller's writes go before its events within the one rate limit they share\n"+
+		"(events still get one request in 20 while they wait); kube-controller-manager makes them take turns")
+	fs.StringVar(&o.eventsAPI, "events-api", "core/v1", "API of the controllers' events: core/v1 (as kube-controller-manager's Deployment and ReplicaSet\n"+
+		"controllers) or events.k8s.io/v1 (an action derived from each reason; reasons and messages unchanged)")
+	fs.Float64Var(&o.qps, "kube-api-qps", 20, "queries per second to the API server")
+	fs.IntVar(&o.burst, "kube-api-burst", 30, "burst of queries to the API server")
+	fs.BoolVar(&o.profiling, "profiling", true, "serve /debug/pprof on --bind-address, like kube-controller-manager")
+	fs.StringVar(&o.contentType, "kube-api-content-type", "application/vnd.kubernetes.protobuf", "content type of requests to the API server")
+	fs.StringVar(&o.bindAddress, "bind-address", "127.0.0.1:10271", "loopback host:port of /healthz, /metrics and /debug/pprof in plain HTTP; empty disables it\n"+
+		"(unlike kube-controller-manager's --bind-address, the IP of its secure port: see --secure-bind-address)")
+	fs.IntVar(&o.secure.port, "secure-port", 0, "serve /healthz, /metrics and /debug/pprof over TLS on this port, with delegated authentication and\n"+
+		"authorization (TokenReview, SubjectAccessReview) as kube-controller-manager's 10257; 0 disables it")
+	fs.StringVar(&o.secure.bindAddress, "secure-bind-address", "0.0.0.0", "IP of --secure-port")
+	fs.StringVar(&o.secure.certFile, "tls-cert-file", "", "certificate of --secure-port; empty means a self-signed one made at start")
+	fs.StringVar(&o.secure.keyFile, "tls-private-key-file", "", "private key of --tls-cert-file")
+	var allow string
+	fs.StringVar(&allow, "authorization-always-allow-paths", "/healthz,/readyz,/livez", "comma-separated paths --secure-port serves without authentication")
+	fs.DurationVar(&o.secure.authCacheTTL, "authentication-token-webhook-cache-ttl", 10*time.Second, "how long --secure-port caches TokenReview and SubjectAccessReview answers")
+	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "how long in-flight work may take to drain at shutdown")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "run only while holding a coordination.k8s.io Lease")
+	fs.StringVar(&o.leaseNamespace, "leader-elect-resource-namespace", "kube-system", "namespace of the Lease")
+	fs.StringVar(&o.leaseName, "leader-elect-resource-name", "ctrlkit-controller", "name of the Lease")
+	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "lease duration")
+	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "renew deadline")
+	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "retry period")
+	klog.InitFlags(fs)
+	fs.Usage = func() { usage(fs) }
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	o.secure.alwaysAllow = strings.Split(allow, ",")
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.workers > 0 {
+		if !set["concurrent-deployment-syncs"] {
+			o.deploymentSyncs = o.workers
+		}
+		if !set["concurrent-replicaset-syncs"] {
+			o.replicaSetSyncs = o.workers
+		}
+	}
+	return o, nil
+}
+
 func run(ctx context.Context, o options) error {
 	log := logr.FromContextOrDiscard(ctx)
-	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
+		return err
 	}
 	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 	cfg.ContentType = o.contentType
 	cfg.UserAgent = rest.DefaultKubernetesUserAgent() + "/ctrlkit-controller"
 
-	metrics := new(kube.Metrics)
-	op := &kube.Operator{Config: cfg, Namespace: o.namespace, Workers: o.workers, BatchPeriod: o.batchPeriod, EagerStatus: o.eagerStatus, LowPriorityEvents: o.lowPriorityEvents, Metrics: metrics,
+	// A registry of our own, never the global one, with the Go runtime
+	// and process series every Kubernetes component exposes.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsAll)), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics, err := kube.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
+	op := &kube.Operator{Config: cfg, Namespace: o.namespace, DeploymentWorkers: o.deploymentSyncs, ReplicaSetWorkers: o.replicaSetSyncs, BatchPeriod: o.batchPeriod, EagerStatus: o.eagerStatus, LowPriorityEvents: o.lowPriorityEvents, EventsAPI: o.eventsAPI, Metrics: metrics,
 		Grace: o.shutdownGrace, Logger: log}
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
+	mux := handlers(metrics, watchdog, o.profiling)
 	if o.bindAddress != "" {
-		stopServer, err := serve(log, o.bindAddress, metrics, watchdog, o.profiling)
+		stopServer, err := serveInsecure(log, o.bindAddress, mux)
+		if err != nil {
+			return err
+		}
+		defer stopServer()
+	}
+	if o.secure.port != 0 {
+		cs, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+		if err != nil {
+			return err
+		}
+		stopServer, err := serveSecure(log, cs, o.secure, mux)
 		if err != nil {
 			return err
 		}
 		defer stopServer()
 	}
 	if !o.leaderElect {
-		metrics.SetLeader(true)
 		return op.Run(ctx)
 	}
 	return runElected(ctx, o, cfg, op, watchdog)
@@ -149,20 +209,21 @@ func runElected(ctx context.Context, o options, cfg *rest.Config, op *kube.Opera
 	opDone := make(chan error, 1)
 	started := make(chan struct{})
 	lost := make(chan struct{})
+	op.Metrics.SetLeader(o.leaseName, false)
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: lock, LeaseDuration: o.leaseDuration, RenewDeadline: o.renewDeadline, RetryPeriod: o.retryPeriod,
 		ReleaseOnCancel: true, Name: o.leaseName, WatchDog: watchdog,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(leading context.Context) {
 				close(started)
-				op.Metrics.SetLeader(true)
+				op.Metrics.SetLeader(o.leaseName, true)
 				runCtx, cancel := context.WithCancel(leading)
 				defer cancel()
 				defer context.AfterFunc(ctx, cancel)()
 				opDone <- op.Run(runCtx)
 			},
 			OnStoppedLeading: func() {
-				op.Metrics.SetLeader(false)
+				op.Metrics.SetLeader(o.leaseName, false)
 				close(lost)
 			},
 			OnNewLeader: func(identity string) { log.Info("Leader", "identity", identity, "self", identity == id) },
@@ -190,41 +251,4 @@ func runElected(ctx context.Context, o options, cfg *rest.Config, op *kube.Opera
 	cancelLE() // releases the lease
 	<-leDone
 	return runErr
-}
-
-func serve(log logr.Logger, addr string, m *kube.Metrics, watchdog *leaderelection.HealthzAdaptor, profiling bool) (func(), error) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		if err := watchdog.Check(r); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	mux.Handle("/metrics", m)
-	if profiling {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error(err, "Serving /healthz and /metrics")
-		}
-	}()
-	log.Info("Serving /healthz and /metrics", "address", ln.Addr().String())
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			log.Error(err, "Stopping the HTTP server")
-		}
-	}, nil
 }

@@ -5,6 +5,8 @@ package compare
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -152,7 +154,10 @@ func TestSideBySide(t *testing.T) {
 // runOurs runs sc in namespace ns with kube.Operator in-process.
 func runOurs(t *testing.T, ctx context.Context, ns string, sc scenario, batch time.Duration) result {
 	s := newRun(t, ctx, ns)
-	m := new(kube.Metrics)
+	m, err := kube.NewMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	op := &kube.Operator{Config: cp.Config(20, 30), Namespace: ns, Metrics: m, BatchPeriod: batch}
 	opCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -171,12 +176,10 @@ func runOurs(t *testing.T, ctx context.Context, ns string, sc scenario, batch ti
 	ours := s.execute(sc, ourWrites, false)
 	stop()
 	wg.Wait()
-	var mb strings.Builder
-	if err := m.Write(&mb); err != nil {
-		t.Error(err)
-	}
-	for _, l := range strings.Split(mb.String(), "\n") {
-		if strings.HasPrefix(l, "ctrlkit_syncs_total") || strings.HasPrefix(l, "ctrlkit_workqueue_retries_total") {
+	mb := httptest.NewRecorder()
+	m.ServeHTTP(mb, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, l := range strings.Split(mb.Body.String(), "\n") {
+		if strings.HasPrefix(l, "ctrlkit_syncs_total") || strings.HasPrefix(l, "workqueue_retries_total") {
 			t.Logf("%s (batch %v): %s", sc.name, batch, l)
 		}
 	}

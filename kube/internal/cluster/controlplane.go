@@ -5,7 +5,6 @@
 package cluster
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -17,11 +16,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ctrlkit/ctrlkit/kube"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"k8s.io/client-go/rest"
 )
 
@@ -157,37 +157,28 @@ type Sample struct {
 	Value  float64
 }
 
-// Samples returns the samples of metric (with labels, or none) in r, a
-// Prometheus text exposition.
+// Samples returns the samples of metric (a counter, gauge or untyped
+// family) in r, a Prometheus text exposition, parsed by
+// prometheus/common's expfmt. A sample without labels has nil Labels.
 func Samples(r io.Reader, metric string) ([]Sample, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
 	var out []Sample
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, metric)
-		if !ok || rest == "" || (rest[0] != '{' && rest[0] != ' ') {
-			continue
-		}
+	for _, m := range mfs[metric].GetMetric() {
 		var labels map[string]string
-		if rest[0] == '{' {
-			end := strings.LastIndexByte(rest, '}')
-			if end < 0 {
-				return nil, fmt.Errorf("cluster: %q: no closing brace", line)
+		for _, l := range m.GetLabel() {
+			if labels == nil {
+				labels = make(map[string]string)
 			}
-			labels, rest = parseLabels(rest[1:end]), rest[end+1:]
+			labels[l.GetName()] = l.GetValue()
 		}
-		f := strings.Fields(rest) // value [timestamp]
-		if len(f) == 0 {
-			return nil, fmt.Errorf("cluster: %q: no value", line)
-		}
-		v, err := strconv.ParseFloat(f[0], 64)
-		if err != nil {
-			return nil, fmt.Errorf("cluster: %q: %w", line, err)
-		}
+		v := m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
 		out = append(out, Sample{Labels: labels, Value: v})
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 func apiserverVerb(v string) string {
@@ -200,31 +191,4 @@ func apiserverVerb(v string) string {
 		return "patch"
 	}
 	return strings.ToLower(v)
-}
-
-func parseLabels(s string) map[string]string {
-	m := make(map[string]string)
-	for s != "" {
-		eq := strings.IndexByte(s, '=')
-		if eq < 0 {
-			break
-		}
-		name := s[:eq]
-		rest := s[eq+1:]
-		// Values are quoted; find the closing quote, honouring escapes.
-		i := 1
-		for i < len(rest) && rest[i] != '"' {
-			if rest[i] == '\\' {
-				i++
-			}
-			i++
-		}
-		val, err := strconv.Unquote(rest[:min(i+1, len(rest))])
-		if err != nil {
-			val = strings.Trim(rest[:min(i+1, len(rest))], `"`)
-		}
-		m[name] = val
-		s = strings.TrimPrefix(rest[min(i+1, len(rest)):], ",")
-	}
-	return m
 }

@@ -8,15 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestParseLabels(t *testing.T) {
-	got := parseLabels(`code="201",component="apiserver",dry_run="",group="apps",resource="replicasets",scope="resource",subresource="status",verb="PUT",version="v1",x="a\"b,c"`)
-	want := map[string]string{"code": "201", "component": "apiserver", "dry_run": "", "group": "apps", "resource": "replicasets",
-		"scope": "resource", "subresource": "status", "verb": "PUT", "version": "v1", "x": `a"b,c`}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("parseLabels mismatch (-want +got):\n%s", diff)
-	}
-}
-
 func TestApiserverVerb(t *testing.T) {
 	for in, want := range map[string]string{"POST": "create", "PUT": "update", "PATCH": "patch", "APPLY": "patch", "DELETE": "delete", "LIST": "list", "WATCH": "watch"} {
 		if got := apiserverVerb(in); got != want {
@@ -38,16 +29,17 @@ func TestSamples(t *testing.T) {
 	in := `# HELP x_total A counter.
 # TYPE x_total counter
 x_total{verb="create",resource="pods"} 3
-x_total_other{verb="get"} 9
-x_total{verb="update",resource="deployments/status"} 1.5e+01 1700000000
+x_total{verb="update",resource="deployments/status",x="a\"b,c"} 1.5e+01 1700000000
 x_total 7
+# TYPE x_total_other counter
+x_total_other{verb="get"} 9
 `
 	got, err := Samples(strings.NewReader(in), "x_total")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Sample{{map[string]string{"verb": "create", "resource": "pods"}, 3},
-		{map[string]string{"verb": "update", "resource": "deployments/status"}, 15}, {nil, 7}}
+		{map[string]string{"verb": "update", "resource": "deployments/status", "x": `a"b,c`}, 15}, {nil, 7}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Samples mismatch (-want +got):\n%s", diff)
 	}
