@@ -31,6 +31,8 @@ type env struct {
 	rec     *cluster.Recorder
 	metrics *kube.Metrics // our controllers' counters
 	kubelet *cluster.Kubelet
+	// faults is the FaultKubelet, when envOptions.faults chose it.
+	faults *cluster.FaultKubelet
 	// gens holds the generation of each Deployment's last write by the
 	// test: waits ignore older states still in the watch pipeline.
 	gens map[string]int64
@@ -67,8 +69,8 @@ func newEnv(t *testing.T, o envOptions) *env {
 		o.readyDelay = 500 * time.Millisecond
 	}
 	if o.faults != nil {
-		fk := &cluster.FaultKubelet{Client: cs, Namespace: ns, ReadyDelay: o.readyDelay, Fault: o.faults}
-		wg.Go(func() { _ = fk.Run(ctx) })
+		e.faults = &cluster.FaultKubelet{Client: cs, Namespace: ns, ReadyDelay: o.readyDelay, Fault: o.faults}
+		wg.Go(func() { _ = e.faults.Run(ctx) })
 	} else {
 		e.kubelet = &cluster.Kubelet{Client: cs, Namespace: ns, ReadyDelay: o.readyDelay, NeverReady: o.neverReady}
 		wg.Go(func() { _ = e.kubelet.Run(ctx) })

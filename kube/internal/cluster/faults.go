@@ -50,7 +50,10 @@ const SchedulerMessage = "0/3 nodes are available: 3 Insufficient cpu. preemptio
 // deletion is graceful, as with a real kubelet, which it then confirms),
 // and gives the pods Fault picks the status a real kubelet or scheduler
 // would write for that fault. Healthy pods get a start time when bound
-// and are Ready ReadyDelay later.
+// and are Ready ReadyDelay later: the conditions' lastTransitionTime is
+// that scheduled time, however late the status write lands (as a real
+// kubelet stamps the time its probe saw the change, not the time the API
+// got it). [FaultKubelet.Times] tells both apart.
 type FaultKubelet struct {
 	Client    kubernetes.Interface
 	Namespace string
@@ -58,6 +61,56 @@ type FaultKubelet struct {
 	ReadyDelay time.Duration
 	// Fault picks each new pod's fault (nil: all healthy).
 	Fault func(*corev1.Pod) Fault
+
+	mu    sync.Mutex
+	times map[types.UID]*PodTimes
+}
+
+// PodTimes is what a [FaultKubelet] did to one pod and when, on the
+// test's own clock (the API's timestamps have one-second resolution).
+// Zero times are things that did not happen.
+type PodTimes struct {
+	Name string
+	// Owner is the name of the pod's controller (its ReplicaSet).
+	Owner string
+	// Seen is when the kubelet saw the new pod; Bound when its binding
+	// was written.
+	Seen, Bound time.Time
+	// ReadyDue is Bound + ReadyDelay, when the pod turned Ready (healthy
+	// pods only); ReadySent when the kubelet started writing that status.
+	ReadyDue, ReadySent time.Time
+	// Deleting is when the kubelet saw the pod's deletion; Gone when it
+	// started the final delete (the containers stopped at once).
+	Deleting, Gone time.Time
+}
+
+// Times returns the timeline of every pod the kubelet has seen.
+func (k *FaultKubelet) Times() []PodTimes {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make([]PodTimes, 0, len(k.times))
+	for _, t := range k.times {
+		out = append(out, *t)
+	}
+	return out
+}
+
+// note records f's change to the timeline of the pod uid.
+func (k *FaultKubelet) note(pod *corev1.Pod, f func(*PodTimes)) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.times == nil {
+		k.times = map[types.UID]*PodTimes{}
+	}
+	t := k.times[pod.UID]
+	if t == nil {
+		t = &PodTimes{Name: pod.Name}
+		if ref := metav1.GetControllerOf(pod); ref != nil {
+			t.Owner = ref.Name
+		}
+		k.times[pod.UID] = t
+	}
+	f(t)
 }
 
 // Run watches pods until ctx is done, then waits for its status writes.
@@ -91,16 +144,20 @@ func (k *FaultKubelet) Run(ctx context.Context) error {
 			case ev.Type == watch.Deleted || ev.Type == watch.Bookmark:
 			case pod.DeletionTimestamp != nil && pod.Spec.NodeName != "" && !deleted[pod.UID]:
 				deleted[pod.UID] = true
+				now := time.Now()
+				k.note(pod, func(t *PodTimes) { t.Deleting = now })
 				wg.Go(func() { k.confirmDeletion(ctx, pod) })
 			case pod.DeletionTimestamp == nil && !seen[pod.UID] && pod.Spec.NodeName == "" && !podReady(pod):
 				seen[pod.UID] = true
+				now := time.Now()
+				k.note(pod, func(t *PodTimes) { t.Seen = now })
 				node := fmt.Sprintf("node-%d", nodes%3+1)
 				nodes++
 				fault := Healthy
 				if k.Fault != nil {
 					fault = k.Fault(pod)
 				}
-				wg.Go(func() { k.start(ctx, pod.Name, pod.UID, node, fault) })
+				wg.Go(func() { k.start(ctx, pod, node, fault) })
 			}
 		}
 		w.Stop()
@@ -112,6 +169,8 @@ func (k *FaultKubelet) Run(ctx context.Context) error {
 // with grace period 0 (finalizers, if any, still hold the object).
 func (k *FaultKubelet) confirmDeletion(ctx context.Context, pod *corev1.Pod) {
 	uid := pod.UID
+	now := time.Now()
+	k.note(pod, func(t *PodTimes) { t.Gone = now })
 	err := k.Client.CoreV1().Pods(k.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
@@ -119,7 +178,8 @@ func (k *FaultKubelet) confirmDeletion(ctx context.Context, pod *corev1.Pod) {
 	}
 }
 
-func (k *FaultKubelet) start(ctx context.Context, name string, uid types.UID, node string, fault Fault) {
+func (k *FaultKubelet) start(ctx context.Context, pod *corev1.Pod, node string, fault Fault) {
+	name, uid := pod.Name, pod.UID
 	pods := k.Client.CoreV1().Pods(k.Namespace)
 	if fault == Unschedulable {
 		k.updateStatus(ctx, name, uid, func(p *corev1.Pod) {
@@ -135,12 +195,23 @@ func (k *FaultKubelet) start(ctx context.Context, name string, uid types.UID, no
 		return // gone already
 	}
 	bound := metav1.Now()
+	due := metav1.NewTime(bound.Add(k.ReadyDelay))
+	k.note(pod, func(t *PodTimes) {
+		t.Bound = bound.Time
+		if fault == Healthy {
+			t.ReadyDue = due.Time
+		}
+	})
 	select {
 	case <-ctx.Done():
 		return
-	case <-time.After(k.ReadyDelay):
+	case <-time.After(time.Until(due.Time)):
 	}
-	k.updateStatus(ctx, name, uid, func(p *corev1.Pod) { setStatus(p, fault, bound) })
+	if fault == Healthy {
+		now := time.Now()
+		k.note(pod, func(t *PodTimes) { t.ReadySent = now })
+	}
+	k.updateStatus(ctx, name, uid, func(p *corev1.Pod) { setStatus(p, fault, bound, due) })
 	if fault == ReadinessFails {
 		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{GenerateName: name + ".", Namespace: k.Namespace},
 			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: k.Namespace, Name: name, UID: uid, APIVersion: "v1"},
@@ -154,9 +225,9 @@ func (k *FaultKubelet) start(ctx context.Context, name string, uid types.UID, no
 	}
 }
 
-// setStatus writes what the kubelet reports for a pod with fault.
-func setStatus(p *corev1.Pod, fault Fault, started metav1.Time) {
-	now := metav1.Now()
+// setStatus writes what the kubelet reports for a pod with fault, which
+// showed at now.
+func setStatus(p *corev1.Pod, fault Fault, started, now metav1.Time) {
 	c := p.Spec.Containers[0]
 	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image}
 	cond := func(t corev1.PodConditionType, ok bool) corev1.PodCondition {
