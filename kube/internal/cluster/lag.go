@@ -10,7 +10,8 @@ import (
 // reacting late: controllers and kubelet acting after the event that let
 // them act, rather than at once as a zero-latency model has them.
 type Lag struct {
-	// Total is the sum of the reaction delays on the critical chain.
+	// Total is the sum of the reaction delays on the critical chain (a
+	// link can be negative, see ReactionLag).
 	Total time.Duration
 	// Hops is the number of links in the chain (the update, controller
 	// writes, pod creations, readiness and deletions).
@@ -36,7 +37,11 @@ type Modeled struct {
 //     turning available (its scheduled Ready time plus MinReady, counted
 //     only if the kubelet had sent that status by then), a deleted pod
 //     stopped (the kubelet's sight of the deletion plus Shutdown), or the
-//     update itself; the act's lag is its time minus that event's;
+//     update itself; the act's lag is its time minus that event's, as a
+//     zero-latency model times it. With MinReady the API shows a pod
+//     available up to a second early (lastTransitionTime is truncated to
+//     the second): such a link's lag is negative, the environment having
+//     been faster than the model;
 //   - a pod's readiness goes back to its binding (ReadyDelay is modeled),
 //     the binding to the kubelet's sight of the pod (the bind lag), and
 //     the pod's creation to the latest spec write of its ReplicaSet
@@ -72,27 +77,36 @@ func ReactionLag(start, end time.Time, entries []Entry, pods []PodTimes, m Model
 	var lag Lag
 	add := func(from, to time.Time) {
 		lag.Hops++
-		if d := to.Sub(from); d > 0 {
-			lag.Total += d
+		lag.Total += to.Sub(from)
+	}
+	// available is when the API shows p available: with minReadySeconds,
+	// a whole second after the Ready condition's lastTransitionTime, which
+	// has one-second resolution.
+	available := func(p PodTimes) time.Time {
+		if m.MinReady == 0 {
+			return p.ReadyDue
 		}
+		return p.ReadyDue.Truncate(time.Second).Add(m.MinReady)
 	}
 	used := map[int]bool{}
 	t := end
 	for range len(pods) + 1 {
 		// The cause of the act at t.
-		cause, ideal, deletion := -1, start, false
+		cause, visible, ideal, deletion := -1, start, start, false
 		for i, p := range pods {
 			if used[i] {
 				continue
 			}
 			if !p.ReadySent.IsZero() && !p.ReadySent.After(t) {
-				if at := p.ReadyDue.Add(m.MinReady); !at.After(t) && at.After(ideal) {
-					cause, ideal, deletion = i, at, false
+				// On a tie, the later model time: the smaller lag.
+				at, due := available(p), p.ReadyDue.Add(m.MinReady)
+				if !at.After(t) && (at.After(visible) || at.Equal(visible) && due.After(ideal)) {
+					cause, visible, ideal, deletion = i, at, due, false
 				}
 			}
 			if !p.Gone.IsZero() && !p.Gone.After(t) {
-				if at := p.Deleting.Add(m.Shutdown); !at.After(t) && at.After(ideal) {
-					cause, ideal, deletion = i, at, true
+				if at := p.Deleting.Add(m.Shutdown); !at.After(t) && at.After(visible) {
+					cause, visible, ideal, deletion = i, at, at, true
 				}
 			}
 		}

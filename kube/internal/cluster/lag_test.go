@@ -39,6 +39,21 @@ func TestReactionLag(t *testing.T) {
 	if want := (Lag{Total: 2900 * time.Millisecond, Hops: 1}); got != want {
 		t.Errorf("with minReady: ReactionLag = %+v, want %+v", got, want)
 	}
+	// With minReadySeconds of 1 s, a (Ready at 2.3 s) shows available at
+	// 3 s, the truncated second plus 1 s, 0.3 s before the model's time:
+	// the controller's act at 3.1 s is 0.2 s early. b and c, Ready later,
+	// show available at 3 s too, but their statuses were sent too late.
+	pods[1].ReadySent, pods[2].ReadySent = at(3200), at(3200)
+	got = ReactionLag(at(0), at(3100), entries, pods, Modeled{MinReady: time.Second})
+	if want := (Lag{Total: 100 * time.Millisecond, Hops: 4}); got != want {
+		t.Errorf("minReady, early: ReactionLag = %+v, want %+v", got, want)
+	}
+	// c sent in time: the tie goes to the later model time (3.95 s).
+	pods[2].ReadySent = at(2800)
+	got = ReactionLag(at(0), at(3100), entries, pods, Modeled{MinReady: time.Second})
+	if want := (Lag{Total: -550 * time.Millisecond, Hops: 4}); got != want {
+		t.Errorf("minReady, tie: ReactionLag = %+v, want %+v", got, want)
+	}
 	// A Recreate-like chain through a deletion: new's write waited for d
 	// to stop.
 	pods[3].Deleting, pods[3].Gone = at(150), at(160)
