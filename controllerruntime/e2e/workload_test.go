@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -107,21 +108,16 @@ func TestWorkload(t *testing.T) {
 	}
 	key := types.NamespacedName{Namespace: ns, Name: "web"}
 	waitWebApp(ctx, t, c, key, "nginx:1.27")
-	if err := c.Get(ctx, key, w); err != nil {
-		t.Fatal(err)
-	}
-	w.Spec.Image = "nginx:1.28"
-	if err := c.Update(ctx, w); err != nil {
-		t.Fatal(err)
-	}
+	// The controller writes the WebApp's status meanwhile: a user's
+	// read-modify-write retries on a conflict, as kubectl edit would.
+	updateWebApp(ctx, t, c, key, func(w *webapp.WebApp) { w.Spec.Image = "nginx:1.28" })
 	waitWebApp(ctx, t, c, key, "nginx:1.28")
-	if err := c.Get(ctx, key, w); err != nil {
-		t.Fatal(err)
-	}
-	w.Annotations["deprecated.deployment.rollback.to"] = "1"
-	if err := c.Update(ctx, w); err != nil {
-		t.Fatal(err)
-	}
+	updateWebApp(ctx, t, c, key, func(w *webapp.WebApp) {
+		if w.Annotations == nil {
+			w.Annotations = map[string]string{}
+		}
+		w.Annotations["deprecated.deployment.rollback.to"] = "1"
+	})
 	waitWebApp(ctx, t, c, key, "nginx:1.27")
 
 	var rss appsv1.ReplicaSetList
@@ -167,4 +163,21 @@ func waitWebApp(ctx context.Context, t *testing.T, c client.WithWatch, key types
 		}
 	}
 	t.Fatalf("WebApp %s not rolled out to %s before the deadline; last status %+v", key, image, last)
+}
+
+// updateWebApp reads the WebApp, changes it with f and writes it back,
+// again from a fresh read when the write conflicts.
+func updateWebApp(ctx context.Context, t *testing.T, c client.Client, key types.NamespacedName, f func(*webapp.WebApp)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var w webapp.WebApp
+		if err := c.Get(ctx, key, &w); err != nil {
+			return err
+		}
+		f(&w)
+		return c.Update(ctx, &w)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
