@@ -129,12 +129,23 @@ func apiserverRestart(r *run) {
 	r.setup()
 	r.change()
 	r.midRollout()
-	rs, err := cp.RestartAPIServer(r.ctx, nil)
+	rs, err := cp.RestartAPIServer(r.ctx, apiserverGrace, nil)
 	r.restarted(rs.Before)
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.notes = append(r.notes, fmt.Sprintf("apiserver down %.1f s", rs.Ready.Sub(rs.Down).Seconds()))
+	r.notes = append(r.notes, fmt.Sprintf("apiserver down %.1f s%s", rs.Ready.Sub(rs.Down).Seconds(), killed(rs)))
+}
+
+// apiserverGrace is how long a stopping kube-apiserver may drain before it
+// is killed.
+const apiserverGrace = 10 * time.Second
+
+func killed(rs cluster.Restart) string {
+	if rs.Killed {
+		return fmt.Sprintf(" (killed after %v of draining)", apiserverGrace)
+	}
+	return ""
 }
 
 // expired: as apiserverRestart, but etcd's history is compacted while the
@@ -146,7 +157,7 @@ func expired(r *run) {
 	r.change()
 	r.midRollout()
 	var rev int64
-	rs, err := cp.RestartAPIServer(r.ctx, func(ctx context.Context) error {
+	rs, err := cp.RestartAPIServer(r.ctx, apiserverGrace, func(ctx context.Context) error {
 		var err error
 		rev, err = cp.CompactEtcd(ctx)
 		return err
@@ -155,7 +166,12 @@ func expired(r *run) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.notes = append(r.notes, fmt.Sprintf("apiserver down %.1f s, etcd compacted at revision %d", rs.Ready.Sub(rs.Down).Seconds(), rev))
+	r.notes = append(r.notes, fmt.Sprintf("apiserver down %.1f s%s, etcd compacted at revision %d", rs.Ready.Sub(rs.Down).Seconds(), killed(rs), rev))
+	r.finishHook = func() {
+		if r.rec.Expired() == 0 {
+			r.t.Errorf("no watch of the harness got 410 Gone after the compaction")
+		}
+	}
 }
 
 // apiErrors: the controllers reach the apiserver through the fault proxy,

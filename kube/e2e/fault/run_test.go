@@ -185,7 +185,7 @@ func (r *run) leader(procs ...*cluster.Process) *cluster.Process {
 				continue
 			default:
 			}
-			if p.Logged("successfully acquired lease") {
+			if p.Logged("uccessfully acquired lease") { // klog's "successfully", or structured "Successfully"
 				got = p
 				return true
 			}
@@ -359,9 +359,43 @@ func (r *run) waitDone(what string) time.Time {
 		return true
 	})
 	if err != nil {
-		r.t.Fatalf("%s: rollout did not complete: %v", what, err)
+		r.t.Fatalf("%s: rollout did not complete: %v\nthe API says: %s", what, err, r.notDone())
 	}
 	return at
+}
+
+// notDone describes what the API server (not the recorder) says is not
+// complete.
+func (r *run) notDone() string {
+	var out []string
+	ds, err := r.cs.AppsV1().Deployments(r.ns).List(r.ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	for _, d := range ds.Items {
+		if d.Generation < r.gens[d.Name] || !cluster.Complete(&d) {
+			out = append(out, fmt.Sprintf("deploy/%s gen %d/%d status %+v", d.Name, d.Status.ObservedGeneration, d.Generation, d.Status))
+		}
+	}
+	rss, err := r.cs.AppsV1().ReplicaSets(r.ns).List(r.ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	for _, rs := range rss.Items {
+		if rs.Status.Replicas != *rs.Spec.Replicas || rs.Status.ObservedGeneration < rs.Generation {
+			out = append(out, fmt.Sprintf("rs/%s spec %d status %+v", rs.Name, *rs.Spec.Replicas, rs.Status))
+		}
+	}
+	pods, err := r.cs.CoreV1().Pods(r.ns).List(r.ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodRunning {
+			out = append(out, fmt.Sprintf("pod/%s %s created %s", p.Name, p.Status.Phase, p.CreationTimestamp.Format(time.StampMilli)))
+		}
+	}
+	return fmt.Sprintf("%d deployments, %d replica sets, %d pods:\n%s", len(ds.Items), len(rss.Items), len(pods.Items), strings.Join(out, "\n"))
 }
 
 // totals are the apiserver's request counters now, plus those of
@@ -505,7 +539,14 @@ func (r *run) measurePods(res *result) {
 			r.t.Errorf("rs/%s: %d pods created, its size went up by %d: %d extra (sizes %v)", name, created[name], up, extra, seq)
 		}
 		if want := int(seq[len(seq)-1]); liveBy[name] != want {
-			r.t.Errorf("rs/%s: %d pods at the end, spec.replicas %d", name, liveBy[name], want)
+			var pods []string
+			for _, p := range live.Items {
+				if ref := metav1.GetControllerOf(&p); ref != nil && ref.Name == name {
+					pods = append(pods, fmt.Sprintf("%s created %s deleting %v phase %s before the change %t",
+						p.Name, p.CreationTimestamp.Format(time.StampMilli), p.DeletionTimestamp, p.Status.Phase, r.initPods[string(p.UID)]))
+				}
+			}
+			r.t.Errorf("rs/%s: %d pods at the end, spec.replicas %d (sizes %v): %v", name, liveBy[name], want, seq, pods)
 		}
 	}
 }

@@ -70,16 +70,20 @@ type Restart struct {
 	// Down is when kube-apiserver was sent SIGTERM, Exited when it was
 	// gone, Ready when the new one answered /readyz.
 	Down, Exited, Ready time.Time
+	// Killed says that it was still draining after the grace period and
+	// was killed.
+	Killed bool
 	// Before are the apiserver's request counters just before it was
 	// stopped (see RequestTotals); they restart from zero.
 	Before map[kube.Request]float64
 }
 
-// RestartAPIServer stops kube-apiserver (SIGTERM, by its pidfile), runs
-// between while it is down (if set), and starts it again on the same
-// port, certificates and etcd, with its first command line plus flags;
-// it returns once the new one is ready.
-func (cp *ControlPlane) RestartAPIServer(ctx context.Context, between func(context.Context) error, flags ...string) (Restart, error) {
+// RestartAPIServer stops kube-apiserver (SIGTERM, by its pidfile; SIGKILL
+// if it still drains after grace), runs between while it is down (if
+// set), and starts it again on the same port, certificates and etcd, with
+// its first command line plus flags; it returns once the new one is
+// ready.
+func (cp *ControlPlane) RestartAPIServer(ctx context.Context, grace time.Duration, between func(context.Context) error, flags ...string) (Restart, error) {
 	var r Restart
 	args, err := cp.apiserverArgs()
 	if err != nil {
@@ -96,8 +100,14 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context, between func(conte
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		return r, fmt.Errorf("cluster: stopping kube-apiserver: %w", err)
 	}
-	if err := cp.waitExit(ctx, pid, time.Minute); err != nil {
-		return r, err
+	if err := cp.waitExit(ctx, pid, grace); err != nil {
+		r.Killed = true
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			return r, fmt.Errorf("cluster: killing kube-apiserver: %w", err)
+		}
+		if err := cp.waitExit(ctx, pid, time.Minute); err != nil {
+			return r, err
+		}
 	}
 	r.Exited = time.Now()
 	if between != nil {
@@ -131,9 +141,9 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context, between func(conte
 
 // waitExit waits for process pid to be gone (or a zombie).
 func (cp *ControlPlane) waitExit(ctx context.Context, pid int, timeout time.Duration) error {
-	if cp.exited != nil { // our own child: Wait reaps it
+	if exited := cp.exited; exited != nil { // our own child: Wait reaps it
 		select {
-		case <-cp.exited:
+		case <-exited:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -75,6 +76,16 @@ func (k *Kubelet) makeReady(ctx context.Context, name string, uid types.UID) {
 	pods := k.Client.CoreV1().Pods(k.Namespace)
 	for attempt := 0; attempt < 20 && ctx.Err() == nil; attempt++ {
 		pod, err := pods.Get(ctx, name, metav1.GetOptions{})
+		if transient(err) {
+			// The API server is unreachable (restarting, say): a real
+			// kubelet reports the pod once it is back.
+			attempt--
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
+		}
 		if err != nil || pod.UID != uid || pod.DeletionTimestamp != nil {
 			return // gone, replaced or going
 		}
@@ -87,8 +98,15 @@ func (k *Kubelet) makeReady(ctx context.Context, name string, uid types.UID) {
 			{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
 		}
 		_, err = pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{})
-		if err == nil || !apierrors.IsConflict(err) {
+		if err == nil || (!apierrors.IsConflict(err) && !transient(err)) {
 			return
+		}
+		if transient(err) { // as above
+			attempt--
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
 		}
 	}
 }
@@ -100,4 +118,18 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// transient reports whether err says the API server could not be reached
+// or could not answer now (a connection refused, 429, 5xx, a timeout).
+func transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return true
+	}
+	return apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) ||
+		apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsUnexpectedServerError(err)
 }
