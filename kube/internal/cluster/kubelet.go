@@ -33,6 +33,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	seen := make(map[types.UID]bool)
+	finishing := make(map[types.UID]bool)
 	rv := ""
 	for ctx.Err() == nil {
 		w, err := k.Client.CoreV1().Pods(k.Namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
@@ -53,6 +54,14 @@ func (k *Kubelet) Run(ctx context.Context) error {
 				continue
 			}
 			rv = pod.ResourceVersion
+			if ev.Type != watch.Deleted && pod.DeletionTimestamp != nil && !finishing[pod.UID] {
+				// A deletion the API server left half done (its client
+				// went away between marking the pod and removing it):
+				// a kubelet finishes it.
+				finishing[pod.UID] = true
+				wg.Go(func() { k.finishDeletion(ctx, pod) })
+				continue
+			}
 			if ev.Type != watch.Added || seen[pod.UID] || pod.DeletionTimestamp != nil || podReady(pod) {
 				continue
 			}
@@ -107,6 +116,21 @@ func (k *Kubelet) makeReady(ctx context.Context, name string, uid types.UID) {
 			case <-ctx.Done():
 			case <-time.After(200 * time.Millisecond):
 			}
+		}
+	}
+}
+
+// finishDeletion removes pod, already marked for deletion, at once.
+func (k *Kubelet) finishDeletion(ctx context.Context, pod *corev1.Pod) {
+	for ctx.Err() == nil {
+		err := k.Client.CoreV1().Pods(k.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+			GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+		if !transient(err) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
