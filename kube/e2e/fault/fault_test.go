@@ -214,18 +214,14 @@ func staleCaches(r *run) {
 	px.SetFaults(cluster.ProxyFaults{WatchLag: 2 * time.Second})
 }
 
-// TestFaults runs every scenario with CTRLKIT_FAULT_SEEDS seeds (default
-// 3) on both sides, ctrlkit first, each side with a fault-free run to
-// compare with; CTRLKIT_FAULT_SCENARIOS (comma-separated names) and
+// TestFaults runs every scenario on both sides, ctrlkit first, each side
+// with a fault-free run to compare with: ctrlkit with CTRLKIT_FAULT_SEEDS
+// seeds (default 3), kube-controller-manager, the reference, with
+// CTRLKIT_FAULT_KCM_SEEDS (default 1, to keep hack/e2e.sh within its time
+// budget). CTRLKIT_FAULT_SCENARIOS (comma-separated names) and
 // CTRLKIT_FAULT_SIDES (ctrlkit, kcm) select.
 func TestFaults(t *testing.T) {
-	n := 3
-	if s := os.Getenv("CTRLKIT_FAULT_SEEDS"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil || n < 1 {
-			t.Fatalf("CTRLKIT_FAULT_SEEDS=%q: want a positive number", s)
-		}
-	}
+	seeds := map[side]int{ctrlkit: envCount(t, "CTRLKIT_FAULT_SEEDS", 3), kcm: envCount(t, "CTRLKIT_FAULT_KCM_SEEDS", 1)}
 	sides := []side{ctrlkit, kcm}
 	if s := os.Getenv("CTRLKIT_FAULT_SIDES"); s != "" {
 		sides = nil
@@ -249,7 +245,7 @@ func TestFaults(t *testing.T) {
 			t.Logf("%s", describe(res))
 		})
 		for _, sc := range selected {
-			for seed := uint64(1); seed <= uint64(n); seed++ {
+			for seed := uint64(1); seed <= uint64(seeds[s]); seed++ {
 				t.Run(fmt.Sprintf("%s/%s/seed=%d", s, sc.name, seed), func(t *testing.T) {
 					r := newRun(t, s, sc.name, seed)
 					sc.inject(r)
@@ -271,6 +267,18 @@ func TestFaults(t *testing.T) {
 		}
 	}
 	report(t, selected, baseline, results)
+}
+
+func envCount(t *testing.T, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive number", name, s)
+	}
+	return n
 }
 
 func describe(res result) string {
