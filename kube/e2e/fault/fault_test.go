@@ -89,12 +89,17 @@ func handover(r *run) {
 	if err != nil && r.side == ctrlkit {
 		r.t.Errorf("%s after SIGTERM: %v\n%s", lead.Name, err, lead.Tail(10))
 	}
+	// Released: the Lease has no holder now (the standby acquires it only
+	// after this read or after a full lease duration); its release is then
+	// the leader's last Lease update. kube-controller-manager does not
+	// release it: its last update is a renewal.
+	releasedLease := r.holder() == ""
 	at, _ := r.holderChange(old)
 	reqs := px.Requests()
 	var release *cluster.ProxyRequest
 	for i := range reqs {
 		q := &reqs[i]
-		if q.Request.Resource == "leases" && q.Request.Verb == "update" && (release == nil || q.Start.After(release.Start)) {
+		if releasedLease && q.Request.Resource == "leases" && q.Request.Verb == "update" && (release == nil || q.Start.After(release.Start)) {
 			release = q
 		}
 	}
