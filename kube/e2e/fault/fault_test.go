@@ -89,11 +89,11 @@ func handover(r *run) {
 	if err != nil && r.side == ctrlkit {
 		r.t.Errorf("%s after SIGTERM: %v\n%s", lead.Name, err, lead.Tail(10))
 	}
-	// Released: the Lease has no holder now (the standby acquires it only
-	// after this read or after a full lease duration); its release is then
-	// the leader's last Lease update. kube-controller-manager does not
-	// release it: its last update is a renewal.
-	releasedLease := r.holder() == ""
+	// Released: the Lease is no longer the old leader's right after it
+	// exited (unreleased, it stays so for a lease duration); its release
+	// is then the leader's last Lease update. kube-controller-manager does
+	// not release it: its last update is a renewal.
+	releasedLease := r.holder() != old
 	at, _ := r.holderChange(old)
 	reqs := px.Requests()
 	var release *cluster.ProxyRequest
