@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/google/go-cmp/cmp"
@@ -267,5 +269,60 @@ func TestNewInformerControllersErrors(t *testing.T) {
 	}
 	if err := c.Run(ctx); err == nil {
 		t.Error("second Run: no error")
+	}
+}
+
+// Shutdown waits for the event write in flight and lets none start after
+// it: a leader releases its lease only after Shutdown, and must not write
+// once a successor may lead.
+func TestEventsShutdownWaitsForWriteInFlight(t *testing.T) {
+	cs := fake.NewClientset()
+	var mu sync.Mutex
+	var order []string
+	started, release := make(chan struct{}), make(chan struct{})
+	first := true
+	cs.PrependReactor("create", "events", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		isFirst := first
+		first = false
+		mu.Unlock()
+		if isFirst {
+			close(started)
+			<-release
+		}
+		mu.Lock()
+		order = append(order, "write "+action.(k8stesting.CreateAction).GetObject().(*corev1.Event).Reason)
+		mu.Unlock()
+		return false, nil, nil
+	})
+	ev := StartEvents(t.Context(), cs)
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "d-uid"}}
+	ev.Deployment().Event(d, corev1.EventTypeNormal, "First", "first")
+	<-started
+	ev.Deployment().Event(d, corev1.EventTypeNormal, "Second", "queued behind the first")
+	done := make(chan struct{})
+	go func() {
+		ev.Shutdown()
+		mu.Lock()
+		order = append(order, "shutdown")
+		mu.Unlock()
+		close(done)
+	}()
+	close(release)
+	<-done
+	mu.Lock()
+	got := slices.Clone(order)
+	mu.Unlock()
+	if len(got) < 2 || got[0] != "write First" || got[len(got)-1] != "shutdown" {
+		t.Errorf("order = %v; want the first write, perhaps the second, then shutdown", got)
+	}
+	// Whatever the broadcaster still hands out is refused, not written.
+	if _, err := ev.sink.Create(&corev1.Event{}); err == nil {
+		t.Error("Create after Shutdown: no error")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(order) != len(got) {
+		t.Errorf("a write after Shutdown: %v", order)
 	}
 }

@@ -84,8 +84,9 @@ type Operator struct {
 
 // Run starts the informers and both controllers and blocks until ctx is
 // done. It then stops handing out work, lets the syncs in progress finish
-// (their writes get Grace to complete), flushes events and returns nil, or
-// the first error of a controller.
+// (their writes get Grace to complete), stops recording events (no event
+// is written after Run returns) and returns nil, or the first error of a
+// controller.
 func (o *Operator) Run(ctx context.Context) error {
 	if o.Config == nil {
 		return errors.New("kube: Operator.Config is nil")
@@ -207,7 +208,8 @@ func (o *operatorRun) run(ctx context.Context) error {
 
 	// Each controller records its events through its own client, as in
 	// kube-controller-manager. Events of the syncs that drain after ctx is
-	// cancelled are still recorded; Shutdown flushes them.
+	// cancelled are still recorded until Shutdown, which lets the write in
+	// flight finish and none start after it.
 	dEventsClient, rsEventsClient := o.deploymentEvents, o.replicaSetEvents
 	if dEventsClient == nil {
 		dEventsClient = o.deployments

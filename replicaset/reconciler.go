@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -92,6 +94,7 @@ type Reconciler struct {
 
 	selectors selectorCache
 	bufs      podBuffers // pod lists read through a podAppender
+	unsettled unsettledDeletions
 }
 
 // NewReconciler returns a Reconciler for cfg, or an error naming the first
@@ -190,8 +193,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		if apierrors.IsNotFound(err) {
 			r.exp.Delete(key)
 			r.selectors.forget(key)
+			r.unsettled.forget(key)
 			return Result{}, nil
 		}
+		return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
+	}
+	if err := r.settle(ctx, key); err != nil {
 		return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
 	}
 	now := r.clock.Now()
@@ -248,6 +255,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 			r.exp.DeletionObserved(key, uid)
 		}
 		// applied.DeletesUnsettled stay expected: they may have happened.
+		// The next sync settles them with a live read (settle).
+		r.unsettled.add(key, active, applied.DeletesUnsettled)
 		if manageErr == nil && !r.eager {
 			// Every write succeeded: the pod events they cause sync the key
 			// again and write the status (see above).
@@ -486,4 +495,80 @@ func (r *Reconciler) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, sta
 		return fmt.Errorf("status update: %w", err)
 	}
 	return nil
+}
+
+// settle reads again, live, the pods whose deletion failed without telling
+// whether it happened (the API server was unreachable, say), so that a
+// deletion that did not happen stops being expected at once instead of
+// holding the ReplicaSet until the expectation expires (upstream lowers
+// the expectation at the failure, and may then delete another pod while
+// the first deletion's event is still coming). A pod that is gone,
+// replaced or being deleted was deleted: its event comes. An error leaves
+// it unsettled, and the sync fails to be retried with backoff.
+func (r *Reconciler) settle(ctx context.Context, key types.NamespacedName) error {
+	live, ok := r.client.(PodGetter)
+	if !ok {
+		return nil
+	}
+	for uid, name := range r.unsettled.get(key) {
+		cur, err := live.GetPod(ctx, key.Namespace, name)
+		switch {
+		case apierrors.IsNotFound(err), err == nil && (cur.UID != uid || cur.DeletionTimestamp != nil):
+		case err == nil:
+			r.exp.DeletionObserved(key, uid) // it did not happen
+		default:
+			return fmt.Errorf("settling the deletion of pod %s: %w", name, err)
+		}
+		r.unsettled.remove(key, uid)
+	}
+	return nil
+}
+
+// unsettledDeletions are, per ReplicaSet, the pods (UID → name) whose
+// deletion may or may not have happened. Safe for concurrent use.
+type unsettledDeletions struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]map[types.UID]string
+}
+
+func (u *unsettledDeletions) add(key types.NamespacedName, pods []*corev1.Pod, uids []types.UID) {
+	if len(uids) == 0 {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.m == nil {
+		u.m = map[types.NamespacedName]map[types.UID]string{}
+	}
+	if u.m[key] == nil {
+		u.m[key] = map[types.UID]string{}
+	}
+	for _, uid := range uids {
+		for _, p := range pods {
+			if p.UID == uid {
+				u.m[key][uid] = p.Name
+			}
+		}
+	}
+}
+
+func (u *unsettledDeletions) get(key types.NamespacedName) map[types.UID]string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return maps.Clone(u.m[key])
+}
+
+func (u *unsettledDeletions) remove(key types.NamespacedName, uid types.UID) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delete(u.m[key], uid)
+	if len(u.m[key]) == 0 {
+		delete(u.m, key)
+	}
+}
+
+func (u *unsettledDeletions) forget(key types.NamespacedName) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delete(u.m, key)
 }

@@ -156,6 +156,7 @@ var _ reconcile.Lister[*corev1.Pod] = (*laggingCache)(nil)
 // one pod too many.
 func TestReconcileSettlesFailedDeletes(t *testing.T) {
 	lost := apierrors.NewTimeoutError("response lost", 1)
+	refused := errors.New("connect: connection refused")
 	for _, tc := range []struct {
 		name       string
 		deleteErr  error // before the deletion: it did not happen
@@ -173,6 +174,12 @@ func TestReconcileSettlesFailedDeletes(t *testing.T) {
 		{name: "response lost and the read fails: a failure, still expected", lostDelete: lost, getPodErr: lost,
 			wantErr:   "unable to delete pods: Timeout: response lost",
 			wantEvent: "Warning FailedDelete Error deleting: Timeout: response lost", wantActive: 2},
+		// The API server is down (fault suite, kube-apiserver restart):
+		// the next sync reads the pod again before anything else, finds it
+		// alive, and deletes, instead of waiting out the expectation.
+		{name: "refused and the read fails: settled by the next sync", deleteErr: refused, getPodErr: refused,
+			wantErr:   "unable to delete pods: connect: connection refused",
+			wantEvent: "Warning FailedDelete Error deleting: connect: connection refused", wantActive: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t0)

@@ -11,7 +11,7 @@
 // HTTP on --bind-address (loopback only), and with --secure-port over TLS
 // with delegated authentication and authorization, as
 // kube-controller-manager does. On SIGTERM or SIGINT it stops taking work, lets the syncs
-// in progress finish, flushes events, and then releases its leader lease.
+// in progress finish, stops its events (a write in flight completes; events still queued are dropped) and then releases its leader lease.
 package main
 
 import (

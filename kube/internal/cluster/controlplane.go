@@ -32,6 +32,10 @@ type ControlPlane struct {
 	// Server is the apiserver's URL; Token its admin bearer token.
 	Server, Token string
 	script        string
+	// apiArgs is kube-apiserver's first command line; exited is closed
+	// when a kube-apiserver RestartAPIServer started has exited.
+	apiArgs []string
+	exited  chan struct{}
 }
 
 // Script returns the path of hack/controlplane.sh, found from this source

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -32,6 +33,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	seen := make(map[types.UID]bool)
+	finishing := make(map[types.UID]bool)
 	rv := ""
 	for ctx.Err() == nil {
 		w, err := k.Client.CoreV1().Pods(k.Namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
@@ -52,6 +54,14 @@ func (k *Kubelet) Run(ctx context.Context) error {
 				continue
 			}
 			rv = pod.ResourceVersion
+			if ev.Type != watch.Deleted && pod.DeletionTimestamp != nil && !finishing[pod.UID] {
+				// A deletion the API server left half done (its client
+				// went away between marking the pod and removing it):
+				// a kubelet finishes it.
+				finishing[pod.UID] = true
+				wg.Go(func() { k.finishDeletion(ctx, pod) })
+				continue
+			}
 			if ev.Type != watch.Added || seen[pod.UID] || pod.DeletionTimestamp != nil || podReady(pod) {
 				continue
 			}
@@ -75,6 +85,16 @@ func (k *Kubelet) makeReady(ctx context.Context, name string, uid types.UID) {
 	pods := k.Client.CoreV1().Pods(k.Namespace)
 	for attempt := 0; attempt < 20 && ctx.Err() == nil; attempt++ {
 		pod, err := pods.Get(ctx, name, metav1.GetOptions{})
+		if transient(err) {
+			// The API server is unreachable (restarting, say): a real
+			// kubelet reports the pod once it is back.
+			attempt--
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
+		}
 		if err != nil || pod.UID != uid || pod.DeletionTimestamp != nil {
 			return // gone, replaced or going
 		}
@@ -87,8 +107,30 @@ func (k *Kubelet) makeReady(ctx context.Context, name string, uid types.UID) {
 			{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
 		}
 		_, err = pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{})
-		if err == nil || !apierrors.IsConflict(err) {
+		if err == nil || (!apierrors.IsConflict(err) && !transient(err)) {
 			return
+		}
+		if transient(err) { // as above
+			attempt--
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// finishDeletion removes pod, already marked for deletion, at once.
+func (k *Kubelet) finishDeletion(ctx context.Context, pod *corev1.Pod) {
+	for ctx.Err() == nil {
+		err := k.Client.CoreV1().Pods(k.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+			GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+		if !transient(err) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
@@ -100,4 +142,18 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// transient reports whether err says the API server could not be reached
+// or could not answer now (a connection refused, 429, 5xx, a timeout).
+func transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return true
+	}
+	return apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) ||
+		apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsUnexpectedServerError(err)
 }

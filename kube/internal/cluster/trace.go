@@ -4,14 +4,19 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/ctrlkit/ctrlkit/planner"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 )
@@ -46,12 +51,37 @@ func (e Entry) String() string {
 type Recorder struct {
 	Client    kubernetes.Interface
 	Namespace string
+	// Pods also records every pod seen (see PodRecords).
+	Pods bool
+	// Objects keeps every state of the Deployments and ReplicaSets whole,
+	// for Snapshots.
+	Objects bool
 
 	mu      sync.Mutex
 	entries []Entry
 	rss     map[string]*appsv1.ReplicaSet
 	ds      map[string]*appsv1.Deployment
 	changed chan struct{}
+	pods    map[types.UID]*PodRecord
+	objs    []objState
+	expired int
+}
+
+// PodRecord is what a [Recorder] saw of one pod.
+type PodRecord struct {
+	UID  types.UID
+	Name string
+	// Owner is the name of the pod's controller (its ReplicaSet).
+	Owner string
+	// Created is when the recorder first saw it; Deleted when it saw it
+	// go (zero while it exists, or if it went while no watch was open).
+	Created, Deleted time.Time
+}
+
+type objState struct {
+	at      time.Time
+	obj     runtime.Object
+	deleted bool
 }
 
 // Run records until ctx is done. Call it in a goroutine before the
@@ -61,6 +91,7 @@ type Recorder struct {
 func (r *Recorder) Run(ctx context.Context, ready chan<- struct{}) {
 	r.mu.Lock()
 	r.rss, r.ds, r.changed = map[string]*appsv1.ReplicaSet{}, map[string]*appsv1.Deployment{}, make(chan struct{})
+	r.pods = map[types.UID]*PodRecord{}
 	r.mu.Unlock()
 	rsWatch := func(rv string) (watch.Interface, error) {
 		return r.Client.AppsV1().ReplicaSets(r.Namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
@@ -68,15 +99,26 @@ func (r *Recorder) Run(ctx context.Context, ready chan<- struct{}) {
 	dWatch := func(rv string) (watch.Interface, error) {
 		return r.Client.AppsV1().Deployments(r.Namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 	}
+	podWatch := func(rv string) (watch.Interface, error) {
+		return r.Client.CoreV1().Pods(r.Namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+	}
 	rw, err1 := rsWatch("")
 	dw, err2 := dWatch("")
+	var pw watch.Interface
+	var err3 error
+	if r.Pods {
+		pw, err3 = podWatch("")
+	}
 	close(ready)
-	if err1 != nil || err2 != nil {
+	if err1 != nil || err2 != nil || err3 != nil {
 		return
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { r.follow(ctx, rw, rsWatch) })
 	wg.Go(func() { r.follow(ctx, dw, dWatch) })
+	if pw != nil {
+		wg.Go(func() { r.follow(ctx, pw, podWatch) })
+	}
 	wg.Wait()
 }
 
@@ -113,6 +155,11 @@ func (r *Recorder) consume(ctx context.Context, w watch.Interface) (rv string) {
 			}
 		}
 		if ev.Type == watch.Error {
+			if st, ok := ev.Object.(*metav1.Status); ok && st.Code == http.StatusGone {
+				r.mu.Lock()
+				r.expired++
+				r.mu.Unlock()
+			}
 			return ""
 		}
 		if m, err := meta.Accessor(ev.Object); err == nil {
@@ -129,7 +176,26 @@ func (r *Recorder) record(ev watch.Event) {
 	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.Objects {
+		switch ev.Object.(type) {
+		case *appsv1.ReplicaSet, *appsv1.Deployment:
+			r.objs = append(r.objs, objState{at: now, obj: ev.Object, deleted: ev.Type == watch.Deleted})
+		}
+	}
 	switch o := ev.Object.(type) {
+	case *corev1.Pod:
+		p := r.pods[o.UID]
+		if p == nil {
+			p = &PodRecord{UID: o.UID, Name: o.Name, Created: now}
+			if ref := metav1.GetControllerOf(o); ref != nil {
+				p.Owner = ref.Name
+			}
+			r.pods[o.UID] = p
+		}
+		if ev.Type == watch.Deleted && p.Deleted.IsZero() {
+			p.Deleted = now
+		}
+		return // pods do not wake waiters
 	case *appsv1.ReplicaSet:
 		e := Entry{At: now, Kind: "rs", Type: ev.Type, Name: o.Name, Spec: deref(o.Spec.Replicas),
 			Replicas: o.Status.Replicas, Ready: o.Status.ReadyReplicas, Available: o.Status.AvailableReplicas,
@@ -159,6 +225,75 @@ func (r *Recorder) record(ev watch.Event) {
 	}
 	close(r.changed)
 	r.changed = make(chan struct{})
+}
+
+// PodRecords returns every pod seen so far.
+func (r *Recorder) PodRecords() []PodRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]PodRecord, 0, len(r.pods))
+	for _, p := range r.pods {
+		out = append(out, *p)
+	}
+	return out
+}
+
+// Expired returns how many of the recorder's watches ended with 410 Gone
+// (and were started over with a fresh list).
+func (r *Recorder) Expired() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.expired
+}
+
+// Snapshots returns, per Deployment, a [planner.Snapshot] of it and the
+// ReplicaSets it controls for every state observed at or after since in
+// which either changed (needs Objects), for planner.TraceFrom.
+func (r *Recorder) Snapshots(since time.Time) map[string][]planner.Snapshot {
+	r.mu.Lock()
+	objs := slices.Clone(r.objs)
+	r.mu.Unlock()
+	ds := map[string]*appsv1.Deployment{}
+	rss := map[string]map[string]*appsv1.ReplicaSet{} // by owner, by name
+	out := map[string][]planner.Snapshot{}
+	snap := func(at time.Time, name string) {
+		d := ds[name]
+		if d == nil || at.Before(since) {
+			return
+		}
+		owned := make([]*appsv1.ReplicaSet, 0, len(rss[name]))
+		for _, rs := range rss[name] {
+			owned = append(owned, rs)
+		}
+		slices.SortFunc(owned, func(a, b *appsv1.ReplicaSet) int { return strings.Compare(a.Name, b.Name) })
+		out[name] = append(out[name], planner.Snapshot{Time: at, Deployment: d, ReplicaSets: owned})
+	}
+	for _, o := range objs {
+		switch obj := o.obj.(type) {
+		case *appsv1.Deployment:
+			if o.deleted {
+				delete(ds, obj.Name)
+				continue
+			}
+			ds[obj.Name] = obj
+			snap(o.at, obj.Name)
+		case *appsv1.ReplicaSet:
+			ref := metav1.GetControllerOf(obj)
+			if ref == nil {
+				continue
+			}
+			if rss[ref.Name] == nil {
+				rss[ref.Name] = map[string]*appsv1.ReplicaSet{}
+			}
+			if o.deleted {
+				delete(rss[ref.Name], obj.Name)
+			} else {
+				rss[ref.Name][obj.Name] = obj
+			}
+			snap(o.at, ref.Name)
+		}
+	}
+	return out
 }
 
 // Snapshot is the latest observed state of the namespace.
