@@ -5,7 +5,7 @@ go 1.26.0
 replace github.com/ctrlkit/ctrlkit => ../
 
 require (
-	github.com/ctrlkit/ctrlkit v0.0.0-00010101000000-000000000000
+	github.com/ctrlkit/ctrlkit v0.1.0
 	k8s.io/client-go v0.37.1
 )
 

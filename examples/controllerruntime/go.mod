@@ -8,8 +8,8 @@ replace (
 )
 
 require (
-	github.com/ctrlkit/ctrlkit v0.0.0-00010101000000-000000000000
-	github.com/ctrlkit/ctrlkit/controllerruntime v0.0.0-00010101000000-000000000000
+	github.com/ctrlkit/ctrlkit v0.1.0
+	github.com/ctrlkit/ctrlkit/controllerruntime v0.1.0
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-cmp v0.7.0
 	k8s.io/api v0.37.1
