@@ -513,7 +513,7 @@ func (r *Reconciler) settle(ctx context.Context, key types.NamespacedName) error
 	for uid, name := range r.unsettled.get(key) {
 		cur, err := live.GetPod(ctx, key.Namespace, name)
 		switch {
-		case apierrors.IsNotFound(err), err == nil && (cur.UID != uid || cur.DeletionTimestamp != nil):
+		case apierrors.IsNotFound(err), err == nil && (cur == nil || cur.UID != uid || cur.DeletionTimestamp != nil):
 		case err == nil:
 			r.exp.DeletionObserved(key, uid) // it did not happen
 		default:
