@@ -231,7 +231,11 @@ func TestFaults(t *testing.T) {
 	if s := os.Getenv("CTRLKIT_FAULT_SIDES"); s != "" {
 		sides = nil
 		for _, f := range strings.Split(s, ",") {
-			sides = append(sides, map[string]side{"ctrlkit": ctrlkit, "kcm": kcm}[f])
+			sd, ok := map[string]side{"ctrlkit": ctrlkit, "kcm": kcm}[f]
+			if !ok {
+				t.Fatalf("CTRLKIT_FAULT_SIDES: unknown side %q (want ctrlkit, kcm or both, comma-separated)", f)
+			}
+			sides = append(sides, sd)
 		}
 	}
 	selected := scenarios
