@@ -98,8 +98,8 @@ func TestOperatorLogs(t *testing.T) {
 		}{
 			{"Started syncing deployment", 4, []string{"deployment", "startTime"}, nil},
 			{"Finished syncing deployment", 4, []string{"deployment", "duration"}, nil},
-			{"Started syncing", 4, []string{"kind", "replicaSet", "startTime"}, map[string]any{"kind": "ReplicaSet"}},
-			{"Finished syncing", 4, []string{"kind", "replicaSet", "duration"}, map[string]any{"kind": "ReplicaSet"}},
+			{"Started syncing", 4, []string{"kind", "key", "startTime"}, map[string]any{"kind": "ReplicaSet"}},
+			{"Finished syncing", 4, []string{"kind", "key", "duration"}, map[string]any{"kind": "ReplicaSet"}},
 			{"Created pod", 4, []string{"pod", "replicaSet"}, nil},
 			{"Deleted pod", 4, []string{"pod", "replicaSet"}, nil},
 			// client-go's event broadcaster, as in kube-controller-manager.

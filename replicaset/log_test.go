@@ -23,7 +23,7 @@ func TestReconcileLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := strings.Join(lines, "\n")
-	for _, want := range []string{`"msg"="Started syncing"`, `"msg"="Finished syncing"`, `"kind"="ReplicaSet"`, `"replicaSet"={"name"="gone" "namespace"="ns"}`, `"duration"=`} {
+	for _, want := range []string{`"msg"="Started syncing"`, `"msg"="Finished syncing"`, `"kind"="ReplicaSet"`, `"key"="ns/gone"`, `"duration"=`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("logs lack %s:\n%s", want, got)
 		}

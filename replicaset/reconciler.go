@@ -143,7 +143,10 @@ func (r *Reconciler) Expectations() *Expectations { return r.exp }
 //
 // The logger comes from ctx (logr.FromContextOrDiscard): each sync logs
 // "Started syncing" and "Finished syncing" (with its duration) at V(4),
-// with upstream's keys "kind" and "replicaSet". An invalid selector is a
+// with upstream's keys: "kind", and "key" as a "namespace/name" string
+// (upstream logs only the second line; the first is ours, with the same
+// keys). Other lines name the ReplicaSet "replicaSet", as upstream's do.
+// An invalid selector is a
 // [reconcile.Terminal] error: upstream does not retry it either.
 //
 // One deliberate difference from upstream, unless
@@ -184,9 +187,9 @@ func (r *Reconciler) Expectations() *Expectations { return r.exp }
 func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	start := r.clock.Now()
-	log.V(4).Info("Started syncing", "kind", controllerKindName, "replicaSet", key, "startTime", start)
+	log.V(4).Info("Started syncing", "kind", controllerKindName, "key", key.String(), "startTime", start)
 	defer func() {
-		log.V(4).Info("Finished syncing", "kind", controllerKindName, "replicaSet", key, "duration", r.clock.Now().Sub(start))
+		log.V(4).Info("Finished syncing", "kind", controllerKindName, "key", key.String(), "duration", r.clock.Now().Sub(start))
 	}()
 	rs, err := r.rss.Get(ctx, key)
 	if err != nil {
