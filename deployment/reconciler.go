@@ -134,9 +134,15 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	start := r.cfg.Clock.Now()
-	log.V(4).Info("Started syncing deployment", "deployment", key, "startTime", start)
+	// Guarded: the arguments of a disabled line would still be boxed on
+	// every sync.
+	if v := log.V(4); v.Enabled() {
+		v.Info("Started syncing deployment", "deployment", key, "startTime", start)
+	}
 	defer func() {
-		log.V(4).Info("Finished syncing deployment", "deployment", key, "duration", r.cfg.Clock.Now().Sub(start))
+		if v := log.V(4); v.Enabled() {
+			v.Info("Finished syncing deployment", "deployment", key, "duration", r.cfg.Clock.Now().Sub(start))
+		}
 	}()
 	d, err := r.cfg.Deployments.Get(ctx, key)
 	if apierrors.IsNotFound(err) {

@@ -187,9 +187,15 @@ func (r *Reconciler) Expectations() *Expectations { return r.exp }
 func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	start := r.clock.Now()
-	log.V(4).Info("Started syncing", "kind", controllerKindName, "key", key.String(), "startTime", start)
+	// Guarded: the arguments of a disabled line would still be boxed, and
+	// the key formatted, on every sync.
+	if v := log.V(4); v.Enabled() {
+		v.Info("Started syncing", "kind", controllerKindName, "key", key.String(), "startTime", start)
+	}
 	defer func() {
-		log.V(4).Info("Finished syncing", "kind", controllerKindName, "key", key.String(), "duration", r.clock.Now().Sub(start))
+		if v := log.V(4); v.Enabled() {
+			v.Info("Finished syncing", "kind", controllerKindName, "key", key.String(), "duration", r.clock.Now().Sub(start))
+		}
 	}()
 	rs, err := r.rss.Get(ctx, key)
 	if err != nil {
