@@ -270,9 +270,8 @@ func TestOrphanAdoption(t *testing.T) {
 }
 
 // A thousand Deployments created at once all roll out; with
-// CTRLKIT_SOAK=1 they are then all updated at once too. (The simulated
-// kubelet visits every pod on every pass, so the cost grows with the
-// square of the pods; see BenchmarkScale.)
+// CTRLKIT_SOAK=1 they are then all updated at once too. (Cost grows
+// linearly with the pods; BenchmarkScale measures it.)
 func TestThousandDeployments(t *testing.T) {
 	n := 1000
 	switch {

@@ -139,8 +139,15 @@ func TestZeroQueueIsUsable(t *testing.T) {
 		t.Fatalf("Get() = %q, %v; want \"a\", false", got, shutdown)
 	}
 	q.Done("a")
+	// The zero queue's rate limiter delays "b" on the real clock; Get waits
+	// for it (an event, not a duration), so that the drain below never
+	// depends on whether the delay has fired yet.
 	q.AddRateLimited("b")
+	if got, shutdown := q.Get(); got != "b" || shutdown {
+		t.Fatalf("Get() = %q, %v; want \"b\", false", got, shutdown)
+	}
 	q.Forget("b")
+	q.Done("b")
 	if err := q.ShutDownWithDrain(nil); err != nil {
 		t.Fatalf("ShutDownWithDrain(nil) = %v; want nil", err)
 	}
