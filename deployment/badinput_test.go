@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/deployment"
@@ -21,6 +22,12 @@ func TestBadInput(t *testing.T) {
 	d := newDeployment(3, "web:v1")
 	w := newWorld()
 	errOf := func(_ any, err error) error { return err }
+	var zero deployment.EventRules
+	ctrl := true
+	ownedRS := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "rs-uid", ResourceVersion: "1",
+		Labels: map[string]string{"app": "web"}, OwnerReferences: []metav1.OwnerReference{{Kind: "Deployment", Name: "web", UID: "d-uid", Controller: &ctrl}}}}
+	ownedPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "p-uid",
+		OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-1", UID: "rs-uid", Controller: &ctrl}}}}
 	calls := []struct {
 		name string
 		call func() (any, error)
@@ -58,6 +65,27 @@ func TestBadInput(t *testing.T) {
 		{"NewController(zero config)", func() (any, error) { return nil, errOf(deployment.NewController(deployment.ControllerConfig{})) },
 			"deployment: ControllerConfig needs"},
 		{"Terminal(nil)", func() (any, error) { return reconcile.Terminal(nil) == nil, nil }, "true"},
+
+		// Event rules: a nil object asks for nothing; without caches, a
+		// ReplicaSet or pod event resolves to no Deployment.
+		{"EventRules.DeploymentAdded(nil)", func() (any, error) { return zero.DeploymentAdded(ctx, nil), nil }, "[]"},
+		{"EventRules.DeploymentUpdated(nil, d)", func() (any, error) { return zero.DeploymentUpdated(ctx, nil, d), nil }, "[]"},
+		{"EventRules.DeploymentUpdated(d, nil)", func() (any, error) { return zero.DeploymentUpdated(ctx, d, nil), nil }, "[]"},
+		{"EventRules.DeploymentDeleted(nil)", func() (any, error) { return zero.DeploymentDeleted(ctx, nil), nil }, "[]"},
+		{"EventRules.ReplicaSetAdded(nil)", func() (any, error) { return zero.ReplicaSetAdded(ctx, nil), nil }, "[]"},
+		{"EventRules.ReplicaSetUpdated(nil, rs)", func() (any, error) { return zero.ReplicaSetUpdated(ctx, nil, ownedRS), nil }, "[]"},
+		{"EventRules.ReplicaSetUpdated(rs, nil)", func() (any, error) { return zero.ReplicaSetUpdated(ctx, ownedRS, nil), nil }, "[]"},
+		{"EventRules.ReplicaSetDeleted(nil)", func() (any, error) { return zero.ReplicaSetDeleted(ctx, nil), nil }, "[]"},
+		{"EventRules.PodDeleted(nil)", func() (any, error) { return zero.PodDeleted(ctx, nil), nil }, "[]"},
+		{"zero EventRules.DeploymentAdded(d)", func() (any, error) { return zero.DeploymentAdded(ctx, d), nil }, "[sync ns/web]"},
+		{"zero EventRules.ReplicaSetAdded(owned)", func() (any, error) { return zero.ReplicaSetAdded(ctx, ownedRS), nil }, "[]"},
+		{"zero EventRules.ReplicaSetAdded(orphan)", func() (any, error) {
+			orphan := ownedRS.DeepCopy()
+			orphan.OwnerReferences = nil
+			return zero.ReplicaSetAdded(ctx, orphan), nil
+		}, "[]"},
+		{"zero EventRules.ReplicaSetDeleted(owned)", func() (any, error) { return zero.ReplicaSetDeleted(ctx, ownedRS), nil }, "[]"},
+		{"zero EventRules.PodDeleted(owned)", func() (any, error) { return zero.PodDeleted(ctx, ownedPod), nil }, "[]"},
 	}
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {

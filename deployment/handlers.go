@@ -2,8 +2,10 @@ package deployment
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,13 +29,22 @@ import (
 // update of a controlled ReplicaSet that changes neither its controller,
 // generation, labels nor deletion timestamp (its status, its annotations)
 // is marked [reconcile.Enqueue.Batch], and so is a pod deletion.
+//
+// No rule panics. An event with a nil object (for an update, a nil old or
+// current object) is one the rules cannot interpret, and asks for nothing
+// (upstream's handlers log and ignore objects they cannot interpret). The
+// zero EventRules, without caches, still syncs the Deployment of a
+// Deployment event, but resolves a ReplicaSet or pod event to no
+// Deployment, and logs an error to the context's logger
+// (logr.FromContextOrDiscard).
 type EventRules struct {
 	// Deployments reads the cached Deployments: by key to resolve a
 	// controller reference, by namespace to find the Deployments that
-	// select an orphan ReplicaSet.
+	// select an orphan ReplicaSet. Nil reads as an empty cache, with an
+	// error logged.
 	Deployments reconcile.Reader[*appsv1.Deployment]
 	// ReplicaSets reads the cached ReplicaSets, to find a deleted pod's
-	// Deployment.
+	// Deployment. Nil reads as an empty cache, with an error logged.
 	ReplicaSets reconcile.Getter[*appsv1.ReplicaSet]
 	// Kind is the kind that controller references must name to resolve;
 	// "" means Deployment. A [Workload]'s rules set its kind, and read
@@ -43,17 +54,26 @@ type EventRules struct {
 
 // DeploymentAdded syncs the Deployment.
 func (r EventRules) DeploymentAdded(_ context.Context, d *appsv1.Deployment) []reconcile.Enqueue {
+	if d == nil {
+		return nil
+	}
 	return []reconcile.Enqueue{{Key: keyOf(d)}}
 }
 
 // DeploymentUpdated syncs the Deployment, on every update: resyncs (same
 // resourceVersion) included, as upstream.
-func (r EventRules) DeploymentUpdated(_ context.Context, _, cur *appsv1.Deployment) []reconcile.Enqueue {
+func (r EventRules) DeploymentUpdated(_ context.Context, old, cur *appsv1.Deployment) []reconcile.Enqueue {
+	if old == nil || cur == nil {
+		return nil
+	}
 	return []reconcile.Enqueue{{Key: keyOf(cur)}}
 }
 
 // DeploymentDeleted syncs the Deployment (the sync finds it gone).
 func (r EventRules) DeploymentDeleted(_ context.Context, d *appsv1.Deployment) []reconcile.Enqueue {
+	if d == nil {
+		return nil
+	}
 	return []reconcile.Enqueue{{Key: keyOf(d)}}
 }
 
@@ -61,6 +81,9 @@ func (r EventRules) DeploymentDeleted(_ context.Context, d *appsv1.Deployment) [
 // Deployment whose selector matches its labels; a ReplicaSet that arrives
 // being deleted counts as deleted.
 func (r EventRules) ReplicaSetAdded(ctx context.Context, rs *appsv1.ReplicaSet) []reconcile.Enqueue {
+	if rs == nil {
+		return nil
+	}
 	if rs.DeletionTimestamp != nil {
 		return r.ReplicaSetDeleted(ctx, rs)
 	}
@@ -75,7 +98,7 @@ func (r EventRules) ReplicaSetAdded(ctx context.Context, rs *appsv1.ReplicaSet) 
 // synced, or, for an orphan whose labels or controller changed, every
 // Deployment that selects it.
 func (r EventRules) ReplicaSetUpdated(ctx context.Context, old, cur *appsv1.ReplicaSet) []reconcile.Enqueue {
-	if old.ResourceVersion == cur.ResourceVersion {
+	if old == nil || cur == nil || old.ResourceVersion == cur.ResourceVersion {
 		return nil
 	}
 	oldRef, curRef := metav1.GetControllerOfNoCopy(old), metav1.GetControllerOfNoCopy(cur)
@@ -98,6 +121,9 @@ func (r EventRules) ReplicaSetUpdated(ctx context.Context, old, cur *appsv1.Repl
 // ReplicaSetDeleted syncs the deleted ReplicaSet's Deployment; orphans
 // concern nobody.
 func (r EventRules) ReplicaSetDeleted(ctx context.Context, rs *appsv1.ReplicaSet) []reconcile.Enqueue {
+	if rs == nil {
+		return nil
+	}
 	return r.owner(ctx, rs.Namespace, metav1.GetControllerOfNoCopy(rs), false, nil)
 }
 
@@ -106,12 +132,15 @@ func (r EventRules) ReplicaSetDeleted(ctx context.Context, rs *appsv1.ReplicaSet
 // new ReplicaSet once the old pods are gone. The pod's controller must be a
 // cached ReplicaSet with the referenced UID.
 func (r EventRules) PodDeleted(ctx context.Context, pod *corev1.Pod) []reconcile.Enqueue {
+	if pod == nil {
+		return nil
+	}
 	ref := metav1.GetControllerOfNoCopy(pod)
-	if ref == nil || ref.Kind != "ReplicaSet" {
+	if ref == nil || ref.Kind != "ReplicaSet" || noCache(ctx, r.ReplicaSets == nil, "ReplicaSets") {
 		return nil
 	}
 	rs, err := r.ReplicaSets.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name})
-	if err != nil || rs.UID != ref.UID {
+	if err != nil || rs == nil || rs.UID != ref.UID {
 		return nil
 	}
 	d := r.resolve(ctx, rs.Namespace, metav1.GetControllerOfNoCopy(rs))
@@ -128,11 +157,11 @@ func (r EventRules) resolve(ctx context.Context, namespace string, ref *metav1.O
 	if kind == "" {
 		kind = controllerKind.Kind
 	}
-	if ref == nil || ref.Kind != kind {
+	if ref == nil || ref.Kind != kind || noCache(ctx, r.Deployments == nil, "Deployments") {
 		return nil
 	}
 	d, err := r.Deployments.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name})
-	if err != nil || d.UID != ref.UID {
+	if err != nil || d == nil || d.UID != ref.UID {
 		return nil
 	}
 	return d
@@ -149,7 +178,7 @@ func (r EventRules) owner(ctx context.Context, namespace string, ref *metav1.Own
 // selector matches rs's labels (upstream getDeploymentsForReplicaSet); a
 // ReplicaSet without labels matches none.
 func (r EventRules) selecting(ctx context.Context, rs *appsv1.ReplicaSet, out []reconcile.Enqueue) []reconcile.Enqueue {
-	if len(rs.Labels) == 0 {
+	if len(rs.Labels) == 0 || noCache(ctx, r.Deployments == nil, "Deployments") {
 		return out
 	}
 	ds, err := r.Deployments.List(ctx, rs.Namespace, labels.Everything())
@@ -157,6 +186,9 @@ func (r EventRules) selecting(ctx context.Context, rs *appsv1.ReplicaSet, out []
 		return out
 	}
 	for _, d := range ds {
+		if d == nil {
+			continue
+		}
 		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 		if err != nil || sel.Empty() || !sel.Matches(labels.Set(rs.Labels)) {
 			continue
@@ -164,4 +196,13 @@ func (r EventRules) selecting(ctx context.Context, rs *appsv1.ReplicaSet, out []
 		out = append(out, reconcile.Enqueue{Key: keyOf(d)})
 	}
 	return out
+}
+
+// noCache reports whether the cache named field of an EventRules is
+// missing (missing is true), logging an error if so.
+func noCache(ctx context.Context, missing bool, field string) bool {
+	if missing && ctx != nil {
+		logr.FromContextOrDiscard(ctx).Error(fmt.Errorf("deployment: EventRules.%s is nil: the event resolves to no Deployment", field), "Cannot resolve event")
+	}
+	return missing
 }

@@ -2,16 +2,31 @@ package replicaset_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/replicaset"
 )
+
+// ReplicaSets the API server rejects, for ManageReplicas.
+func noSelector(rs *appsv1.ReplicaSet)    { rs.Spec.Selector = nil }
+func emptySelector(rs *appsv1.ReplicaSet) { rs.Spec.Selector = &metav1.LabelSelector{} }
+func badSelector(rs *appsv1.ReplicaSet) {
+	rs.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near"}}}
+}
+func noTemplateLabels(rs *appsv1.ReplicaSet) { rs.Spec.Template.Labels = nil }
+func otherTemplateLabels(rs *appsv1.ReplicaSet) {
+	rs.Spec.Template.Labels = map[string]string{"app": "other"}
+}
 
 // Every exported function either returns an error naming the bad argument
 // (nil ReplicaSet, nil selector, nil entry in a pod list) or gives its
@@ -24,6 +39,9 @@ func TestBadInput(t *testing.T) {
 	errOf := func(_ any, err error) error { return err }
 	ctx := context.Background()
 	w := newWorld(t0)
+	full := replicaset.EventRules{ReplicaSets: rsReader{w}}
+	w.addRS(rs)
+	rules := func(es []reconcile.Enqueue, obs []replicaset.Observation) string { return fmt.Sprint(es, obs) }
 
 	type call struct {
 		name string
@@ -37,6 +55,28 @@ func TestBadInput(t *testing.T) {
 		{"ManageReplicas(negative replicas)", func() (any, error) {
 			return nil, errOf(replicaset.ManageReplicas(replicaset.Input{ReplicaSet: newRS("neg", -1)}, t0))
 		}, "replicaset: ManageReplicas: spec.replicas is negative (-1)"},
+		{"ManageReplicas(nil selector)", func() (any, error) {
+			return nil, errOf(replicaset.ManageReplicas(replicaset.Input{ReplicaSet: newRS("nosel", 1, noSelector), ExpectationsSatisfied: true}, t0))
+		}, "replicaset: ManageReplicas: spec.selector is nil; the API server requires one"},
+		{"ManageReplicas(empty selector)", func() (any, error) {
+			return nil, errOf(replicaset.ManageReplicas(replicaset.Input{ReplicaSet: newRS("emptysel", 1, emptySelector), ExpectationsSatisfied: true}, t0))
+		}, "replicaset: ManageReplicas: spec.selector is empty; the API server rejects it"},
+		{"ManageReplicas(invalid selector)", func() (any, error) {
+			return nil, errOf(replicaset.ManageReplicas(replicaset.Input{ReplicaSet: newRS("badsel", 1, badSelector), ExpectationsSatisfied: true}, t0))
+		}, "replicaset: ManageReplicas: spec.selector is invalid: "},
+		{"ManageReplicas(no template labels)", func() (any, error) {
+			_, err := replicaset.ManageReplicas(replicaset.Input{ReplicaSet: newRS("nolabels", 1, noTemplateLabels), ExpectationsSatisfied: true}, t0)
+			if !errors.Is(err, replicaset.ErrNoLabels) {
+				return nil, fmt.Errorf("error %v does not wrap ErrNoLabels", err)
+			}
+			return nil, err
+		}, "replicaset: ManageReplicas: spec.template.metadata.labels is empty: unable to create pods, no labels"},
+		{"ManageReplicas(no template labels, nothing to create)", func() (any, error) {
+			return nil, errOf(replicaset.ManageReplicas(replicaset.Input{ReplicaSet: newRS("nolabels", 0, noTemplateLabels), ExpectationsSatisfied: true}, t0))
+		}, "replicaset: ManageReplicas: spec.template.metadata.labels is empty"},
+		{"ManageReplicas(selector does not match the template)", func() (any, error) {
+			return nil, errOf(replicaset.ManageReplicas(replicaset.Input{ReplicaSet: newRS("mismatch", 1, otherTemplateLabels), ExpectationsSatisfied: true}, t0))
+		}, `replicaset: ManageReplicas: spec.selector "app=mismatch" does not match spec.template.metadata.labels "app=other"; the API server rejects it`},
 		{"ManageReplicas(nil active pod)", func() (any, error) {
 			return nil, errOf(replicaset.ManageReplicas(replicaset.Input{ReplicaSet: rs, Active: withNil}, t0))
 		}, "replicaset: ManageReplicas: Input.Active[1] is nil"},
@@ -132,6 +172,10 @@ func TestBadInput(t *testing.T) {
 		{"LessForDeletion(nil, pod)", func() (any, error) { return replicaset.LessForDeletion(nil, pod, 0, 0, t0), nil }, "true"},
 		{"LessForDeletion(pod, nil)", func() (any, error) { return replicaset.LessForDeletion(pod, nil, 0, 0, t0), nil }, "false"},
 		{"LessForDeletion(nil, nil)", func() (any, error) { return replicaset.LessForDeletion(nil, nil, 0, 0, t0), nil }, "false"},
+		{"Plan.String(nil action)", func() (any, error) {
+			return replicaset.Plan{Actions: []replicaset.Action{nil, replicaset.CreatePods{Count: 2}}}.String(), nil
+		}, "<nil action>\ncreate 2 pods\n"},
+		{"Expect.String(nil)", func() (any, error) { return (*replicaset.Expect)(nil).String(), nil }, "expect nothing"},
 		{"DeletePods.String(nil pod)", func() (any, error) { return replicaset.DeletePods{Pods: withNil}.String(), nil }, "delete 2 pods a, <nil>"},
 		{"SlowStartBatches(-1, 1)", func() (any, error) { return replicaset.SlowStartBatches(-1, 1), nil }, "[]"},
 		{"Expectations.Record(nil)", func() (any, error) {
@@ -139,6 +183,58 @@ func TestBadInput(t *testing.T) {
 			e.Record(key("web"), nil, t0)
 			return e.Satisfied(key("web"), t0), nil
 		}, "true"},
+
+		// A nil *Expectations reads as empty and ignores writes.
+		{"nil Expectations: writes ignored, satisfied", func() (any, error) {
+			var e *replicaset.Expectations
+			e.Record(key("web"), &replicaset.Expect{Creations: 2}, t0)
+			e.Set(key("web"), 1, 1, t0)
+			e.ExpectCreations(key("web"), 3, t0)
+			e.ExpectDeletions(key("web"), []types.UID{"a"}, t0)
+			e.CreationObserved(key("web"))
+			e.DeletionObserved(key("web"), "a")
+			e.Lower(key("web"), 1, 1)
+			e.Raise(key("web"), 1, 1)
+			e.Observe(replicaset.Observation{ReplicaSet: key("web"), Kind: replicaset.PodCreated},
+				replicaset.Observation{ReplicaSet: key("web"), Kind: replicaset.PodDeleted, Pod: "a"},
+				replicaset.Observation{ReplicaSet: key("web"), Kind: replicaset.ReplicaSetGone})
+			e.Delete(key("web"))
+			return e.Satisfied(key("web"), t0), nil
+		}, "true"},
+		{"nil Expectations: Get", func() (any, error) {
+			x, ok := (*replicaset.Expectations)(nil).Get(key("web"))
+			return fmt.Sprint(x == replicaset.Expectation{}, ok), nil
+		}, "true false"},
+		{"nil Expectations: PendingDeletions", func() (any, error) {
+			return (*replicaset.Expectations)(nil).PendingDeletions(key("web")) == nil, nil
+		}, "true"},
+
+		// Event rules: a nil object asks for nothing; without a cache, a pod
+		// event resolves to no ReplicaSet.
+		{"EventRules.ReplicaSetAdded(nil)", func() (any, error) { return rules(full.ReplicaSetAdded(ctx, nil)), nil }, "[] []"},
+		{"EventRules.ReplicaSetUpdated(nil, rs)", func() (any, error) { return rules(full.ReplicaSetUpdated(ctx, nil, rs)), nil }, "[] []"},
+		{"EventRules.ReplicaSetUpdated(rs, nil)", func() (any, error) { return rules(full.ReplicaSetUpdated(ctx, rs, nil)), nil }, "[] []"},
+		{"EventRules.ReplicaSetDeleted(nil)", func() (any, error) { return rules(full.ReplicaSetDeleted(ctx, nil)), nil }, "[] []"},
+		{"EventRules.PodAdded(nil)", func() (any, error) { return rules(full.PodAdded(ctx, nil)), nil }, "[] []"},
+		{"EventRules.PodUpdated(nil, pod)", func() (any, error) { return rules(full.PodUpdated(ctx, nil, pod)), nil }, "[] []"},
+		{"EventRules.PodUpdated(pod, nil)", func() (any, error) { return rules(full.PodUpdated(ctx, pod, nil)), nil }, "[] []"},
+		{"EventRules.PodDeleted(nil)", func() (any, error) { return rules(full.PodDeleted(ctx, nil)), nil }, "[] []"},
+		{"EventRules.PodDeleted(pod), the cached owner", func() (any, error) { return rules(full.PodDeleted(ctx, pod)), nil },
+			"[sync default/web (batch)] [default/web: pod uid-a deleted]"},
+		{"zero EventRules.ReplicaSetAdded(rs)", func() (any, error) { return rules(replicaset.EventRules{}.ReplicaSetAdded(ctx, rs)), nil },
+			"[sync default/web] []"},
+		{"zero EventRules.ReplicaSetDeleted(rs)", func() (any, error) { return rules(replicaset.EventRules{}.ReplicaSetDeleted(ctx, rs)), nil },
+			"[sync default/web] [default/web: gone]"},
+		{"zero EventRules.PodAdded(owned pod)", func() (any, error) { return rules(replicaset.EventRules{}.PodAdded(ctx, pod)), nil }, "[] []"},
+		{"zero EventRules.PodAdded(orphan)", func() (any, error) {
+			return rules(replicaset.EventRules{}.PodAdded(ctx, newPod("o", withLabels(map[string]string{"app": "web"})))), nil
+		}, "[] []"},
+		{"zero EventRules.PodUpdated(owned pod)", func() (any, error) {
+			cur := pod.DeepCopy()
+			cur.ResourceVersion = "2"
+			return rules(replicaset.EventRules{}.PodUpdated(ctx, pod, cur)), nil
+		}, "[] []"},
+		{"zero EventRules.PodDeleted(owned pod)", func() (any, error) { return rules(replicaset.EventRules{}.PodDeleted(ctx, pod)), nil }, "[] []"},
 	}
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {

@@ -44,6 +44,11 @@ func (e Expectation) Lower(add, del int64) Expectation {
 // pod UID, so a pod seen deleted twice (deletion timestamp, then removal) is
 // counted once. It is safe for concurrent use; its zero value is ready.
 //
+// A nil *Expectations holds nothing and keeps nothing: it reads as empty
+// (every key is satisfied, nothing is recorded or pending) and ignores
+// writes. A controller given one acts on every sync as if it had no
+// expectations; it does not panic.
+//
 // It is the counterpart of upstream's UIDTrackingControllerExpectations,
 // with pod UIDs instead of "namespace/name" keys and time passed in rather
 // than read from a real clock.
@@ -59,7 +64,7 @@ type expEntry struct {
 }
 
 // entry returns the entry for key, creating it if create is set. The caller
-// holds mu.
+// holds mu; s is not nil.
 func (s *Expectations) entry(key types.NamespacedName, create bool) *expEntry {
 	if e := s.m[key]; e != nil || !create {
 		return e
@@ -87,6 +92,9 @@ func (s *Expectations) Record(key types.NamespacedName, x *Expect, now time.Time
 // Set replaces the counts for key with add and del, stamped now. Any UID
 // record is kept (upstream SetExpectations).
 func (s *Expectations) Set(key types.NamespacedName, add, del int, now time.Time) {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entry(key, true)
@@ -102,6 +110,9 @@ func (s *Expectations) ExpectCreations(key types.NamespacedName, n int, now time
 // ExpectDeletions replaces the UID record for key with uids (duplicates
 // count once) and the counts with (0, number of distinct uids), stamped now.
 func (s *Expectations) ExpectDeletions(key types.NamespacedName, uids []types.UID, now time.Time) {
+	if s == nil {
+		return
+	}
 	set := make(map[types.UID]struct{}, len(uids))
 	for _, u := range uids {
 		set[u] = struct{}{}
@@ -124,6 +135,9 @@ func (s *Expectations) CreationObserved(key types.NamespacedName) {
 // one of the pods it waits for, and forgets uid, so that a second
 // observation of the same pod does not count again.
 func (s *Expectations) DeletionObserved(key types.NamespacedName, uid types.UID) {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entry(key, false)
@@ -142,6 +156,9 @@ func (s *Expectations) DeletionObserved(key types.NamespacedName, uid types.UID)
 // Lower lowers the outstanding counts of key without touching its
 // timestamp; it does nothing when key has no expectation.
 func (s *Expectations) Lower(key types.NamespacedName, add, del int) {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.entry(key, false); e != nil && e.counted {
@@ -159,6 +176,9 @@ func (s *Expectations) Raise(key types.NamespacedName, add, del int) {
 // expectation, or its expectation is fulfilled or expired (upstream
 // SatisfiedExpectations).
 func (s *Expectations) Satisfied(key types.NamespacedName, now time.Time) bool {
+	if s == nil {
+		return true
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entry(key, false)
@@ -167,6 +187,9 @@ func (s *Expectations) Satisfied(key types.NamespacedName, now time.Time) bool {
 
 // Get returns the expectation of key and whether one is recorded.
 func (s *Expectations) Get(key types.NamespacedName) (Expectation, bool) {
+	if s == nil {
+		return Expectation{}, false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.entry(key, false); e != nil && e.counted {
@@ -178,6 +201,9 @@ func (s *Expectations) Get(key types.NamespacedName) (Expectation, bool) {
 // PendingDeletions returns the UIDs of the pods key still waits to see
 // deleted, sorted; nil when there is no UID record (upstream GetUIDs).
 func (s *Expectations) PendingDeletions(key types.NamespacedName) []types.UID {
+	if s == nil {
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entry(key, false)
@@ -194,6 +220,9 @@ func (s *Expectations) PendingDeletions(key types.NamespacedName) []types.UID {
 
 // Delete forgets everything recorded for key (upstream DeleteExpectations).
 func (s *Expectations) Delete(key types.NamespacedName) {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.m, key)

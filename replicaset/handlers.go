@@ -2,9 +2,11 @@ package replicaset
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,10 +29,20 @@ import (
 // (client-go's cache.DeletedFinalStateUnknown) is the object it carries.
 // Every pod event is marked [reconcile.Enqueue.Batch]: with a batch period
 // a burst of them costs one sync.
+//
+// No rule panics. An event with a nil object (for an update, a nil old or
+// current object) is one the rules cannot interpret, and asks for nothing:
+// no keys, no observations (upstream's handlers log and ignore objects they
+// cannot interpret). The zero EventRules, without a cache, has no
+// ReplicaSets: ReplicaSet events still sync their own key, but a pod event
+// resolves to no ReplicaSet and asks for nothing, and it logs an error to
+// the context's logger (logr.FromContextOrDiscard), as a reader that
+// returns nil with no error.
 type EventRules struct {
 	// ReplicaSets reads the cached ReplicaSets: by key to resolve a pod's
 	// controller reference, by namespace to find the ReplicaSets that
-	// select an orphan pod.
+	// select an orphan pod. Nil reads as an empty cache, with an error
+	// logged.
 	ReplicaSets reconcile.Reader[*appsv1.ReplicaSet]
 }
 
@@ -71,7 +83,7 @@ func (o Observation) String() string {
 	return o.ReplicaSet.String() + ": unknown observation"
 }
 
-// Observe records observations in s, in order.
+// Observe records observations in s, in order. A nil s records nothing.
 func (s *Expectations) Observe(obs ...Observation) {
 	for _, o := range obs {
 		switch o.Kind {
@@ -87,6 +99,9 @@ func (s *Expectations) Observe(obs ...Observation) {
 
 // ReplicaSetAdded syncs the ReplicaSet.
 func (r EventRules) ReplicaSetAdded(_ context.Context, rs *appsv1.ReplicaSet) ([]reconcile.Enqueue, []Observation) {
+	if rs == nil {
+		return nil, nil
+	}
 	return []reconcile.Enqueue{{Key: rsKey(rs)}}, nil
 }
 
@@ -94,6 +109,9 @@ func (r EventRules) ReplicaSetAdded(_ context.Context, rs *appsv1.ReplicaSet) ([
 // included, as upstream); a changed UID means it was deleted and recreated
 // under the same name, so the old one counts as deleted first.
 func (r EventRules) ReplicaSetUpdated(ctx context.Context, old, cur *appsv1.ReplicaSet) ([]reconcile.Enqueue, []Observation) {
+	if old == nil || cur == nil {
+		return nil, nil
+	}
 	var out []reconcile.Enqueue
 	var obs []Observation
 	if old.UID != cur.UID {
@@ -105,6 +123,9 @@ func (r EventRules) ReplicaSetUpdated(ctx context.Context, old, cur *appsv1.Repl
 // ReplicaSetDeleted drops the ReplicaSet's expectations and syncs its key
 // (the sync finds it gone).
 func (r EventRules) ReplicaSetDeleted(_ context.Context, rs *appsv1.ReplicaSet) ([]reconcile.Enqueue, []Observation) {
+	if rs == nil {
+		return nil, nil
+	}
 	key := rsKey(rs)
 	return []reconcile.Enqueue{{Key: key}}, []Observation{{ReplicaSet: key, Kind: ReplicaSetGone}}
 }
@@ -114,6 +135,9 @@ func (r EventRules) ReplicaSetDeleted(_ context.Context, rs *appsv1.ReplicaSet) 
 // selector matches it (no expectation changes). A pod that arrives being
 // deleted counts as deleted, not created.
 func (r EventRules) PodAdded(ctx context.Context, pod *corev1.Pod) ([]reconcile.Enqueue, []Observation) {
+	if pod == nil {
+		return nil, nil
+	}
 	if pod.DeletionTimestamp != nil {
 		return r.PodDeleted(ctx, pod)
 	}
@@ -135,7 +159,7 @@ func (r EventRules) PodAdded(ctx context.Context, pod *corev1.Pod) ([]reconcile.
 // just turned ready; an orphan whose labels or controller changed syncs
 // every ReplicaSet that selects it.
 func (r EventRules) PodUpdated(ctx context.Context, old, cur *corev1.Pod) ([]reconcile.Enqueue, []Observation) {
-	if cur.ResourceVersion == old.ResourceVersion {
+	if old == nil || cur == nil || cur.ResourceVersion == old.ResourceVersion {
 		return nil, nil
 	}
 	labelsChanged := !reflect.DeepEqual(cur.Labels, old.Labels)
@@ -175,6 +199,9 @@ func (r EventRules) PodUpdated(ctx context.Context, old, cur *corev1.Pod) ([]rec
 // PodDeleted counts the deletion of a pod with a controller (once per pod
 // UID) and syncs its ReplicaSet. Orphans concern nobody.
 func (r EventRules) PodDeleted(ctx context.Context, pod *corev1.Pod) ([]reconcile.Enqueue, []Observation) {
+	if pod == nil {
+		return nil, nil
+	}
 	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil {
 		return nil, nil
@@ -187,15 +214,30 @@ func (r EventRules) PodDeleted(ctx context.Context, pod *corev1.Pod) ([]reconcil
 	return []reconcile.Enqueue{{Key: key, Batch: true}}, []Observation{{ReplicaSet: key, Kind: PodDeleted, Pod: pod.UID}}
 }
 
+// errNoReplicaSets is logged by the rules of an EventRules without a cache
+// when an event needs one.
+var errNoReplicaSets = errors.New("replicaset: EventRules.ReplicaSets is nil: pod events resolve to no ReplicaSet")
+
+// noCache reports whether r has no cache, logging errNoReplicaSets if so.
+func (r EventRules) noCache(ctx context.Context) bool {
+	if r.ReplicaSets != nil {
+		return false
+	}
+	if ctx != nil {
+		logr.FromContextOrDiscard(ctx).Error(errNoReplicaSets, "Cannot resolve pod event")
+	}
+	return true
+}
+
 // resolve returns the ReplicaSet ref points to in namespace, or nil when
 // it is not a ReplicaSet, not cached, or another object (UID) (upstream
 // resolveControllerRef).
 func (r EventRules) resolve(ctx context.Context, namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	if ref.Kind != controllerKindName {
+	if ref.Kind != controllerKindName || r.noCache(ctx) {
 		return nil
 	}
 	rs, err := r.ReplicaSets.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name})
-	if err != nil || rs.UID != ref.UID {
+	if err != nil || rs == nil || rs.UID != ref.UID {
 		return nil
 	}
 	return rs
@@ -204,6 +246,9 @@ func (r EventRules) resolve(ctx context.Context, namespace string, ref *metav1.O
 // selecting appends every ReplicaSet that selects the orphan pod
 // (upstream getPodReplicaSets).
 func (r EventRules) selecting(ctx context.Context, pod *corev1.Pod, out []reconcile.Enqueue) []reconcile.Enqueue {
+	if r.noCache(ctx) {
+		return out
+	}
 	rss, err := r.ReplicaSets.List(ctx, pod.Namespace, labels.Everything())
 	if err != nil {
 		return out

@@ -47,11 +47,17 @@ type Input struct {
 //     not satisfied, or when rs is being deleted.
 //
 // Status and RequeueAfter assume the actions succeed; see [Plan]. A nil
-// in.ReplicaSet, a negative spec.replicas (the API server rejects it), or
-// a nil pod in in.Active, in.Terminating or in.Related, is an error, with
-// an empty Plan.
+// in.ReplicaSet, a ReplicaSet the API server rejects (a negative
+// spec.replicas; a nil, empty or invalid selector, or one that does not
+// match the template's labels), a template without labels (no pod can be
+// created from it: the error wraps [ErrNoLabels]), or a nil pod in
+// in.Active, in.Terminating or in.Related, is an error, with an empty
+// Plan.
 func ManageReplicas(in Input, now time.Time) (Plan, error) {
 	if err := checkRS("ManageReplicas", in.ReplicaSet); err != nil {
+		return Plan{}, err
+	}
+	if err := checkSpec("ManageReplicas", in.ReplicaSet); err != nil {
 		return Plan{}, err
 	}
 	if n := replicas(in.ReplicaSet); n < 0 {

@@ -37,10 +37,15 @@ type Plan struct {
 	RequeueAfter time.Duration
 }
 
-// String renders the plan one item per line, for logs and test failures.
+// String renders the plan one item per line, for logs and test failures;
+// a nil action reads "<nil action>".
 func (p Plan) String() string {
 	var b strings.Builder
 	for _, a := range p.Actions {
+		if a == nil {
+			b.WriteString("<nil action>\n")
+			continue
+		}
 		b.WriteString(a.String())
 		b.WriteByte('\n')
 	}
@@ -75,8 +80,12 @@ type Expect struct {
 	Deletions []types.UID
 }
 
-// String returns e.g. "expect 3 creations" or "expect 2 deletions".
+// String returns e.g. "expect 3 creations" or "expect 2 deletions"; for a
+// nil e, which records nothing, "expect nothing".
 func (e *Expect) String() string {
+	if e == nil {
+		return "expect nothing"
+	}
 	if e.Deletions != nil {
 		return fmt.Sprintf("expect %d deletions", len(e.Deletions))
 	}

@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -13,7 +14,8 @@ import (
 // CoLocationRanks, AdoptPatch, ReleasePatch, NewPod, Apply) return an
 // error naming the argument for a nil ReplicaSet, a nil selector or a nil
 // entry in a pod list; they never panic, and never decide from a
-// substitute. Predicates and small helpers give a documented answer
+// substitute. ManageReplicas also refuses a ReplicaSet the API server
+// would have rejected, rather than plan pods it cannot create. Predicates and small helpers give a documented answer
 // instead (a nil pod is not active, ready, available, terminating or
 // claimed, and costs 0).
 
@@ -50,6 +52,33 @@ func checkArgs(fn string, rs *appsv1.ReplicaSet, pod *corev1.Pod) error {
 	}
 	if pod == nil {
 		return fmt.Errorf("replicaset: %s: the pod is nil", fn)
+	}
+	return nil
+}
+
+// checkSpec returns an error for a ReplicaSet the API server rejects for
+// its selector or template labels (apps ValidateReplicaSetSpec): a nil,
+// empty or invalid selector, or one that does not match the template's
+// labels; a template without labels, from which no pod can be created,
+// wraps [ErrNoLabels]. rs is not nil.
+func checkSpec(fn string, rs *appsv1.ReplicaSet) error {
+	sel := rs.Spec.Selector
+	if sel == nil {
+		return fmt.Errorf("replicaset: %s: spec.selector is nil; the API server requires one", fn)
+	}
+	if len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 {
+		return fmt.Errorf("replicaset: %s: spec.selector is empty; the API server rejects it", fn)
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return fmt.Errorf("replicaset: %s: spec.selector is invalid: %w", fn, err)
+	}
+	tpl := labels.Set(rs.Spec.Template.Labels)
+	if len(tpl) == 0 {
+		return fmt.Errorf("replicaset: %s: spec.template.metadata.labels is empty: %w", fn, ErrNoLabels)
+	}
+	if !s.Matches(tpl) {
+		return fmt.Errorf("replicaset: %s: spec.selector %q does not match spec.template.metadata.labels %q; the API server rejects it", fn, s, tpl)
 	}
 	return nil
 }
