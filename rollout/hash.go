@@ -3,14 +3,11 @@ package rollout
 import (
 	"encoding/binary"
 	"errors"
-	"hash/fnv"
-	"io"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/dump"
 	"k8s.io/apimachinery/pkg/util/rand"
 )
 
@@ -32,20 +29,20 @@ const maxNameLength = 253
 // not by hash. A nil template hashes as the zero template (upstream
 // panics).
 func ComputeHash(template *corev1.PodTemplateSpec, collisionCount *int32) string {
-	var t corev1.PodTemplateSpec
-	if template != nil {
-		t = *template
+	if template == nil {
+		template = &corev1.PodTemplateSpec{}
 	}
-	h := fnv.New32a()
-	// What fmt.Fprintf(h, "%v", …) writes, without a second formatting pass;
-	// a hash.Hash never returns an error.
-	io.WriteString(h, dump.ForHash(t))
+	// What fmt.Fprintf(h, "%v", dump.ForHash(*template)) writes into an
+	// FNV-32a hash, computed without the text (see templateSum).
+	sum := templateSum(template)
 	if collisionCount != nil {
 		var b [8]byte
 		binary.LittleEndian.PutUint32(b[:4], uint32(*collisionCount))
-		h.Write(b[:])
+		for _, c := range b {
+			sum = (sum ^ uint32(c)) * fnvPrime32
+		}
 	}
-	return rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
+	return rand.SafeEncodeString(strconv.FormatUint(uint64(sum), 10))
 }
 
 // ReplicaSetName is the name of the ReplicaSet for a Deployment called
