@@ -60,11 +60,13 @@ func Apply(ctx context.Context, c Client, events EventRecorder, p Plan) (applied
 	if p.UpdateStatus == nil {
 		return n, nil
 	}
-	d := *p.UpdateStatus
+	d := p.UpdateStatus
 	if rv := a.deploymentRV; rv != "" {
-		d.ResourceVersion = rv
+		cp := *d
+		cp.ResourceVersion = rv
+		d = &cp
 	}
-	if _, err := c.UpdateDeploymentStatus(ctx, &d); err != nil {
+	if _, err := c.UpdateDeploymentStatus(ctx, d); err != nil {
 		return n, fmt.Errorf("deployment %s: update status: %w", keyOf(p.Deployment), err)
 	}
 	return n + 1, nil

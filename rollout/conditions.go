@@ -69,7 +69,13 @@ func SetCondition(status appsv1.DeploymentStatus, c appsv1.DeploymentCondition) 
 	if cur != nil && cur.Status == c.Status {
 		c.LastTransitionTime = cur.LastTransitionTime
 	}
-	status.Conditions = append(withoutCondition(status.Conditions, c.Type), c)
+	out := make([]appsv1.DeploymentCondition, 0, len(status.Conditions)+1) // one allocation
+	for _, x := range status.Conditions {
+		if x.Type != c.Type {
+			out = append(out, x)
+		}
+	}
+	status.Conditions = append(out, c)
 	return status
 }
 

@@ -84,9 +84,6 @@ func NewReplicaSet(d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet) (*appsv1.R
 		return nil, errors.New("rollout: nil Deployment")
 	}
 	hash := ComputeHash(&d.Spec.Template, d.Status.CollisionCount)
-	template := *d.Spec.Template.DeepCopy()
-	template.Labels = cloneWith(d.Spec.Template.Labels, HashLabel, hash)
-
 	rs := &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            ReplicaSetName(d.Name, hash),
@@ -98,9 +95,12 @@ func NewReplicaSet(d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet) (*appsv1.R
 			Replicas:        new(int32),
 			MinReadySeconds: d.Spec.MinReadySeconds,
 			Selector:        selectorWith(d.Spec.Selector, HashLabel, hash),
-			Template:        template,
 		},
 	}
+	src := d.Spec.Template // shallow: its labels are not copied twice
+	src.Labels = nil
+	src.DeepCopyInto(&rs.Spec.Template)
+	rs.Spec.Template.Labels = cloneWith(d.Spec.Template.Labels, HashLabel, hash)
 	maxOld, revErr := MaxRevision(oldRSs)
 	all := make([]*appsv1.ReplicaSet, 0, len(oldRSs)+1)
 	all = append(append(all, oldRSs...), rs)
