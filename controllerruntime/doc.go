@@ -22,7 +22,11 @@
 //     components (deployment-controller, replicaset-controller);
 //   - the logger the manager puts in each Reconcile's context;
 //   - controller-runtime's controller, so the work queue and reconcile
-//     metrics land in its metrics registry;
+//     metrics land in its metrics registry (metrics.Registry, which the
+//     manager serves), with ctrlkit_syncs_skipped_total{controller} beside
+//     them: the syncs skipped while the cache lagged behind the
+//     controller's own writes (below), named as package kube names it, by
+//     controller name (deployment-controller, replicaset-controller);
 //   - upstream's watch and event-handler rules (deployment.EventRules,
 //     replicaset.EventRules), with the ReplicaSet controller's expectation
 //     observers fed from the same events: without them every rollout step
@@ -34,7 +38,14 @@
 //     enqueues the key again), so neither controller decides on an object it
 //     knows to be stale. [Add] shares the marks between both controllers,
 //     so the ReplicaSet controller waits for a scale's event before writing
-//     that ReplicaSet's status.
+//     that ReplicaSet's status. The Deployment controller also waits for
+//     the ReplicaSets it creates, as the packaged one does: until the cache
+//     has the ReplicaSet the last sync created, or a live read (the API
+//     reader) says it is gone, the next sync of that Deployment is skipped;
+//     a failed create, which may have happened, is settled the same way.
+//     Otherwise a sync on a cache without it, with a new template by then,
+//     would create a second ReplicaSet at full size with a duplicate
+//     revision (README, "Deliberate differences").
 //
 // [Options] sets the workers, the rate limiter, a namespace and a label
 // restriction, a batch period and upstream's status timing. A manager
@@ -49,7 +60,11 @@
 //
 // # Testing
 //
-// The unit tests run on controller-runtime's fake client. The e2e
+// The unit tests run on controller-runtime's fake client, and TestAdd
+// runs [Add] in a real Manager on the in-memory cluster of package
+// clustertest (its own Deployment and ReplicaSet controllers off), on
+// virtual time: rollouts to completion with each of the [Options]
+// and with a namespace-restricted cache. The e2e
 // directory (build tag e2e, run by kube/hack/e2e.sh) runs both controllers
 // in a Manager against a real kube-apiserver, and kube/e2e/compare runs the
 // operator of examples/controllerruntime side by side with

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -37,7 +39,9 @@ type Options struct {
 	Workers int
 	// RateLimiter spaces the retries of failing keys; nil means
 	// controller-runtime's default (per-item exponential backoff and an
-	// overall token bucket, upstream's).
+	// overall token bucket, upstream's), one per controller. A limiter set
+	// here is shared by the controllers registered with these Options ([Add]
+	// registers two), its overall bucket included.
 	RateLimiter workqueue.TypedRateLimiter[crreconcile.Request]
 	// Namespace restricts the controllers to one namespace: events of
 	// other namespaces are ignored. "" means every namespace the manager's
@@ -121,36 +125,24 @@ func addDeployment(mgr manager.Manager, opts Options, marks *writeMarks) error {
 	if err := IndexFields(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	skipped, err := skippedSyncs(DeploymentControllerName)
+	if err != nil {
+		return err
+	}
 	c := mgr.GetCache()
-	ds, rss, pods := deploymentReader(c), replicaSetReader(c), podReader(c)
-	w := Writer{Client: mgr.GetClient(), Live: mgr.GetAPIReader()}
-	writes := &deploymentWrites{marks: marks, pending: make(map[types.NamespacedName][]markKey)}
-	r, err := deployment.NewReconciler(deployment.ReconcilerConfig{
-		Deployments: ds, ReplicaSets: rss, Pods: pods,
-		Live:        reconcile.GetterFunc[*appsv1.Deployment](w.GetDeployment),
-		Client:      trackingDeploymentClient{Client: w, t: writes},
-		Events:      mgr.GetEventRecorderFor(DeploymentControllerName), //nolint:staticcheck // core/v1 Events, as kube-controller-manager records them
-		EagerStatus: opts.EagerStatus,
+	s, err := newDeploymentSync(deploymentSyncConfig{
+		Cache: c, Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
+		Events: mgr.GetEventRecorderFor(DeploymentControllerName), //nolint:staticcheck // core/v1 Events, as kube-controller-manager records them
+		Marks:  marks, Skipped: skipped, Opts: opts,
 	})
 	if err != nil {
-		return fmt.Errorf("controllerruntime: %w", err)
+		return err
 	}
-	do := func(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
-		if writes.behind(ctx, key) {
-			return reconcile.Result{}, nil // the write's event enqueues key again
-		}
-		if opts.Selector != nil {
-			if d, err := ds.Get(ctx, key); err == nil && !opts.Selector.Matches(labels.Set(d.Labels)) {
-				return reconcile.Result{}, nil
-			}
-		}
-		return r.Reconcile(context.WithValue(ctx, syncKey{}, key), key)
-	}
-	ctl, err := controller.New(DeploymentControllerName, mgr, opts.controllerOptions(adapt(do)))
+	ctl, err := controller.New(DeploymentControllerName, mgr, opts.controllerOptions(adapt(s.sync)))
 	if err != nil {
 		return fmt.Errorf("controllerruntime: %w", err)
 	}
-	rules := deployment.EventRules{Deployments: ds, ReplicaSets: rss}
+	rules := deployment.EventRules{Deployments: s.deployments, ReplicaSets: replicaSetReader(c)}
 	q := queue{namespace: opts.Namespace, batch: opts.BatchPeriod}
 	for _, src := range []source.Source{
 		source.Kind(c, &appsv1.Deployment{}, handlerFor(q, rules.DeploymentAdded, rules.DeploymentUpdated, rules.DeploymentDeleted)),
@@ -164,11 +156,77 @@ func addDeployment(mgr manager.Manager, opts Options, marks *writeMarks) error {
 	return nil
 }
 
+// deploymentSyncConfig is what the Deployment controller's sync is made
+// of; addDeployment takes it from the manager.
+type deploymentSyncConfig struct {
+	Cache  client.Reader // the manager's cache, with the field indexes
+	Client client.Client // writes
+	Live   client.Reader // reads bypassing the cache
+	Events deployment.EventRecorder
+	Marks  *writeMarks
+	// Skipped counts the syncs skipped while the cache lags behind the
+	// controller's own writes.
+	Skipped prometheus.Counter
+	Opts    Options
+}
+
+// deploymentSync is the Deployment controller's sync of one key: skipped
+// while a write of the last sync of that Deployment has not reached the
+// cache (deploymentWrites), or when the Deployment's labels do not match
+// Options.Selector; otherwise deployment.Reconciler's.
+type deploymentSync struct {
+	r           *deployment.Reconciler
+	deployments reader[appsv1.Deployment, *appsv1.Deployment, *appsv1.DeploymentList]
+	writes      *deploymentWrites
+	selector    labels.Selector
+	skipped     prometheus.Counter
+}
+
+func newDeploymentSync(cfg deploymentSyncConfig) (*deploymentSync, error) {
+	ds := deploymentReader(cfg.Cache)
+	w := Writer{Client: cfg.Client, Live: cfg.Live}
+	writes := newDeploymentWrites(cfg.Marks, w.live())
+	r, err := deployment.NewReconciler(deployment.ReconcilerConfig{
+		Deployments: ds, ReplicaSets: replicaSetReader(cfg.Cache), Pods: podReader(cfg.Cache),
+		Live:        reconcile.GetterFunc[*appsv1.Deployment](w.GetDeployment),
+		Client:      trackingDeploymentClient{Client: w, t: writes},
+		Events:      cfg.Events,
+		EagerStatus: cfg.Opts.EagerStatus,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("controllerruntime: %w", err)
+	}
+	return &deploymentSync{r: r, deployments: ds, writes: writes, selector: cfg.Opts.Selector, skipped: cfg.Skipped}, nil
+}
+
+func (s *deploymentSync) sync(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
+	behind, err := s.writes.behind(ctx, key)
+	switch {
+	case err != nil:
+		return reconcile.Result{}, err
+	case behind:
+		if s.skipped != nil {
+			s.skipped.Inc()
+		}
+		return reconcile.Result{}, nil // the write's event enqueues key again
+	}
+	if s.selector != nil {
+		if d, err := s.deployments.Get(ctx, key); err == nil && !s.selector.Matches(labels.Set(d.Labels)) {
+			return reconcile.Result{}, nil
+		}
+	}
+	return s.r.Reconcile(context.WithValue(ctx, syncKey{}, key), key)
+}
+
 func addReplicaSet(mgr manager.Manager, opts Options, marks *writeMarks) error {
 	if err := opts.validate(); err != nil {
 		return err
 	}
 	if err := IndexFields(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	skipped, err := skippedSyncs(ReplicaSetControllerName)
+	if err != nil {
 		return err
 	}
 	c := mgr.GetCache()
@@ -186,6 +244,7 @@ func addReplicaSet(mgr manager.Manager, opts Options, marks *writeMarks) error {
 	}
 	do := func(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
 		if marks.behind(ctx, markKey{key: key}) {
+			skipped.Inc()
 			return reconcile.Result{}, nil // the write's event enqueues key again
 		}
 		if opts.Selector != nil {

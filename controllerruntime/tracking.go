@@ -2,9 +2,11 @@ package controllerruntime
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -87,24 +89,61 @@ func (m *writeMarks) behind(ctx context.Context, k markKey) bool {
 // syncKey carries the Deployment being synced to the tracking writer.
 type syncKey struct{}
 
-// deploymentWrites is the Deployment controller's view of the marks: the
-// writes of the last sync of each Deployment.
+// trackedWrite is a write of a Deployment's last sync: an update or a
+// patch marked in writeMarks, or a ReplicaSet create.
+type trackedWrite struct {
+	markKey
+	// create marks a ReplicaSet the sync created (or may have: uid is
+	// empty when the create failed, maybe ambiguously).
+	create bool
+	uid    types.UID
+}
+
+// deploymentWrites is the Deployment controller's view of its writes: the
+// writes of the last sync of each Deployment, updates and patches (through
+// the marks) and ReplicaSet creates.
+//
+// Creates are tracked as the packaged controller tracks them (a
+// deliberate difference from upstream): a sync that runs before the cache
+// has the ReplicaSet the last sync created sees no such ReplicaSet, and
+// with a new template by then it takes the created one for missing,
+// creates another at full size, and numbers it from a history that lacks
+// the first (a duplicate revision; two full-size ReplicaSets under
+// Recreate). So the next sync of that Deployment waits until the cache has
+// it, or until a live read says it is gone. Failed creates are tracked the
+// same way: the error may hide a create that happened (a lost response, a
+// timeout).
 type deploymentWrites struct {
 	marks *writeMarks
+	// live reads ReplicaSets from the API server, bypassing the cache.
+	live client.Reader
 
 	mu      sync.Mutex
-	pending map[types.NamespacedName][]markKey
+	pending map[types.NamespacedName][]trackedWrite
+}
+
+func newDeploymentWrites(marks *writeMarks, live client.Reader) *deploymentWrites {
+	return &deploymentWrites{marks: marks, live: live, pending: make(map[types.NamespacedName][]trackedWrite)}
 }
 
 // behind reports whether a write of the last sync of d has not reached the
-// cache yet; once none is pending it forgets them.
-func (t *deploymentWrites) behind(ctx context.Context, d types.NamespacedName) bool {
+// cache yet; once none is pending it forgets them. A created ReplicaSet
+// that the cache lacks is looked up live: if the API server has it, its
+// event is on the way; if not (it was deleted before the cache saw it, or
+// a failed create did not happen), there is nothing to wait for. An error
+// of that read is returned: the caller retries later.
+func (t *deploymentWrites) behind(ctx context.Context, d types.NamespacedName) (bool, error) {
 	t.mu.Lock()
 	writes := t.pending[d]
 	t.mu.Unlock()
 	for _, w := range writes {
-		if t.marks.behind(ctx, w) {
-			return true
+		if w.create {
+			waiting, err := t.createPending(ctx, w)
+			if err != nil || waiting {
+				return waiting, err
+			}
+		} else if t.marks.behind(ctx, w.markKey) {
+			return true, nil
 		}
 	}
 	if len(writes) > 0 {
@@ -112,25 +151,81 @@ func (t *deploymentWrites) behind(ctx context.Context, d types.NamespacedName) b
 		delete(t.pending, d)
 		t.mu.Unlock()
 	}
-	return false
+	return false, nil
 }
 
-func (t *deploymentWrites) wrote(ctx context.Context, k markKey, replaced string, out client.Object) {
+// createPending reports whether the ReplicaSet created by w exists but is
+// not in the cache yet.
+func (t *deploymentWrites) createPending(ctx context.Context, w trackedWrite) (bool, error) {
+	if uid, ok := t.cachedUID(ctx, w.key); ok && (w.uid == "" || uid == w.uid) {
+		return false, nil
+	}
+	rs := &appsv1.ReplicaSet{}
+	err := t.live.Get(ctx, w.key, rs)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("controllerruntime: confirming the create of ReplicaSet %s: %w", w.key, err)
+	case w.uid != "" && rs.UID != w.uid:
+		return false, nil // ours is gone; another took its name
+	}
+	if uid, ok := t.cachedUID(ctx, w.key); ok && uid == rs.UID {
+		return false, nil // the event arrived meanwhile
+	}
+	return true, nil
+}
+
+// cachedUID returns the UID of the cached ReplicaSet key, if the cache has
+// it.
+func (t *deploymentWrites) cachedUID(ctx context.Context, key types.NamespacedName) (types.UID, bool) {
+	rs := &appsv1.ReplicaSet{}
+	if err := t.marks.cache.Get(ctx, key, rs); err != nil {
+		return "", false
+	}
+	return rs.UID, true
+}
+
+// record adds w to the writes of the Deployment synced in ctx.
+func (t *deploymentWrites) record(ctx context.Context, w trackedWrite) {
 	d, ok := ctx.Value(syncKey{}).(types.NamespacedName)
-	if !ok || !t.marks.wrote(k, replaced, out) {
+	if !ok {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.pending[d] = append(t.pending[d], k)
+	t.pending[d] = append(t.pending[d], w)
 }
 
-// trackingDeploymentClient reports the Deployment controller's successful
-// updates and patches to its deploymentWrites. The cached version is read
-// before the write: read after, it could already be the write's own event.
+// wrote records an update or patch that stored out; replaced is the
+// cached version before it.
+func (t *deploymentWrites) wrote(ctx context.Context, k markKey, replaced string, out client.Object) {
+	if _, ok := ctx.Value(syncKey{}).(types.NamespacedName); !ok || !t.marks.wrote(k, replaced, out) {
+		return
+	}
+	t.record(ctx, trackedWrite{markKey: k})
+}
+
+// trackingDeploymentClient reports the Deployment controller's ReplicaSet
+// creates, and its successful updates and patches, to its
+// deploymentWrites. The cached version is read before an update: read
+// after, it could already be the write's own event.
 type trackingDeploymentClient struct {
 	deployment.Client
 	t *deploymentWrites
+}
+
+// CreateReplicaSet reports every create: a failed one too, since the
+// error may hide a create that happened; the next sync settles it with a
+// live read if the cache lacks the name.
+func (c trackingDeploymentClient) CreateReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
+	out, err := c.Client.CreateReplicaSet(ctx, rs)
+	if err == nil && out != nil {
+		c.t.record(ctx, trackedWrite{markKey: markKey{key: client.ObjectKeyFromObject(out)}, create: true, uid: out.UID})
+	} else {
+		c.t.record(ctx, trackedWrite{markKey: markKey{key: client.ObjectKeyFromObject(rs)}, create: true})
+	}
+	return out, err
 }
 
 func (c trackingDeploymentClient) UpdateReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
