@@ -51,7 +51,9 @@ type ControllerConfig struct {
 	// token bucket).
 	RateLimiter workqueue.RateLimiter[types.NamespacedName]
 	// Metrics receives the work queue's measurements (depth, latency,
-	// work duration, retries); nil takes none.
+	// work duration, retries); nil takes none. If it also implements
+	// reconcile.SkipMetrics it counts the syncs skipped while the cache
+	// lags behind this process's own writes.
 	Metrics workqueue.Metrics
 	// BatchPeriod delays the sync a pod event triggers by this much, and
 	// the pod events of the ReplicaSet that arrive meanwhile join that
@@ -82,7 +84,8 @@ type Controller struct {
 	queue      *workqueue.Queue[types.NamespacedName]
 	workers    int
 	maxRetries int
-	batch      time.Duration // pod events wait this long; see BatchPeriod
+	batch      time.Duration         // pod events wait this long; see BatchPeriod
+	skips      reconcile.SkipMetrics // nil: not counted
 	rsReg      *informer.Registration
 	podReg     *informer.Registration
 	ready      chan struct{}                   // closed once both handlers have synced
@@ -136,6 +139,7 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 		batch:      max(cfg.BatchPeriod, 0),
 		ready:      make(chan struct{}),
 	}
+	c.skips, _ = cfg.Metrics.(reconcile.SkipMetrics)
 	if err := c.register(); err != nil {
 		return nil, err
 	}
@@ -241,6 +245,9 @@ func (c *Controller) processNext(ctx context.Context, log logr.Logger) bool {
 	if c.rss.Behind(key) {
 		// This process replaced the cached version (our status write, or a
 		// Deployment controller's scale); its event will enqueue the key.
+		if c.skips != nil {
+			c.skips.SyncSkipped()
+		}
 		c.queue.Forget(key)
 		return true
 	}
