@@ -1,3 +1,20 @@
+// The formatting logic below follows go-spew's (format.go), whose licence
+// asks that its notice go with any copy or derivative:
+//
+//	Copyright (c) 2013-2016 Dave Collins <dave@davec.name>
+//
+//	Permission to use, copy, modify, and distribute this software for any
+//	purpose with or without fee is hereby granted, provided that the above
+//	copyright notice and this permission notice appear in all copies.
+//
+//	THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+//	WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+//	MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+//	ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+//	WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+//	ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+//	OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+
 package rollout
 
 import (
