@@ -41,12 +41,13 @@ const (
 	settle = 1500 * time.Millisecond
 	// deadline bounds every wait (a failure bound, not a synchronisation).
 	deadline = 4 * time.Minute
-	// kcmDeadline bounds kube-controller-manager's convergence after a
-	// fault: its ReplicaSet controller may hold a ReplicaSet until its
-	// expectations expire (5 minutes) after an ambiguous API error (seen
-	// in CI: API errors, seed 1, two Deployments stuck at 4 minutes), and
-	// that is its recovery time to report, not a failure of the test.
-	kcmDeadline = 6 * time.Minute
+	// kcmDeadline bounds the wait for kube-controller-manager's
+	// convergence after a fault. It is the reference, not what is under
+	// test: where it does not converge in time (under API errors its
+	// ReplicaSet controller can back a key off for minutes, see
+	// kube/README.md), or breaks an invariant, the run is reported as
+	// such in the table, not failed.
+	kcmDeadline = 2 * time.Minute
 )
 
 // side is the controllers under test.
@@ -85,8 +86,24 @@ type run struct {
 	initSpec          map[string]int32
 	harnessBase       map[kube.Request]int
 	notes             []string
+	// problems are what kube-controller-manager got wrong in the run
+	// (reported; the same on ctrlkit's side fails the test).
+	problems []string
 	// finishHook, if set, runs once the run has converged.
 	finishHook func()
+}
+
+// problem reports something the side under test got wrong: a test
+// failure for ctrlkit, a finding to report for kube-controller-manager.
+func (r *run) problem(format string, args ...any) {
+	r.t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if r.side == ctrlkit {
+		r.t.Error(msg)
+		return
+	}
+	r.t.Logf("kube-controller-manager (reported, not a failure): %s", msg)
+	r.problems = append(r.problems, msg)
 }
 
 func newRun(t *testing.T, s side, scenario string, seed uint64) *run {
@@ -101,7 +118,12 @@ func newRun(t *testing.T, s side, scenario string, seed uint64) *run {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r := &run{t: t, ctx: ctx, side: s, seed: seed, rnd: rand.New(rand.NewPCG(seed, 0x20)), ns: ns, dir: t.TempDir(), lease: ns,
+	dir := t.TempDir()
+	if keep := os.Getenv("CTRLKIT_FAULT_LOGS"); keep != "" {
+		// Kept after the run: the controllers' logs, for a diagnosis.
+		dir = mkdir(t, filepath.Join(keep, strings.ReplaceAll(t.Name(), "/", "_")))
+	}
+	r := &run{t: t, ctx: ctx, side: s, seed: seed, rnd: rand.New(rand.NewPCG(seed, 0x20)), ns: ns, dir: dir, lease: ns,
 		cs: cs, harness: harness, gens: map[string]int64{}}
 	r.rec = &cluster.Recorder{Client: cs, Namespace: ns, Pods: true, Objects: true}
 	var wg sync.WaitGroup
@@ -163,6 +185,9 @@ func (r *run) controller(name, kubeconfig string, leaderElect bool) *cluster.Pro
 			"--leader-elect-retry-period="+retryPeriod.String())
 	}
 	limits := []string{fmt.Sprintf("--kube-api-qps=%d", qps), fmt.Sprintf("--kube-api-burst=%d", burst)}
+	// CTRLKIT_FAULT_CONTROLLER_FLAGS: extra flags for every controller
+	// process, for a diagnosis (e.g. --v=4).
+	limits = append(limits, strings.Fields(os.Getenv("CTRLKIT_FAULT_CONTROLLER_FLAGS"))...)
 	var p *cluster.Process
 	var err error
 	switch r.side {
@@ -345,14 +370,20 @@ func (r *run) midRollout() {
 }
 
 // waitDone waits until every Deployment is complete at its generation and
-// every ReplicaSet has as many pods as it specifies.
+// every ReplicaSet has as many pods as it specifies, and fails the test
+// if that does not happen within deadline.
 func (r *run) waitDone(what string) time.Time {
 	r.t.Helper()
-	limit := deadline
-	if r.side == kcm {
-		limit = kcmDeadline
+	at, err := r.awaitDone(deadline)
+	if err != nil {
+		r.t.Fatalf("%s: rollout did not complete: %v\nthe API says: %s", what, err, r.notDone())
 	}
-	at, err := r.rec.WaitFor(r.ctx, limit, func(s cluster.Snapshot) bool {
+	return at
+}
+
+// awaitDone is waitDone's wait, with a limit and the error returned.
+func (r *run) awaitDone(limit time.Duration) (time.Time, error) {
+	return r.rec.WaitFor(r.ctx, limit, func(s cluster.Snapshot) bool {
 		if len(s.Deployments) < deployments {
 			return false
 		}
@@ -368,44 +399,72 @@ func (r *run) waitDone(what string) time.Time {
 		}
 		return true
 	})
-	if err != nil {
-		r.t.Fatalf("%s: rollout did not complete: %v\nthe API says: %s", what, err, r.notDone())
-	}
-	return at
 }
 
 // notDone describes what the API server (not the recorder) says is not
 // complete.
 func (r *run) notDone() string {
+	n, out := r.incomplete()
+	return fmt.Sprintf("%d deployments incomplete:\n%s", n, out)
+}
+
+// incomplete returns how many Deployments the API server says are not
+// complete, and a description of every object that is not.
+func (r *run) incomplete() (int, string) {
+	n, out, err := r.listIncomplete()
+	if err != nil {
+		return -1, err.Error()
+	}
+	return n, out
+}
+
+func (r *run) listIncomplete() (int, string, error) {
 	var out []string
+	var n int
 	ds, err := r.cs.AppsV1().Deployments(r.ns).List(r.ctx, metav1.ListOptions{})
 	if err != nil {
-		return err.Error()
+		return 0, "", err
 	}
 	for _, d := range ds.Items {
 		if d.Generation < r.gens[d.Name] || !cluster.Complete(&d) {
+			n++
 			out = append(out, fmt.Sprintf("deploy/%s gen %d/%d status %+v", d.Name, d.Status.ObservedGeneration, d.Generation, d.Status))
 		}
 	}
 	rss, err := r.cs.AppsV1().ReplicaSets(r.ns).List(r.ctx, metav1.ListOptions{})
 	if err != nil {
-		return err.Error()
+		return 0, "", err
 	}
 	for _, rs := range rss.Items {
 		if rs.Status.Replicas != *rs.Spec.Replicas || rs.Status.ObservedGeneration < rs.Generation {
 			out = append(out, fmt.Sprintf("rs/%s spec %d status %+v", rs.Name, *rs.Spec.Replicas, rs.Status))
+		} else if ref := metav1.GetControllerOf(&rs); ref != nil && !r.rsCurrent(&rs, ds.Items) {
+			out = append(out, fmt.Sprintf("rs/%s of an incomplete deployment: spec %d status %+v", rs.Name, *rs.Spec.Replicas, rs.Status))
 		}
 	}
 	pods, err := r.cs.CoreV1().Pods(r.ns).List(r.ctx, metav1.ListOptions{})
 	if err != nil {
-		return err.Error()
+		return 0, "", err
 	}
 	for _, p := range pods.Items {
 		if p.Status.Phase != corev1.PodRunning {
 			out = append(out, fmt.Sprintf("pod/%s %s created %s", p.Name, p.Status.Phase, p.CreationTimestamp.Format(time.StampMilli)))
 		}
 	}
-	return fmt.Sprintf("%d deployments, %d replica sets, %d pods:\n%s", len(ds.Items), len(rss.Items), len(pods.Items), strings.Join(out, "\n"))
+	return n, fmt.Sprintf("%d deployments, %d replica sets, %d pods:\n%s", len(ds.Items), len(rss.Items), len(pods.Items), strings.Join(out, "\n")), nil
+}
+
+// rsCurrent reports whether rs's Deployment (among ds) is complete; a
+// ReplicaSet of an incomplete one is worth showing even when its status
+// matches its spec (its availability may be what the Deployment waits for).
+func (r *run) rsCurrent(rs *appsv1.ReplicaSet, ds []appsv1.Deployment) bool {
+	ref := metav1.GetControllerOf(rs)
+	for i := range ds {
+		if ds[i].UID == ref.UID {
+			return ds[i].Generation >= r.gens[ds[i].Name] && cluster.Complete(&ds[i])
+		}
+	}
+	return true
 }
 
 // totals are the apiserver's request counters now, plus those of
@@ -442,6 +501,11 @@ type result struct {
 	violations         []string
 	final              map[string]dState
 	notes              []string
+	// stuck is how many Deployments kube-controller-manager left
+	// incomplete at kcmDeadline (0: it converged); problems what it got
+	// wrong (ctrlkit's fail the test instead).
+	stuck    int
+	problems []string
 }
 
 func (res result) writeTotal() int {
@@ -452,15 +516,32 @@ func (res result) writeTotal() int {
 	return n
 }
 
-// finish waits for convergence and measures the run.
+// finish waits for convergence and measures the run. A ctrlkit run that
+// does not converge fails; a kube-controller-manager run that does not
+// within kcmDeadline is measured as it stands and reported stuck.
 func (r *run) finish(scenario string) result {
 	r.t.Helper()
-	done := r.waitDone("after the fault")
+	res := result{side: r.side, scenario: scenario, seed: r.seed}
+	var done time.Time
+	if r.side == kcm && !r.faultAt.IsZero() {
+		var err error
+		if done, err = r.awaitDone(kcmDeadline); err != nil {
+			var what string
+			res.stuck, what = r.incomplete()
+			r.problem("not converged %v after the fault: %s", kcmDeadline, what)
+			done = time.Now()
+		}
+	} else {
+		done = r.waitDone("after the fault")
+	}
 	time.Sleep(settle) // a measurement window for trailing writes, not a synchronisation
+	if os.Getenv("CTRLKIT_FAULT_LOGS") != "" {
+		r.dumpTrace()
+	}
 	if r.finishHook != nil {
 		r.finishHook()
 	}
-	res := result{side: r.side, scenario: scenario, seed: r.seed, total: done.Sub(r.actStart), notes: r.notes}
+	res.total, res.notes = done.Sub(r.actStart), r.notes
 	if !r.faultAt.IsZero() {
 		res.recovery = done.Sub(r.faultAt)
 	}
@@ -485,6 +566,7 @@ func (r *run) finish(scenario string) result {
 	r.measurePods(&res)
 	r.check(&res)
 	res.final = r.finalState()
+	res.problems = r.problems
 	return res
 }
 
@@ -543,12 +625,12 @@ func (r *run) measurePods(res *result) {
 		res.extraCreates += extra
 		if lost := deleted[name] - down - extra; lost > 0 {
 			res.lost += lost
-			r.t.Errorf("rs/%s: %d pods deleted, its size went down by %d and %d were extra: %d lost (sizes %v)", name, deleted[name], down, extra, lost, seq)
+			r.problem("rs/%s: %d pods deleted, its size went down by %d and %d were extra: %d lost (sizes %v)", name, deleted[name], down, extra, lost, seq)
 		}
 		if extra > 0 {
-			r.t.Errorf("rs/%s: %d pods created, its size went up by %d: %d extra (sizes %v)", name, created[name], up, extra, seq)
+			r.problem("rs/%s: %d pods created, its size went up by %d: %d extra (sizes %v)", name, created[name], up, extra, seq)
 		}
-		if want := int(seq[len(seq)-1]); liveBy[name] != want {
+		if want := int(seq[len(seq)-1]); liveBy[name] != want && res.stuck == 0 {
 			var pods []string
 			for _, p := range live.Items {
 				if ref := metav1.GetControllerOf(&p); ref != nil && ref.Name == name {
@@ -556,7 +638,7 @@ func (r *run) measurePods(res *result) {
 						p.Name, p.CreationTimestamp.Format(time.StampMilli), p.DeletionTimestamp, p.Status.Phase, r.initPods[string(p.UID)]))
 				}
 			}
-			r.t.Errorf("rs/%s: %d pods at the end, spec.replicas %d (sizes %v): %v", name, liveBy[name], want, seq, pods)
+			r.problem("rs/%s: %d pods at the end, spec.replicas %d (sizes %v): %v", name, liveBy[name], want, seq, pods)
 		}
 	}
 }
@@ -575,7 +657,7 @@ func (r *run) check(res *result) {
 	}
 	sort.Strings(res.violations)
 	for _, v := range res.violations {
-		r.t.Errorf("invariant: %s", v)
+		r.problem("invariant: %s", v)
 	}
 }
 
@@ -621,6 +703,44 @@ func (r *run) finalState() map[string]dState {
 		out[d.Name] = s
 	}
 	return out
+}
+
+// dumpTrace writes every state the recorder saw since the change to
+// trace.txt in the run's directory, one per line with its time from the
+// change, and the apiserver's write counters by code (cumulative over the
+// runs of the package, and from zero after a restart): kept with
+// CTRLKIT_FAULT_LOGS, for a diagnosis.
+func (r *run) dumpTrace() {
+	var b strings.Builder
+	for _, e := range r.rec.Since(r.actStart) {
+		fmt.Fprintf(&b, "%8.3f %s\n", e.At.Sub(r.actStart).Seconds(), e)
+	}
+	if !r.faultAt.IsZero() {
+		fmt.Fprintf(&b, "fault at %.3f\n", r.faultAt.Sub(r.actStart).Seconds())
+	}
+	// The apiserver's write counters by code (of the apiserver running
+	// now: a restarted one's start from zero).
+	raw, err := r.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(r.ctx)
+	if err == nil {
+		var samples []cluster.Sample
+		if samples, err = cluster.Samples(strings.NewReader(string(raw)), "apiserver_request_total"); err == nil {
+			var lines []string
+			for _, x := range samples {
+				l := x.Labels
+				if (l["group"] == "apps" || l["resource"] == "pods") && slices.Contains([]string{"POST", "PUT", "PATCH", "DELETE"}, l["verb"]) {
+					lines = append(lines, fmt.Sprintf("%-6s %-11s %-6s %s %.0f", l["verb"], l["resource"], l["subresource"], l["code"], x.Value))
+				}
+			}
+			sort.Strings(lines)
+			fmt.Fprintf(&b, "apiserver writes by code:\n%s\n", strings.Join(lines, "\n"))
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(&b, "apiserver counters: %v\n", err)
+	}
+	if err := os.WriteFile(filepath.Join(r.dir, "trace.txt"), []byte(b.String()), 0o644); err != nil {
+		r.t.Error(err)
+	}
 }
 
 func mkdir(t *testing.T, dir string) string {
