@@ -72,9 +72,22 @@ func writeSVG(w io.Writer, d *appsv1.Deployment, tl planner.Timeline) error {
 		{"ref-max-pods", "max pods specified (replicas + maxSurge)", "#444444", 1.5, "2 3", func(k int, _ planner.Step) int32 { return maxPods[k] }},
 		{"ref-min-available", "min available (replicas − maxUnavailable)", "#8c564b", 1.5, "2 3", func(k int, _ planner.Step) int32 { return minAvail[k] }},
 	}
-	end := tl.Steps[len(tl.Steps)-1].Time.Sub(tl.Start)
+	last := tl.Steps[len(tl.Steps)-1].Time.Sub(tl.Start)
+	end := last
 	if tl.Stall != nil {
-		end = tl.Stall.At.Sub(tl.Start)
+		// Nothing changes after the last step of a stalled rollout: end
+		// the axis a little after it (and after the markers) rather than
+		// at the planner's time limit, which would squeeze every step
+		// into the left edge.
+		end = last
+		for _, m := range chartMarkers(tl) {
+			end = max(end, m.at)
+		}
+		end += end / 5
+		if t := timeTick(end); end%t != 0 {
+			end += t - end%t // a whole number of ticks
+		}
+		end = min(end, tl.Stall.At.Sub(tl.Start))
 	}
 	end = max(end, time.Second)
 	ymax := max(tl.PeakPods, tl.PeakSpec, 1)
@@ -105,9 +118,8 @@ func writeSVG(w io.Writer, d *appsv1.Deployment, tl planner.Timeline) error {
 		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eeeeee"/>`+"\n", plotL, plotR, y(v), y(v))
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%d</text>`+"\n", plotL-6, y(v)+4, v)
 	}
-	for i := 0; i <= 5; i++ {
-		t := end * time.Duration(i) / 5
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">+%s</text>`+"\n", x(t), plotB+18, t.Round(time.Second))
+	for t, tick := time.Duration(0), timeTick(end); t <= end; t += tick {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">+%s</text>`+"\n", x(t), plotB+18, t)
 	}
 	fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="black"/>`+"\n", plotL, plotL, plotT, plotB)
 	fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="black"/>`+"\n", plotL, plotR, plotB, plotB)
@@ -187,6 +199,22 @@ func legendEntry(b *strings.Builder, i int, id, color string, width float64, das
 }
 
 // marker is a vertical line at a moment of the rollout.
+// timeTick is the step of the time axis: the smallest round duration
+// that puts at most six ticks on [0, end].
+func timeTick(end time.Duration) time.Duration {
+	for _, t := range []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second,
+		30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute} {
+		if end/t <= 5 {
+			return t
+		}
+	}
+	t := time.Hour
+	for end/t > 5 {
+		t *= 2
+	}
+	return t
+}
+
 type marker struct {
 	id, label, color string
 	at               time.Duration
