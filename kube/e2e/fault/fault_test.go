@@ -305,12 +305,12 @@ func describe(res result) string {
 // $CTRLKIT_E2E_REPORT, if set.
 func report(t *testing.T, selected []scenario, baseline map[side]*result, results []result) {
 	var b strings.Builder
-	b.WriteString("| fault | side | runs | extra pod creates | pods lost | writes Δ vs fault-free (min…max) | invariant violations | converged after the fault (min…max) |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| fault | side | runs | extra pod creates | pods lost | writes (min…max) | writes Δ vs fault-free (min…max) | invariant violations | converged after the fault (min…max) |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range []side{ctrlkit, kcm} {
 		if base := baseline[s]; base != nil {
-			fmt.Fprintf(&b, "| none (%d writes, %d events) | %s | 1 | %d | %d | – | %d | %.1f s after the change |\n",
-				base.writeTotal(), base.events, s, base.extraCreates, base.lost, len(base.violations), base.total.Seconds())
+			fmt.Fprintf(&b, "| none (%d events) | %s | 1 | %d | %d | %d | – | %d | %.1f s after the change |\n",
+				base.events, s, base.extraCreates, base.lost, base.writeTotal(), len(base.violations), base.total.Seconds())
 		}
 	}
 	for _, sc := range selected {
@@ -326,6 +326,7 @@ func report(t *testing.T, selected []scenario, baseline map[side]*result, result
 			}
 			var extra, lost, viol, stuckRuns, stuck int
 			dmin, dmax := 1<<30, -(1 << 30)
+			wmin, wmax := 1<<30, 0
 			rmin, rmax := time.Duration(1<<62), time.Duration(0)
 			for _, res := range rs {
 				extra += res.extraCreates
@@ -337,22 +338,24 @@ func report(t *testing.T, selected []scenario, baseline map[side]*result, result
 					continue // its writes and time are not a recovery's
 				}
 				d := res.writeTotal()
+				wmin, wmax = min(wmin, d), max(wmax, d)
 				if base := baseline[s]; base != nil {
 					d -= base.writeTotal()
 				}
 				dmin, dmax = min(dmin, d), max(dmax, d)
 				rmin, rmax = min(rmin, res.recovery), max(rmax, res.recovery)
 			}
-			conv, writes := "–", "–"
+			conv, writes, delta := "–", "–", "–"
 			if stuckRuns < len(rs) {
 				conv = fmt.Sprintf("%.1f…%.1f s", rmin.Seconds(), rmax.Seconds())
-				writes = fmt.Sprintf("%+d…%+d", dmin, dmax)
+				writes = fmt.Sprintf("%d…%d", wmin, wmax)
+				delta = fmt.Sprintf("%+d…%+d", dmin, dmax)
 			}
 			if stuckRuns > 0 {
 				conv += fmt.Sprintf("; %d of %d runs not within %v (%d deployments stuck)", stuckRuns, len(rs), kcmDeadline, stuck)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %s | %d | %s |\n",
-				sc.title, s, len(rs), extra, lost, writes, viol, conv)
+			fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %s | %s | %d | %s |\n",
+				sc.title, s, len(rs), extra, lost, writes, delta, viol, conv)
 		}
 	}
 	t.Log("\n" + b.String())

@@ -741,6 +741,17 @@ func (r *run) dumpTrace() {
 	if err := os.WriteFile(filepath.Join(r.dir, "trace.txt"), []byte(b.String()), 0o644); err != nil {
 		r.t.Error(err)
 	}
+	// Every request through the run's proxies, with its outcome.
+	for i, px := range r.proxies {
+		var pb strings.Builder
+		for _, q := range px.Requests() {
+			fmt.Fprintf(&pb, "%8.3f %8.3f %d injected=%t %s %s\n", q.Start.Sub(r.actStart).Seconds(), q.End.Sub(r.actStart).Seconds(),
+				q.Code, q.Injected, q.Request, q.Path)
+		}
+		if err := os.WriteFile(filepath.Join(r.dir, fmt.Sprintf("proxy%d.txt", i)), []byte(pb.String()), 0o644); err != nil {
+			r.t.Error(err)
+		}
+	}
 }
 
 func mkdir(t *testing.T, dir string) string {
