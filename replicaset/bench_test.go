@@ -81,12 +81,28 @@ func (f failClient) GetReplicaSet(context.Context, types.NamespacedName) (*appsv
 }
 
 // BenchmarkReconcileNoop syncs a settled ReplicaSet whose pods are all
-// ready and available, from informer caches, with and without the
-// controller index.
+// ready and available, from informer caches: listing the namespace
+// (indexed=false), or through a PodCache (indexed=true), where the
+// Reconciler remembers what it learnt of each pod object. The variants
+// with a PodCache show what that memory saves: remember=false hides the
+// PodCache's appending reads, so that every sync learns every pod again;
+// changed=1 replaces one pod object in the cache before each sync (a
+// kubelet's status update), which that sync learns again.
 func BenchmarkReconcileNoop(b *testing.B) {
+	type variant struct {
+		name            string
+		indexed, forget bool
+		changePerSync   bool
+	}
+	variants := []variant{
+		{name: "indexed=false"},
+		{name: "indexed=true", indexed: true},
+		{name: "indexed=true/remember=false", indexed: true, forget: true},
+		{name: "indexed=true/changed=1", indexed: true, changePerSync: true},
+	}
 	for _, n := range []int{10, 1000} {
-		for _, indexed := range []bool{false, true} {
-			b.Run(fmt.Sprintf("pods=%d/indexed=%v", n, indexed), func(b *testing.B) {
+		for _, v := range variants {
+			b.Run(fmt.Sprintf("pods=%d/%s", n, v.name), func(b *testing.B) {
 				rs := newRS("web", int32(n))
 				n32 := int32(n)
 				rs.Status = appsv1.ReplicaSetStatus{
@@ -98,22 +114,27 @@ func BenchmarkReconcileNoop(b *testing.B) {
 					b.Fatal(err)
 				}
 				podCache := informer.NewCache(informer.CacheConfig[*corev1.Pod]{})
+				var all []*corev1.Pod
 				for i := range n {
 					p := newPod(fmt.Sprintf("web-%05d", i), ownedBy(rs), onNode("n1"), readySince(t0.Add(-time.Hour)))
 					if err := podCache.Add(p); err != nil {
 						b.Fatal(err)
 					}
+					all = append(all, p)
 				}
 				var pods reconcile.Lister[*corev1.Pod] = reconcile.ListerFunc[*corev1.Pod](
 					func(_ context.Context, ns string, sel labels.Selector) ([]*corev1.Pod, error) {
 						return podCache.List(ns, sel)
 					})
-				if indexed {
+				if v.indexed {
 					pc, err := replicaset.NewPodCache(podCache)
 					if err != nil {
 						b.Fatal(err)
 					}
 					pods = pc
+					if v.forget {
+						pods = unbuffered{pc}
+					}
 				}
 				rss, err := reconcile.FromCache(rsCache)
 				if err != nil {
@@ -125,9 +146,21 @@ func BenchmarkReconcileNoop(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				// Two versions of every pod, to replace one per sync.
+				versions := [2][]*corev1.Pod{all, make([]*corev1.Pod, n)}
+				for i, p := range all {
+					versions[1][i] = p.DeepCopy()
+				}
 				ctx := context.Background()
 				b.ReportAllocs()
+				i := 0
 				for b.Loop() {
+					if v.changePerSync {
+						if err := podCache.Update(versions[i/n%2][i%n]); err != nil {
+							b.Fatal(err)
+						}
+						i++
+					}
 					if res, err := r.Reconcile(ctx, key("web")); err != nil || res.RequeueAfter != 0 {
 						b.Fatalf("Reconcile = %+v, %v", res, err)
 					}

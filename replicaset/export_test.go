@@ -32,3 +32,11 @@ func CollectPods(first []*corev1.Pod, size int, kept []*corev1.Pod) ([]*corev1.P
 	}
 	return c.pods, c.shared
 }
+
+// SetMemoMinPods sets the number of listed pods from which the Reconciler
+// remembers what it learnt of them, and returns a func that restores it.
+func SetMemoMinPods(n int) (restore func()) {
+	old := memoMinPods
+	memoMinPods = n
+	return func() { memoMinPods = old }
+}

@@ -91,10 +91,14 @@ func IsPodAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
 // availableSince reports whether a pod whose Ready condition c is True has
 // been ready for minReadySeconds at now.
 func availableSince(c *corev1.PodCondition, minReadySeconds int32, now time.Time) bool {
+	return readyFor(c.LastTransitionTime.Time, minReadySeconds, now)
+}
+
+// readyFor is availableSince for a pod ready since lt.
+func readyFor(lt time.Time, minReadySeconds int32, now time.Time) bool {
 	if minReadySeconds == 0 {
 		return true
 	}
-	lt := c.LastTransitionTime.Time
 	return !lt.IsZero() && !lt.Add(time.Duration(minReadySeconds)*time.Second).After(now)
 }
 

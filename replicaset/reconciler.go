@@ -36,7 +36,12 @@ type ReconcilerConfig struct {
 	// Pods lists pods, normally from an informer cache. If it also
 	// implements [reconcile.ByController], a sync reads the ReplicaSet's
 	// pods and the namespace's orphans through it instead of listing the
-	// namespace.
+	// namespace. Through a [PodCache], whose pods are never modified (a
+	// new version of a pod is a new object), the Reconciler also
+	// remembers what each sync of a ReplicaSet with many pods learnt of
+	// each pod object (weakly: it keeps no pod alive), and the next sync
+	// reads only the pods that are new objects since: a settled
+	// ReplicaSet's sync reads none.
 	Pods reconcile.Lister[*corev1.Pod]
 	// Client makes every write, and the live reads of status retries and
 	// adoption checks.
@@ -94,6 +99,7 @@ type Reconciler struct {
 
 	selectors selectorCache
 	bufs      podBuffers // pod lists read through a podAppender
+	memos     podMemos   // what the last sync of each ReplicaSet learnt of its pods
 	unsettled unsettledDeletions
 }
 
@@ -202,6 +208,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		if apierrors.IsNotFound(err) {
 			r.exp.Delete(key)
 			r.selectors.forget(key)
+			r.memos.forget(key)
 			r.unsettled.forget(key)
 			return Result{}, nil
 		}
@@ -218,7 +225,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 	}
 	buf := r.bufs.get()
 	defer r.bufs.put(buf) // nothing of this sync keeps the lists it reads
-	active, terminating, counts, err := r.claim(ctx, rs, selector, now, buf)
+	active, terminating, counts, err := r.claim(ctx, key, rs, selector, now, buf)
 	if err != nil {
 		return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
 	}
@@ -312,7 +319,9 @@ func sooner(a, b time.Duration) time.Duration {
 // claim returns rs's active claimed pods, in listing order, and its
 // terminating claimed pods, adopting and releasing pods on the way. It
 // makes the status counts of the active pods at now in the same pass.
-func (r *Reconciler) claim(ctx context.Context, rs *appsv1.ReplicaSet, selector *labelMatcher, now time.Time, buf *[]*corev1.Pod) (active, terminating []*corev1.Pod, counts podCounts, err error) {
+// When a PodCache lists many pods, what it reads of each pod object is
+// remembered for the next sync of key (see podMemo).
+func (r *Reconciler) claim(ctx context.Context, key types.NamespacedName, rs *appsv1.ReplicaSet, selector *labelMatcher, now time.Time, buf *[]*corev1.Pod) (active, terminating []*corev1.Pod, counts podCounts, err error) {
 	lists, err := r.listPods(ctx, rs, buf)
 	if err != nil {
 		return nil, nil, podCounts{}, err
@@ -322,28 +331,48 @@ func (r *Reconciler) claim(ctx context.Context, rs *appsv1.ReplicaSet, selector 
 	adopt := adopter{r: r, rs: rs}
 	test := newPodLabelTest(selector, rs.Spec.Template.Labels)
 	minReady := rs.Spec.MinReadySeconds
+	var memo *podMemo // nil: learn every pod
+	if _, ok := r.index.(podAppender); ok {
+		// An informer cache: its pods are never modified (see podMemo).
+		if n := len(lists[0]) + len(lists[1]); n >= memoMinPods {
+			memo = r.memos.take(key, rs, &test, n)
+		} else {
+			r.memos.forget(key)
+		}
+	}
+	i := 0
+	defer func() { r.memos.give(memo, i) }()
+	var scratch podFact
 	for _, list := range lists {
 		for _, p := range list {
-			ref := controllerOf(p)
-			if !ownedOrOrphan(rs, p, ref) {
+			f := memo.known(i, p)
+			if f == nil {
+				f = memo.learn(i, p, rs, &test, &scratch)
+			}
+			i++
+			if !f.has(factCandidate) {
 				continue
 			}
-			match, labeled := test.test(p.Labels)
-			if !IsPodActive(p) {
-				if ref != nil && IsPodTerminating(p) && match {
+			match := f.has(factMatch)
+			if !f.has(factActive) {
+				if f.has(factControlled) && f.has(factTerminating) && match {
 					terminating = append(terminating, p) // IsClaimed
 				}
 				continue
 			}
-			switch claimVerdict(rs, p, ref, match) {
+			v := Own // a controlled candidate is controlled by rs
+			if !f.has(factControlled) || !match {
+				v = claimVerdict(rs, p, controllerOf(p), match)
+			}
+			switch v {
 			case Own:
 				kept.keep(p)
-				counts.add(p, labeled, minReady, now)
+				counts.addFact(f, minReady == 0 || readyFor(f.readySince, minReady, now))
 			case Adopt:
 				switch err := adopt.adopt(ctx, p); {
 				case err == nil:
 					kept.keep(p)
-					counts.add(p, labeled, minReady, now)
+					counts.addFact(f, minReady == 0 || readyFor(f.readySince, minReady, now))
 				case !apierrors.IsNotFound(err):
 					errs = append(errs, err)
 				}

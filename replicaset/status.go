@@ -87,6 +87,21 @@ func (c *podCounts) add(p *corev1.Pod, labeled bool, minReadySeconds int32, now 
 	}
 }
 
+// addFact is add for an active pod known by its facts; available tells
+// whether it has been ready for minReadySeconds, should it be ready.
+func (c *podCounts) addFact(f *podFact, available bool) {
+	c.active++
+	if f.has(factLabeled) {
+		c.labeled++
+	}
+	if f.has(factReady) {
+		c.ready++
+		if available {
+			c.available++
+		}
+	}
+}
+
 // statusFromCounts is [CalculateStatus] for active pods already counted.
 func statusFromCounts(rs *appsv1.ReplicaSet, c podCounts, terminating []*corev1.Pod, manageErr error, now time.Time) appsv1.ReplicaSetStatus {
 	st := rs.Status
