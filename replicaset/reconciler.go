@@ -223,6 +223,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 	if err != nil {
 		return Result{}, reconcile.Terminal(fmt.Errorf("replicaset %s: invalid selector: %w", key, err))
 	}
+	if err := specProblem(rs, selector); err != nil {
+		// The API server never stores such a ReplicaSet; one from another
+		// source would have this controller create pods it cannot own.
+		return Result{}, reconcile.Terminal(fmt.Errorf("replicaset %s: %w", key, err))
+	}
 	buf := r.bufs.get()
 	defer r.bufs.put(buf) // nothing of this sync keeps the lists it reads
 	active, terminating, counts, err := r.claim(ctx, key, rs, selector, now, buf)

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/replicaset"
 )
 
@@ -455,4 +456,41 @@ func countPrefix(s []string, prefix string) int {
 		}
 	}
 	return n
+}
+
+// A ReplicaSet the API server would have rejected (no selector, an empty
+// one, no template labels, a selector its template does not match) is a
+// terminal error: no pod is created, no status written.
+func TestReconcileRefusesAnInvalidSpec(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(*appsv1.ReplicaSet)
+		want   string
+	}{
+		{"nil selector", func(rs *appsv1.ReplicaSet) { rs.Spec.Selector = nil }, "spec.selector is nil"},
+		{"empty selector", func(rs *appsv1.ReplicaSet) { rs.Spec.Selector = &metav1.LabelSelector{} }, "spec.selector is empty"},
+		{"no template labels", func(rs *appsv1.ReplicaSet) { rs.Spec.Template.Labels = nil }, "labels is empty"},
+		{"selector does not match the template", func(rs *appsv1.ReplicaSet) {
+			rs.Spec.Template.Labels = map[string]string{"app": "other"}
+		}, "does not match"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t0)
+			rs := newRS("web", 3)
+			tc.modify(rs)
+			w.addRS(rs)
+			r := newReconciler(t, w, true)
+			_, err := syncKey(t, r, "web")
+			if err == nil || !errors.Is(err, reconcile.ErrTerminal) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Reconcile() = %v; want a terminal error containing %q", err, tc.want)
+			}
+			if tc.name == "no template labels" && !errors.Is(err, replicaset.ErrNoLabels) {
+				t.Errorf("Reconcile() = %v; want it to wrap ErrNoLabels", err)
+			}
+			if w.creates != 0 || w.statuses != 0 {
+				t.Errorf("Reconcile wrote %d creates and %d statuses; want none", w.creates, w.statuses)
+			}
+		})
+	}
 }

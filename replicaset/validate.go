@@ -1,6 +1,7 @@
 package replicaset
 
 import (
+	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -61,6 +62,22 @@ func checkArgs(fn string, rs *appsv1.ReplicaSet, pod *corev1.Pod) error {
 // empty or invalid selector, or one that does not match the template's
 // labels; a template without labels, from which no pod can be created,
 // wraps [ErrNoLabels]. rs is not nil.
+// specProblem is checkSpec for a sync, with the selector already
+// compiled: it allocates nothing when the spec is sound.
+func specProblem(rs *appsv1.ReplicaSet, selector *labelMatcher) error {
+	switch sel := rs.Spec.Selector; {
+	case sel == nil:
+		return errors.New("spec.selector is nil; the API server requires one")
+	case len(sel.MatchLabels)+len(sel.MatchExpressions) == 0:
+		return errors.New("spec.selector is empty; the API server rejects it")
+	case len(rs.Spec.Template.Labels) == 0:
+		return fmt.Errorf("spec.template.metadata.labels is empty: %w", ErrNoLabels)
+	case !selector.matches(rs.Spec.Template.Labels):
+		return fmt.Errorf("spec.selector does not match spec.template.metadata.labels %v; the API server rejects it", rs.Spec.Template.Labels)
+	}
+	return nil
+}
+
 func checkSpec(fn string, rs *appsv1.ReplicaSet) error {
 	sel := rs.Spec.Selector
 	if sel == nil {
