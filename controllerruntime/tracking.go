@@ -2,11 +2,9 @@ package controllerruntime
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -155,25 +153,18 @@ func (t *deploymentWrites) behind(ctx context.Context, d types.NamespacedName) (
 }
 
 // createPending reports whether the ReplicaSet created by w exists but is
-// not in the cache yet.
+// not in the cache yet, by the packaged controller's rule
+// (deployment.CreatePending).
 func (t *deploymentWrites) createPending(ctx context.Context, w trackedWrite) (bool, error) {
-	if uid, ok := t.cachedUID(ctx, w.key); ok && (w.uid == "" || uid == w.uid) {
-		return false, nil
-	}
-	rs := &appsv1.ReplicaSet{}
-	err := t.live.Get(ctx, w.key, rs)
-	switch {
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("controllerruntime: confirming the create of ReplicaSet %s: %w", w.key, err)
-	case w.uid != "" && rs.UID != w.uid:
-		return false, nil // ours is gone; another took its name
-	}
-	if uid, ok := t.cachedUID(ctx, w.key); ok && uid == rs.UID {
-		return false, nil // the event arrived meanwhile
-	}
-	return true, nil
+	return deployment.CreatePending(ctx, w.key, w.uid, func(key types.NamespacedName) (types.UID, bool) {
+		return t.cachedUID(ctx, key)
+	}, func(ctx context.Context, key types.NamespacedName) (*appsv1.ReplicaSet, error) {
+		rs := &appsv1.ReplicaSet{}
+		if err := t.live.Get(ctx, key, rs); err != nil {
+			return nil, err
+		}
+		return rs, nil
+	})
 }
 
 // cachedUID returns the UID of the cached ReplicaSet key, if the cache has

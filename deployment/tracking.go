@@ -90,19 +90,44 @@ func (t *writeTracker) behind(ctx context.Context, d types.NamespacedName) (bool
 // createPending reports whether the ReplicaSet created by w exists but is
 // not in the cache yet.
 func (t *writeTracker) createPending(ctx context.Context, w trackedWrite) (bool, error) {
-	if rs, err := t.replicaSets.Get(w.key); err == nil && (w.uid == "" || rs.UID == w.uid) {
+	return CreatePending(ctx, w.key, w.uid, func(key types.NamespacedName) (types.UID, bool) {
+		rs, err := t.replicaSets.Get(key)
+		if err != nil {
+			return "", false
+		}
+		return rs.UID, true
+	}, t.live)
+}
+
+// CreatePending reports whether a ReplicaSet a sync created is on the API
+// server but not in the controller's cache yet, so that the next sync of
+// its Deployment must wait for the create's event (see [Controller]: a
+// sync that misses the ReplicaSet the last one created would create a
+// second one). uid is the created ReplicaSet's, or "" when the create
+// failed without telling whether it happened. cached returns the UID of
+// the cached ReplicaSet key (false: not cached); live reads it from the
+// API server, bypassing the cache. A ReplicaSet that is gone, or whose
+// name another has taken, is nothing to wait for. A live read's error is
+// returned: the caller retries later. Shells that keep their own cache
+// (the controller-runtime adapter) share this rule.
+func CreatePending(ctx context.Context, key types.NamespacedName, uid types.UID,
+	cached func(types.NamespacedName) (types.UID, bool),
+	live func(context.Context, types.NamespacedName) (*appsv1.ReplicaSet, error)) (bool, error) {
+	if got, ok := cached(key); ok && (uid == "" || got == uid) {
 		return false, nil
 	}
-	rs, err := t.live(ctx, w.key)
+	rs, err := live(ctx, key)
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("deployment: confirming the create of ReplicaSet %s: %w", w.key, err)
-	case w.uid != "" && rs.UID != w.uid:
+		return false, fmt.Errorf("deployment: confirming the create of ReplicaSet %s: %w", key, err)
+	case rs == nil:
+		return false, fmt.Errorf("deployment: confirming the create of ReplicaSet %s: the live read returned nothing", key)
+	case uid != "" && rs.UID != uid:
 		return false, nil // ours is gone; another took its name
 	}
-	if cached, err := t.replicaSets.Get(w.key); err == nil && cached.UID == rs.UID {
+	if got, ok := cached(key); ok && got == rs.UID {
 		return false, nil // the event arrived meanwhile
 	}
 	return true, nil

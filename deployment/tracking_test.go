@@ -2,6 +2,7 @@ package deployment_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/google/go-cmp/cmp"
@@ -309,6 +311,66 @@ func TestControllerConfirmsCreatesLive(t *testing.T) {
 			}
 			if img := got[0].Spec.Template.Spec.Containers[0].Image; img != wantImage {
 				t.Errorf("ReplicaSet image = %s; want %s", img, wantImage)
+			}
+		})
+	}
+}
+
+// CreatePending, the rule both the Controller and the controller-runtime
+// adapter wait by, case by case.
+func TestCreatePending(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "web-1"}
+	rs := func(uid types.UID) *appsv1.ReplicaSet {
+		return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: uid}}
+	}
+	boom := errors.New("boom")
+	tests := []struct {
+		name     string
+		uid      types.UID // "" : the create failed, maybe ambiguously
+		cached   types.UID // "" : not cached
+		live     *appsv1.ReplicaSet
+		liveErr  error
+		want     bool
+		wantErr  error // the live read's, passed on
+		ourErr   bool  // an error of CreatePending's own
+		wantLive bool
+	}{
+		{name: "cached", uid: "a", cached: "a", want: false},
+		{name: "failed create, a ReplicaSet of that name cached", uid: "", cached: "x", want: false},
+		{name: "not cached, on the server", uid: "a", live: rs("a"), want: true, wantLive: true},
+		{name: "an older one cached, ours on the server", uid: "a", cached: "old", live: rs("a"), want: true, wantLive: true},
+		{name: "not cached, gone from the server", uid: "a", liveErr: apierrors.NewNotFound(appsv1.Resource("replicasets"), "web-1"), want: false, wantLive: true},
+		{name: "another took the name", uid: "a", live: rs("b"), want: false, wantLive: true},
+		{name: "failed create that happened", uid: "", live: rs("a"), want: true, wantLive: true},
+		{name: "failed create that did not happen", uid: "", liveErr: apierrors.NewNotFound(appsv1.Resource("replicasets"), "web-1"), want: false, wantLive: true},
+		{name: "live read fails", uid: "a", liveErr: boom, wantErr: boom, wantLive: true},
+		{name: "live read returns nothing", uid: "a", ourErr: true, wantLive: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var read bool
+			got, err := deployment.CreatePending(context.Background(), key, tc.uid,
+				func(types.NamespacedName) (types.UID, bool) { return tc.cached, tc.cached != "" },
+				func(context.Context, types.NamespacedName) (*appsv1.ReplicaSet, error) {
+					read = true
+					return tc.live, tc.liveErr
+				})
+			switch {
+			case tc.ourErr:
+				if err == nil {
+					t.Fatalf("CreatePending() = %v, nil; want an error", got)
+				}
+			case tc.wantErr != nil:
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("CreatePending() error = %v; want %v", err, tc.wantErr)
+				}
+			case err != nil:
+				t.Fatalf("CreatePending() error = %v", err)
+			case got != tc.want:
+				t.Errorf("CreatePending() = %t; want %t", got, tc.want)
+			}
+			if read != tc.wantLive {
+				t.Errorf("live read made: %t; want %t", read, tc.wantLive)
 			}
 		})
 	}
