@@ -62,8 +62,25 @@ func checkArgs(fn string, rs *appsv1.ReplicaSet, pod *corev1.Pod) error {
 // empty or invalid selector, or one that does not match the template's
 // labels; a template without labels, from which no pod can be created,
 // wraps [ErrNoLabels]. rs is not nil.
-// specProblem is checkSpec for a sync, with the selector already
-// compiled: it allocates nothing when the spec is sound.
+func checkSpec(fn string, rs *appsv1.ReplicaSet) error {
+	var m *labelMatcher
+	if sel := rs.Spec.Selector; sel != nil && len(sel.MatchLabels)+len(sel.MatchExpressions) > 0 {
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			return fmt.Errorf("replicaset: %s: spec.selector is invalid: %w", fn, err)
+		}
+		c := compileSelector(s)
+		m = &c
+	}
+	if err := specProblem(rs, m); err != nil {
+		return fmt.Errorf("replicaset: %s: %w", fn, err)
+	}
+	return nil
+}
+
+// specProblem is checkSpec with the selector already compiled (nil when
+// rs has none, or an empty one), for a sync: it allocates nothing when
+// the spec is sound.
 func specProblem(rs *appsv1.ReplicaSet, selector *labelMatcher) error {
 	switch sel := rs.Spec.Selector; {
 	case sel == nil:
@@ -73,29 +90,8 @@ func specProblem(rs *appsv1.ReplicaSet, selector *labelMatcher) error {
 	case len(rs.Spec.Template.Labels) == 0:
 		return fmt.Errorf("spec.template.metadata.labels is empty: %w", ErrNoLabels)
 	case !selector.matches(rs.Spec.Template.Labels):
-		return fmt.Errorf("spec.selector does not match spec.template.metadata.labels %v; the API server rejects it", rs.Spec.Template.Labels)
-	}
-	return nil
-}
-
-func checkSpec(fn string, rs *appsv1.ReplicaSet) error {
-	sel := rs.Spec.Selector
-	if sel == nil {
-		return fmt.Errorf("replicaset: %s: spec.selector is nil; the API server requires one", fn)
-	}
-	if len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 {
-		return fmt.Errorf("replicaset: %s: spec.selector is empty; the API server rejects it", fn)
-	}
-	s, err := metav1.LabelSelectorAsSelector(sel)
-	if err != nil {
-		return fmt.Errorf("replicaset: %s: spec.selector is invalid: %w", fn, err)
-	}
-	tpl := labels.Set(rs.Spec.Template.Labels)
-	if len(tpl) == 0 {
-		return fmt.Errorf("replicaset: %s: spec.template.metadata.labels is empty: %w", fn, ErrNoLabels)
-	}
-	if !s.Matches(tpl) {
-		return fmt.Errorf("replicaset: %s: spec.selector %q does not match spec.template.metadata.labels %q; the API server rejects it", fn, s, tpl)
+		return fmt.Errorf("spec.selector %q does not match spec.template.metadata.labels %q; the API server rejects it",
+			metav1.FormatLabelSelector(sel), labels.Set(rs.Spec.Template.Labels))
 	}
 	return nil
 }
