@@ -178,8 +178,14 @@ func (a *api) parse(gv schema.GroupVersion, segs []string) (request, *served, er
 	if len(segs) > 0 && segs[0] == "watch" {
 		rq.watchPath, segs = true, segs[1:]
 	}
-	if len(segs) >= 3 && segs[0] == "namespaces" {
-		if st, ok := a.stores[gv.WithResource(segs[2])]; ok && !st.in.clusterScoped {
+	// namespaces/<ns>/<resource>..., but for namespaces/<name>/status and
+	// /finalize, subresources of the core namespaces.
+	if len(segs) >= 3 && segs[0] == "namespaces" && !(len(segs) == 3 && (segs[2] == "status" || segs[2] == "finalize")) {
+		st, ok := a.stores[gv.WithResource(segs[2])]
+		if !ok {
+			return rq, nil, a.unserved(gv.WithResource(segs[2]))
+		}
+		if !st.in.clusterScoped {
 			rq.namespace, segs = segs[1], segs[2:]
 		}
 	}
@@ -195,7 +201,7 @@ func (a *api) parse(gv schema.GroupVersion, segs []string) (request, *served, er
 	}
 	st, ok := a.stores[gv.WithResource(rq.resource)]
 	if !ok {
-		return rq, nil, notFoundPath(path)
+		return rq, nil, a.unserved(gv.WithResource(rq.resource))
 	}
 	return rq, st, nil
 }
