@@ -72,14 +72,9 @@ func TestDefaultsMatchUpstream(t *testing.T) {
 		{"Service", func() runtime.Object { return &corev1.Service{} },
 			func(o runtime.Object) { defaults.Service(o.(*corev1.Service)) },
 			func(o runtime.Object) { upstreamcore.SetObjectDefaults_Service(o.(*corev1.Service)) }},
-		// stringData is merged into data by the conversion, not the
-		// defaulter: compared without it (the unit tests cover the merge).
 		{"Secret", func() runtime.Object { return &corev1.Secret{} },
-			func(o runtime.Object) { o.(*corev1.Secret).StringData = nil; defaults.Secret(o.(*corev1.Secret)) },
-			func(o runtime.Object) {
-				o.(*corev1.Secret).StringData = nil
-				upstreamcore.SetObjectDefaults_Secret(o.(*corev1.Secret))
-			}},
+			func(o runtime.Object) { defaults.Secret(o.(*corev1.Secret)) },
+			func(o runtime.Object) { upstreamcore.SetObjectDefaults_Secret(o.(*corev1.Secret)) }},
 		{"ConfigMap", func() runtime.Object { return &corev1.ConfigMap{} },
 			func(o runtime.Object) { defaults.ConfigMap(o.(*corev1.ConfigMap)) },
 			func(o runtime.Object) { upstreamcore.SetObjectDefaults_ConfigMap(o.(*corev1.ConfigMap)) }},

@@ -68,22 +68,12 @@ func Service(sv *corev1.Service) {
 }
 
 // Secret sets what kube-apiserver v1.37 sets on a core/v1 Secret on create
-// and update: type Opaque; and, as its conversion does, stringData merged
-// into data (stringData wins) and then cleared.
+// and update: type Opaque. (Its conversion also merges stringData into
+// data; the API server does that, not this function.)
 func Secret(s *corev1.Secret) {
-	if s == nil {
-		return
+	if s != nil {
+		setEmpty(&s.Type, corev1.SecretTypeOpaque)
 	}
-	setEmpty(&s.Type, corev1.SecretTypeOpaque)
-	if len(s.StringData) > 0 {
-		if s.Data == nil {
-			s.Data = make(map[string][]byte, len(s.StringData))
-		}
-		for k, v := range s.StringData {
-			s.Data[k] = []byte(v)
-		}
-	}
-	s.StringData = nil
 }
 
 // ConfigMap sets what kube-apiserver v1.37 sets on a core/v1 ConfigMap on

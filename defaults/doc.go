@@ -15,7 +15,7 @@
 //     [Job], [CronJob], [ReplicationController], and [PodSpec] for any pod
 //     template (the Deployment controller hashes the defaulted template,
 //     so a template left undefaulted gets another pod-template-hash).
-//   - Core: [Pod], [Service], [Secret], [ConfigMap], [PersistentVolumeClaim],
+//   - Core: [Pod] (and [PodStatus] for status writes), [Service], [Secret], [ConfigMap], [PersistentVolumeClaim],
 //     [PersistentVolume], [Endpoints], [Node].
 //   - Others: [HorizontalPodAutoscaler] (autoscaling/v2), [NetworkPolicy],
 //     [IngressClass], [RoleBinding], [ClusterRoleBinding], [EndpointSlice].

@@ -48,7 +48,7 @@ func Pod(p *corev1.Pod) {
 		}
 	}
 	PodSpec(s)
-	podStatus(&p.Status)
+	PodStatus(&p.Status)
 }
 
 // requestsFromLimits copies each limit that has no request into the requests.
@@ -66,7 +66,15 @@ func requestsFromLimits(r *corev1.ResourceRequirements) {
 	}
 }
 
-func podStatus(st *corev1.PodStatus) {
+// PodStatus sets what kube-apiserver v1.37 sets on a pod's status, on
+// every write of the pod or of its status: status.podIP and
+// status.podIPs kept in step (podIP wins when they disagree), and the
+// quantities of the containers' allocated resources and resources rounded
+// up to milli precision.
+func PodStatus(st *corev1.PodStatus) {
+	if st == nil {
+		return
+	}
 	switch {
 	case st.PodIP != "" && (len(st.PodIPs) == 0 || st.PodIPs[0].IP != st.PodIP):
 		st.PodIPs = []corev1.PodIP{{IP: st.PodIP}}

@@ -187,11 +187,12 @@ func builtinKindOf[T Object](gvk schema.GroupVersionKind, resource string, newOb
 // status(obj) points to. A status write takes the status and the labels
 // and annotations of the object written (kube-apiserver's status
 // strategies reset only the spec), then fix, if set, adjusts the new
-// status given the old one. Create resets the status unless keepOnCreate.
+// object given the old one (kube-apiserver defaults the object of a
+// status write too). Create resets the status unless keepOnCreate.
 func withStatus[T Object, S any, PS interface {
 	*S
 	DeepCopyInto(*S)
-}](k *Kind[T], status func(T) PS, keepOnCreate bool, fix func(next, old PS)) {
+}](k *Kind[T], status func(T) PS, keepOnCreate bool, fix func(next, old T)) {
 	k.CopyStatus = func(dst, src T) {
 		var s S
 		PS(status(src)).DeepCopyInto(&s)
@@ -207,7 +208,7 @@ func withStatus[T Object, S any, PS interface {
 		next.SetLabels(in.GetLabels())
 		next.SetAnnotations(in.GetAnnotations())
 		if fix != nil {
-			fix(status(next), status(old))
+			fix(next, old)
 		}
 		return next
 	}

@@ -64,10 +64,22 @@ func AddCoreKinds(c *Cluster) {
 		alloc.allocate(sv)
 	}
 	svc.PrepareUpdate = keepServiceAllocations
+	withStatus(&svc, func(sv *corev1.Service) *corev1.ServiceStatus { return &sv.Status }, false,
+		func(next, _ *corev1.Service) { defaults.Service(next) })
 	addKind(c, svc)
 
 	secret := coreKind(s, &corev1.Secret{}, KindOptions{})
-	secret.Default = defaults.Secret
+	secret.Default = func(sec *corev1.Secret) {
+		// kube-apiserver's conversion merges stringData into data.
+		if len(sec.StringData) > 0 && sec.Data == nil {
+			sec.Data = make(map[string][]byte, len(sec.StringData))
+		}
+		for k, v := range sec.StringData {
+			sec.Data[k] = []byte(v)
+		}
+		sec.StringData = nil
+		defaults.Secret(sec)
+	}
 	secret.Validate = validateSecret
 	addKind(c, secret)
 

@@ -75,7 +75,9 @@ type Kind[T Object] struct {
 	validName func(name string, prefix bool) []string
 
 	// statusUpdate, which only the built-in kinds set, does what
-	// CopyStatus and StatusMeta do to a copy of old, without the copy: it
+	// CopyStatus and StatusMeta do to a copy of old (and what the kind's
+	// status strategy adds, such as a PersistentVolume's phase transition
+	// time), without copying all of old where it can: it
 	// returns a new object that shares everything but the status and the
 	// status metadata with old (stored, so never modified) and takes them
 	// over from in (private to the write, and dropped after it).
@@ -113,7 +115,11 @@ func podKind() Kind[*corev1.Pod] {
 		New:        func() *corev1.Pod { return &corev1.Pod{} },
 		NewList:    func() runtime.Object { return &corev1.PodList{} },
 		Generation: func(p *corev1.Pod) any { return p.Spec },
-		CopyStatus: func(dst, src *corev1.Pod) { dst.Status = *src.Status.DeepCopy() },
+		CopyStatus: func(dst, src *corev1.Pod) {
+			qos := dst.Status.QOSClass
+			dst.Status = *src.Status.DeepCopy()
+			fixPodStatus(&dst.Status, qos)
+		},
 		// pods/status keeps labels and annotations (not owner references).
 		StatusMeta: func(dst, src *corev1.Pod) {
 			dst.Labels = maps.Clone(src.Labels)
@@ -122,6 +128,7 @@ func podKind() Kind[*corev1.Pod] {
 		statusUpdate: func(old, in *corev1.Pod) *corev1.Pod {
 			next := *old
 			next.Status, next.Labels, next.Annotations = in.Status, in.Labels, in.Annotations
+			fixPodStatus(&next.Status, old.Status.QOSClass)
 			return &next
 		},
 		statusEqual: func(old, next *corev1.Pod) bool {
@@ -129,6 +136,7 @@ func podKind() Kind[*corev1.Pod] {
 		},
 		PrepareCreate: func(p *corev1.Pod) {
 			defaults.Pod(p) // the QoS class is of the defaulted pod
+			admitPod(p)
 			p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qosClass(p)}
 		},
 		Default:     defaults.Pod,
@@ -219,6 +227,52 @@ func podGracePeriod(p *corev1.Pod, requested *int64) int64 {
 		g = 1 // as the apiserver does for negative periods
 	}
 	return g
+}
+
+// fixPodStatus does to a written pod status what kube-apiserver does: the
+// QoS class, which a status write may leave out, stays as it was, and the
+// status defaults (podIP and podIPs agree) are applied.
+func fixPodStatus(st *corev1.PodStatus, qos corev1.PodQOSClass) {
+	if st.QOSClass == "" {
+		st.QOSClass = qos
+	}
+	defaults.PodStatus(st)
+}
+
+// The priorities of the priority classes every cluster has.
+var systemPriorities = map[string]int32{"": 0, "system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
+
+// admitPod does to a new pod what kube-apiserver's default admission
+// plugins do: Priority sets its priority from its priority class (the
+// built-in ones only; memcluster serves no PriorityClasses) and the
+// preemption policy PreemptLowerPriority; DefaultTolerationSeconds lets it
+// tolerate not-ready and unreachable nodes for 300 s unless it tolerates
+// them already.
+func admitPod(p *corev1.Pod) {
+	s := &p.Spec
+	if prio, ok := systemPriorities[s.PriorityClassName]; ok {
+		if s.Priority == nil {
+			s.Priority = ptrTo(prio)
+		}
+		if s.PreemptionPolicy == nil {
+			s.PreemptionPolicy = ptrTo(corev1.PreemptLowerPriority)
+		}
+	}
+	notReady, unreachable := false, false
+	for _, t := range s.Tolerations {
+		noExecute := t.Effect == corev1.TaintEffectNoExecute || t.Effect == ""
+		notReady = notReady || noExecute && (t.Key == corev1.TaintNodeNotReady || t.Key == "")
+		unreachable = unreachable || noExecute && (t.Key == corev1.TaintNodeUnreachable || t.Key == "")
+	}
+	for _, t := range []struct {
+		key     string
+		already bool
+	}{{corev1.TaintNodeNotReady, notReady}, {corev1.TaintNodeUnreachable, unreachable}} {
+		if !t.already {
+			s.Tolerations = append(s.Tolerations, corev1.Toleration{
+				Key: t.key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptrTo[int64](300)})
+		}
+	}
 }
 
 // qosClass is the QoS class of a pod, from the CPU and memory its

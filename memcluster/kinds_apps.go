@@ -28,7 +28,13 @@ func statefulSetKind() Kind[*appsv1.StatefulSet] {
 		func() *appsv1.StatefulSet { return &appsv1.StatefulSet{} }, func() runtime.Object { return &appsv1.StatefulSetList{} })
 	k.ShortNames, k.Categories = []string{"sts"}, []string{"all"}
 	k.validName = apivalidation.NameIsDNSLabel
-	k.Default = defaults.StatefulSet
+	k.Default = func(ss *appsv1.StatefulSet) {
+		defaults.StatefulSet(ss)
+		// kube-apiserver's conversion gives the claim templates their kind.
+		for i := range ss.Spec.VolumeClaimTemplates {
+			ss.Spec.VolumeClaimTemplates[i].APIVersion, ss.Spec.VolumeClaimTemplates[i].Kind = "v1", "PersistentVolumeClaim"
+		}
+	}
 	k.Validate = validateStatefulSet
 	specGeneration(&k, func(s *appsv1.StatefulSet) *appsv1.StatefulSetSpec { return &s.Spec })
 	withStatus(&k, func(s *appsv1.StatefulSet) *appsv1.StatefulSetStatus { return &s.Status }, false, nil)

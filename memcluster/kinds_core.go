@@ -28,12 +28,7 @@ func pvcKind() Kind[*corev1.PersistentVolumeClaim] {
 	k.Default = defaults.PersistentVolumeClaim
 	k.Validate = validatePVC
 	withStatus(&k, func(p *corev1.PersistentVolumeClaim) *corev1.PersistentVolumeClaimStatus { return &p.Status }, false,
-		func(next, _ *corev1.PersistentVolumeClaimStatus) {
-			// A status write is defaulted as the whole object is.
-			pvc := &corev1.PersistentVolumeClaim{Status: *next}
-			defaults.PersistentVolumeClaim(pvc)
-			*next = pvc.Status
-		})
+		func(next, _ *corev1.PersistentVolumeClaim) { defaults.PersistentVolumeClaim(next) })
 	return k
 }
 
@@ -94,6 +89,9 @@ func validatePVC(p, old *corev1.PersistentVolumeClaim) field.ErrorList {
 	if prev.VolumeName == "" {
 		prev.VolumeName = next.VolumeName
 	}
+	if prev.StorageClassName == nil && old.Annotations[corev1.BetaStorageClassAnnotation] == "" {
+		prev.StorageClassName = next.StorageClassName // a class may be set once, retroactively
+	}
 	if p.Status.Phase == corev1.ClaimBound {
 		if next.Resources.Requests != nil {
 			next.Resources.Requests[corev1.ResourceStorage] = old.Spec.Resources.Requests[corev1.ResourceStorage]
@@ -124,7 +122,9 @@ func pvKind(c *Cluster) Kind[*corev1.PersistentVolume] {
 		pv.Status = corev1.PersistentVolumeStatus{Phase: corev1.VolumePending, LastPhaseTransitionTime: &now}
 	}
 	withStatus(&k, func(pv *corev1.PersistentVolume) *corev1.PersistentVolumeStatus { return &pv.Status }, false,
-		func(next, old *corev1.PersistentVolumeStatus) {
+		func(pv, oldPV *corev1.PersistentVolume) {
+			defaults.PersistentVolume(pv)
+			next, old := &pv.Status, &oldPV.Status
 			if next.Phase == "" {
 				next.Phase = corev1.VolumePending
 			}
@@ -205,14 +205,21 @@ func nodeKind() Kind[*corev1.Node] {
 		func() *corev1.Node { return &corev1.Node{} }, func() runtime.Object { return &corev1.NodeList{} })
 	k.ClusterScoped = true
 	k.ShortNames = []string{"no"}
-	k.Default = defaults.Node
+	k.Default = func(n *corev1.Node) {
+		defaults.Node(n)
+		// kube-apiserver's conversion keeps podCIDR and podCIDRs in step
+		// (podCIDR wins).
+		s := &n.Spec
+		switch {
+		case s.PodCIDR != "" && (len(s.PodCIDRs) == 0 || s.PodCIDRs[0] != s.PodCIDR):
+			s.PodCIDRs = []string{s.PodCIDR}
+		case s.PodCIDR == "" && len(s.PodCIDRs) > 0:
+			s.PodCIDR = s.PodCIDRs[0]
+		}
+	}
 	// A node is created with its status (the kubelet registers it so).
 	withStatus(&k, func(n *corev1.Node) *corev1.NodeStatus { return &n.Status }, true,
-		func(next, _ *corev1.NodeStatus) {
-			n := &corev1.Node{Status: *next}
-			defaults.Node(n)
-			*next = n.Status
-		})
+		func(next, _ *corev1.Node) { defaults.Node(next) })
 	return k
 }
 
