@@ -149,7 +149,7 @@ func kindCases(ns string) []kindCase {
 	jobTmpl := strings.Replace(tmpl, `"containers"`, `"restartPolicy":"Never","containers"`, 1)
 	return []kindCase{
 		{name: "Deployment minimal", gvr: gvr("apps", "v1", "deployments"),
-			obj: `{"metadata":{"name":"d1"},"spec":{"selector":` + sel + `,"template":` + tmpl + `}}`,
+			obj:    `{"metadata":{"name":"d1"},"spec":{"selector":` + sel + `,"template":` + tmpl + `}}`,
 			status: `{"replicas":1,"observedGeneration":1}`, patch: `{"spec":{"replicas":3}}`},
 		{name: "Deployment rich", gvr: gvr("apps", "v1", "deployments"),
 			obj: `{"metadata":{"name":"d2"},"spec":{"replicas":2,"strategy":{"type":"Recreate"},"selector":` + sel + `,"template":` + rich + `}}`},
