@@ -139,6 +139,18 @@ func podKind() Kind[*corev1.Pod] {
 			admitPod(p)
 			p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qosClass(p)}
 		},
+		// The admission plugins of a pod's create run on its updates too:
+		// the priority stays, the default tolerations come back.
+		PrepareUpdate: func(p, old *corev1.Pod) field.ErrorList {
+			if p.Spec.Priority == nil {
+				p.Spec.Priority = old.Spec.Priority
+			}
+			if p.Spec.PreemptionPolicy == nil {
+				p.Spec.PreemptionPolicy = old.Spec.PreemptionPolicy
+			}
+			defaultTolerations(&p.Spec)
+			return nil
+		},
 		Default:     defaults.Pod,
 		Validate:    validatePod,
 		GracePeriod: podGracePeriod,
@@ -245,9 +257,8 @@ var systemPriorities = map[string]int32{"": 0, "system-cluster-critical": 200000
 // admitPod does to a new pod what kube-apiserver's default admission
 // plugins do: Priority sets its priority from its priority class (the
 // built-in ones only; memcluster serves no PriorityClasses) and the
-// preemption policy PreemptLowerPriority; DefaultTolerationSeconds lets it
-// tolerate not-ready and unreachable nodes for 300 s unless it tolerates
-// them already.
+// preemption policy PreemptLowerPriority; DefaultTolerationSeconds adds
+// its default tolerations.
 func admitPod(p *corev1.Pod) {
 	s := &p.Spec
 	if prio, ok := systemPriorities[s.PriorityClassName]; ok {
@@ -258,6 +269,12 @@ func admitPod(p *corev1.Pod) {
 			s.PreemptionPolicy = ptrTo(corev1.PreemptLowerPriority)
 		}
 	}
+	defaultTolerations(s)
+}
+
+// defaultTolerations lets a pod tolerate not-ready and unreachable nodes
+// for 300 s unless it tolerates them already.
+func defaultTolerations(s *corev1.PodSpec) {
 	notReady, unreachable := false, false
 	for _, t := range s.Tolerations {
 		noExecute := t.Effect == corev1.TaintEffectNoExecute || t.Effect == ""

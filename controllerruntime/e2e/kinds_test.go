@@ -118,6 +118,7 @@ type kindCase struct {
 	obj     string // JSON; metadata.namespace is filled in
 	status  string // JSON of a status to write, with the label "written": "status"
 	patch   string // JSON merge patch of an update
+	put     string // JSON of an object to replace it with, unconditionally
 }
 
 // kindErrorCase is a request kube-apiserver refuses: the create of bad,
@@ -237,7 +238,8 @@ func kindCases(ns string) []kindCase {
 		{name: "Event", gvr: gvr("", "v1", "events"),
 			obj: `{"metadata":{"name":"e1"},"involvedObject":{"kind":"Pod","name":"p","namespace":"` + ns + `"},"reason":"R","message":"m","type":"Normal","count":1}`},
 		{name: "Pod minimal", gvr: gvr("", "v1", "pods"), obj: `{"metadata":{"name":"p1"},"spec":{"containers":[{"name":"c","image":"nginx"}]}}`,
-			status: `{"phase":"Running","podIP":"10.1.0.5","conditions":[{"type":"Ready","status":"True"}]}`},
+			status: `{"phase":"Running","podIP":"10.1.0.5","conditions":[{"type":"Ready","status":"True"}]}`,
+			put:    `{"metadata":{"name":"p1","labels":{"again":"as-sent"}},"spec":{"containers":[{"name":"c","image":"nginx:latest"}]}}`},
 		{name: "Pod rich", gvr: gvr("", "v1", "pods"),
 			obj: `{"metadata":{"name":"p2"},` + strings.TrimPrefix(strings.Replace(rich, `{"metadata":{"labels":{"app":"a","tier":"web"},"annotations":{"note":"x"}},`, "", 1), "{")},
 		{name: "Node minimal", gvr: gvr("", "v1", "nodes"), cluster: true, obj: `{"metadata":{"name":"` + ns + `-n1"}}`,
@@ -454,6 +456,19 @@ func (k *kindsRun) run(c kindCase) []kindStep {
 	if c.patch != "" {
 		out, err := cl.Patch(k.ctx, created.GetName(), types.MergePatchType, []byte(c.patch), metav1.PatchOptions{})
 		steps = append(steps, kindStep{c.name + ": update", k.answer(out, err)})
+	}
+	if c.put != "" {
+		u := &unstructured.Unstructured{}
+		if err := json.Unmarshal([]byte(c.put), &u.Object); err != nil {
+			k.t.Fatalf("bad test object %s: %v", c.put, err)
+		}
+		u.SetAPIVersion(c.gvr.GroupVersion().String())
+		u.SetKind(kindOf(c.gvr.Resource))
+		if !c.cluster {
+			u.SetNamespace(k.ns)
+		}
+		out, err := cl.Update(k.ctx, u, metav1.UpdateOptions{})
+		steps = append(steps, kindStep{c.name + ": replace", k.answer(out, err)})
 	}
 	got, err := cl.Get(k.ctx, created.GetName(), metav1.GetOptions{})
 	steps = append(steps, kindStep{c.name + ": get", k.answer(got, err)})
