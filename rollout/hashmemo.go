@@ -16,17 +16,20 @@ import (
 // out one object until the Deployment changes), so the hash of the last
 // template hashed for each Deployment object is remembered.
 //
-// An entry belongs to one object, by identity (a weak pointer: the memo
-// keeps no Deployment alive, and an entry goes when its object is
-// collected), and holds a private copy of the template it was computed
-// from and the collision count. It is used only when the object's
-// template and count are still deeply equal to them, so an object changed
-// in place (which callers must not do, but may) is hashed again, never
-// answered from memory.
+// An entry is found by the identity of the template's containers (the
+// backing array of spec.template.spec.containers, which a Deployment
+// object shares with its shallow copies, such as the one Sync works on),
+// through a weak pointer: the memo keeps nothing alive, and an entry goes
+// when its array is collected. It holds a private copy of the template it
+// was computed from and the collision count, and is used only when the
+// template and count are still deeply equal to them: an object changed in
+// place (which callers must not do, but may), or two objects sharing one
+// array, are hashed again, never answered from memory. A template without
+// containers (which the API server rejects) is not remembered.
 var hashMemo = struct {
 	sync.Mutex
-	m map[weak.Pointer[appsv1.Deployment]]*hashEntry
-}{m: map[weak.Pointer[appsv1.Deployment]]*hashEntry{}}
+	m map[weak.Pointer[corev1.Container]]*hashEntry
+}{m: map[weak.Pointer[corev1.Container]]*hashEntry{}}
 
 type hashEntry struct {
 	template  corev1.PodTemplateSpec
@@ -37,7 +40,11 @@ type hashEntry struct {
 // templateHash returns ComputeHash(&d.Spec.Template, d.Status.CollisionCount),
 // from the memo when d was hashed before with the same template and count.
 func templateHash(d *appsv1.Deployment) string {
-	key := weak.Make(d)
+	containers := d.Spec.Template.Spec.Containers
+	if len(containers) == 0 {
+		return ComputeHash(&d.Spec.Template, d.Status.CollisionCount)
+	}
+	key := weak.Make(&containers[0])
 	hashMemo.Lock()
 	e := hashMemo.m[key]
 	hashMemo.Unlock()
@@ -55,13 +62,13 @@ func templateHash(d *appsv1.Deployment) string {
 	hashMemo.m[key] = n
 	hashMemo.Unlock()
 	if !known {
-		runtime.AddCleanup(d, forgetHash, key)
+		runtime.AddCleanup(&containers[0], forgetHash, key)
 	}
 	return n.hash
 }
 
-// forgetHash drops the entry of a collected Deployment object.
-func forgetHash(key weak.Pointer[appsv1.Deployment]) {
+// forgetHash drops the entry of a collected array of containers.
+func forgetHash(key weak.Pointer[corev1.Container]) {
 	hashMemo.Lock()
 	delete(hashMemo.m, key)
 	hashMemo.Unlock()

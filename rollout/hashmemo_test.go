@@ -26,19 +26,28 @@ func TestTemplateHashMemo(t *testing.T) {
 		f := &templateFiller{r: r, ptrs: map[reflect.Type][]reflect.Value{}}
 		d := &appsv1.Deployment{}
 		f.fill(reflect.ValueOf(&d.Spec.Template).Elem())
-		for step := range 4 {
+		if len(d.Spec.Template.Spec.Containers) == 0 {
+			d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app"}}
+		}
+		for step := range 6 {
 			want := ComputeHash(&d.Spec.Template, d.Status.CollisionCount)
-			for range 2 { // the second call is answered from the memo
-				if got := templateHash(d); got != want {
+			shallow := *d // shares the containers: answered from the memo
+			for _, obj := range []*appsv1.Deployment{d, d, &shallow} {
+				if got := templateHash(obj); got != want {
 					t.Fatalf("case %d step %d: templateHash = %q; want %q", i, step, got, want)
 				}
 			}
-			switch r.IntN(3) {
+			switch r.IntN(4) {
 			case 0: // another value somewhere in the template
 				f.fill(reflect.ValueOf(&d.Spec.Template).Elem())
+				if len(d.Spec.Template.Spec.Containers) == 0 {
+					d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app"}}
+				}
+			case 3: // a container changed in place: same array, same key
+				d.Spec.Template.Spec.Containers[0].Image += "x"
 			case 1:
 				d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{Name: "more"})
-			case 2:
+			case 2: // the collision count, in place or not
 				c := int32(r.IntN(3))
 				if d.Status.CollisionCount != nil && r.IntN(2) == 0 {
 					*d.Status.CollisionCount = c + 1 // in place
@@ -55,6 +64,7 @@ func TestTemplateHashMemo(t *testing.T) {
 func TestTemplateHashMemoForgets(t *testing.T) {
 	d := &appsv1.Deployment{}
 	d.Spec.Template.Labels = map[string]string{"app": "forget-me"}
+	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", Image: "app:1"}}
 	want := ComputeHash(&d.Spec.Template, nil)
 	if got := templateHash(d); got != want {
 		t.Fatalf("templateHash = %q; want %q", got, want)
