@@ -15,8 +15,9 @@
 //     [Job], [CronJob], [ReplicationController], and [PodSpec] for any pod
 //     template (the Deployment controller hashes the defaulted template,
 //     so a template left undefaulted gets another pod-template-hash).
-//   - Core: [Pod] (and [PodStatus] for status writes), [Service], [Secret], [ConfigMap], [PersistentVolumeClaim],
-//     [PersistentVolume], [Endpoints], [Node].
+//   - Core: [Pod] (and [PodStatus] for status writes), [Service],
+//     [Secret], [ConfigMap], [PersistentVolumeClaim], [PersistentVolume],
+//     [Endpoints], [Node].
 //   - Others: [HorizontalPodAutoscaler] (autoscaling/v2), [NetworkPolicy],
 //     [IngressClass], [RoleBinding], [ClusterRoleBinding], [EndpointSlice].
 //   - [Object] dispatches on the type, for any of the above.
@@ -27,11 +28,16 @@
 // Only API defaults are set. Fields the server owns and fills in during
 // the request, with the object's identity or the cluster's state (a Job's
 // generated selector and labels, a Service's cluster IP, a Pod's QoS class
-// and status, a DaemonSet's template generation), are not defaults: the
-// in-memory API server (package memcluster) sets those.
+// and status, a DaemonSet's template generation), what admission plugins
+// add (a Pod's priority and default tolerations), and what kube-apiserver's
+// conversions do (a Secret's stringData merged into data, a Node's
+// podCIDRs) are not defaults: the in-memory API server (package
+// memcluster) does those.
 //
-// Each function leaves set fields alone, so calling it twice changes
-// nothing the second time; a nil object is left alone. Quantities in
-// resource lists are rounded up to milli precision, as the API server
-// does ("0.0001" becomes "1m").
+// Each function is idempotent (a second call changes nothing) and leaves
+// a nil object alone. It changes a field that is set only where
+// kube-apiserver does: quantities in resource lists are rounded up to
+// milli precision ("0.0001" becomes "1m"), a Pod's negative grace period
+// becomes 1, a Service with sessionAffinity None loses its
+// sessionAffinityConfig, podIP and podIPs are made to agree.
 package defaults

@@ -125,9 +125,6 @@ func pvKind(c *Cluster) Kind[*corev1.PersistentVolume] {
 		func(pv, oldPV *corev1.PersistentVolume) {
 			defaults.PersistentVolume(pv)
 			next, old := &pv.Status, &oldPV.Status
-			if next.Phase == "" {
-				next.Phase = corev1.VolumePending
-			}
 			switch {
 			case next.Phase == old.Phase && next.LastPhaseTransitionTime == nil:
 				next.LastPhaseTransitionTime = old.LastPhaseTransitionTime

@@ -1,7 +1,6 @@
 package memcluster
 
 import (
-	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -116,7 +115,7 @@ func validateNetworkPolicy(np, _ *networkingv1.NetworkPolicy) field.ErrorList {
 		}
 	}
 	if len(s.PolicyTypes) > len(allowed) {
-		errs = append(errs, field.Invalid(spec.Child("policyTypes"), s.PolicyTypes, fmt.Sprintf("may not specify more than two policyTypes")))
+		errs = append(errs, field.Invalid(spec.Child("policyTypes"), s.PolicyTypes, "may not specify more than two policyTypes"))
 	}
 	ports := func(ps []networkingv1.NetworkPolicyPort, path *field.Path) {
 		for i, p := range ps {
