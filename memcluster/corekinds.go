@@ -39,9 +39,7 @@ func AddCoreKinds(c *Cluster) {
 			panic(fmt.Sprintf("memcluster: %v", err)) // static registrations
 		}
 	}
-	ns := coreKind(s, &corev1.Namespace{}, KindOptions{ClusterScoped: true})
-	ns.PrepareCreate = func(n *corev1.Namespace) { n.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive} }
-	NewResource(c, ns)
+	NewResource(c, pdbKind()) // Namespaces are built in: see New
 
 	svc := coreKind(s, &corev1.Service{}, KindOptions{})
 	alloc := &serviceAllocator{}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -135,6 +136,16 @@ func (a *api) serveResource(w http.ResponseWriter, r *http.Request, gv schema.Gr
 			return
 		}
 		a.serveScale(w, r, rq, st)
+		return
+	case "eviction", "finalize":
+		switch {
+		case rq.subresource == "eviction" && in.gvk == corev1.SchemeGroupVersion.WithKind("Pod") && rq.namespace != "":
+			a.serveEviction(w, r, rq)
+		case rq.subresource == "finalize" && in.gvk == corev1.SchemeGroupVersion.WithKind("Namespace"):
+			a.serveFinalize(w, r, rq, st)
+		default:
+			writeError(w, a, representation{}, notFoundPath(r.URL.Path))
+		}
 		return
 	default:
 		writeError(w, a, representation{}, notFoundPath(r.URL.Path))

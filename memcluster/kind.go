@@ -4,6 +4,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -60,6 +61,15 @@ type Kind[T Object] struct {
 	// NoStrategicMerge refuses strategic merge patches with 415
 	// Unsupported Media Type, as kube-apiserver does for custom resources.
 	NoStrategicMerge bool
+	// SelectableFields returns the fields of obj that field selectors can
+	// name, metadata.name (and metadata.namespace for a namespaced kind)
+	// included, as a kube-apiserver registry's GetAttrs does; a selector
+	// naming a field it does not return (for the empty object New returns)
+	// is refused with 400 "field label not supported". Nil: the fields
+	// kube-apiserver v1.37 serves for the kind's group, version and kind
+	// (pods' spec.nodeName and status.phase, events' involvedObject.*,
+	// ...), or only metadata's for a kind it does not serve.
+	SelectableFields func(obj T) fields.Set
 
 	// statusUpdate, which only the built-in kinds set, does what
 	// CopyStatus and StatusMeta do to a copy of old, without the copy: it
