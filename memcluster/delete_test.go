@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -136,23 +137,33 @@ func world(t *testing.T, c *Cluster) []string {
 
 func TestGarbageCollection(t *testing.T) {
 	orphan, foreground := metav1.DeletePropagationOrphan, metav1.DeletePropagationForeground
+	yes := true
 	tests := []struct {
 		name string
 		opts metav1.DeleteOptions
 		want []string
+		// wantConfirmed is the world once the kubelet has confirmed the
+		// bound pod's deletion.
+		wantConfirmed []string
 	}{
 		{
 			name: "background cascades; bound pods linger",
 			want: []string{"pod/bound <web (deleting)"},
 		},
 		{
-			name: "foreground is treated as background",
-			opts: metav1.DeleteOptions{PropagationPolicy: &foreground},
-			want: []string{"pod/bound <web (deleting)"},
+			name:          "foreground: the owners wait for their blocking dependents",
+			opts:          metav1.DeleteOptions{PropagationPolicy: &foreground},
+			want:          []string{"deploy/web (deleting)", "rs/web <web (deleting)", "pod/bound <web (deleting)"},
+			wantConfirmed: []string{},
 		},
 		{
 			name: "orphan removes owner references",
 			opts: metav1.DeleteOptions{PropagationPolicy: &orphan},
+			want: []string{"rs/web", "pod/bound <web", "pod/pending <web"},
+		},
+		{
+			name: "the legacy orphanDependents",
+			opts: metav1.DeleteOptions{OrphanDependents: &yes},
 			want: []string{"rs/web", "pod/bound <web", "pod/pending <web"},
 		},
 	}
@@ -170,6 +181,16 @@ func TestGarbageCollection(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, world(t, c)); diff != "" {
 				t.Errorf("world after Delete() mismatch (-want +got):\n%s", diff)
+			}
+			if tt.wantConfirmed == nil {
+				return
+			}
+			zero := int64(0)
+			if err := c.Pods("ns").Delete(ctxT(t), "bound", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.wantConfirmed, world(t, c), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("world after the kubelet's confirmation mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}
