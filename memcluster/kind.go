@@ -81,6 +81,10 @@ type Kind[T Object] struct {
 	// semantically equal but for the resourceVersion, comparing only the
 	// parts statusUpdate replaced (the rest is shared).
 	statusEqual func(old, next T) bool
+	// statusKeep, if set, runs on every status write after the status is
+	// taken over: it may fill in, in next (private to the write), what
+	// the status strategy keeps from old when a write leaves it out.
+	statusKeep func(next, old T)
 }
 
 // semanticEqual is apiequality.Semantic.DeepEqual, as the whole-object
@@ -91,6 +95,34 @@ func (k Kind[T]) groupKind() schema.GroupKind { return k.GVK.GroupKind() }
 
 func (k Kind[T]) groupResource() schema.GroupResource {
 	return schema.GroupResource{Group: k.GVK.Group, Resource: k.Resource}
+}
+
+// keepObservedGenerations keeps the observedGeneration of the status and
+// of its conditions where a status write leaves them out (zero), as the
+// pods/status strategy does. st is private to the write.
+func keepObservedGenerations(st, old *corev1.PodStatus) {
+	if st.ObservedGeneration == 0 {
+		st.ObservedGeneration = old.ObservedGeneration
+	}
+	seen := map[corev1.PodConditionType]int{}
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		n := seen[c.Type] // the n-th condition of its type: validation allows repeats
+		seen[c.Type]++
+		if c.ObservedGeneration != 0 {
+			continue
+		}
+		for _, o := range old.Conditions {
+			if o.Type != c.Type {
+				continue
+			}
+			if n == 0 {
+				c.ObservedGeneration = o.ObservedGeneration
+				break
+			}
+			n--
+		}
+	}
 }
 
 func podKind() Kind[*corev1.Pod] {
@@ -114,6 +146,7 @@ func podKind() Kind[*corev1.Pod] {
 		statusEqual: func(old, next *corev1.Pod) bool {
 			return semanticEqual(old.Status, next.Status) && semanticEqual(old.Labels, next.Labels) && semanticEqual(old.Annotations, next.Annotations)
 		},
+		statusKeep: func(next, old *corev1.Pod) { keepObservedGenerations(&next.Status, &old.Status) },
 		PrepareCreate: func(p *corev1.Pod) {
 			p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qosClass(p)}
 		},

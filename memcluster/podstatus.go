@@ -85,6 +85,13 @@ func podStatusAt(p *corev1.Pod, st *podState, now time.Time) (corev1.PodStatus, 
 		cond(corev1.ContainersReady, ready, readySince),
 		cond(corev1.PodReady, ready, readySince),
 	}
+	// kubelet v1.37 (PodObservedGenerationTracking, GA) reports the
+	// generation of the spec it acted on, in the status and in each of
+	// its conditions.
+	s.ObservedGeneration = p.Generation
+	for i := range s.Conditions {
+		s.Conditions[i].ObservedGeneration = p.Generation
+	}
 	return s, due
 }
 

@@ -180,12 +180,18 @@ func (r *Resource[T]) updateStatusLocked(in T) (T, error) {
 	var same bool
 	if r.kind.statusUpdate != nil {
 		next = r.kind.statusUpdate(old, in)
+		if r.kind.statusKeep != nil {
+			r.kind.statusKeep(next, old)
+		}
 		same = r.kind.statusEqual(old, next)
 	} else {
 		next = deepCopy(old)
 		r.kind.CopyStatus(next, in)
 		if r.kind.StatusMeta != nil {
 			r.kind.StatusMeta(next, in)
+		}
+		if r.kind.statusKeep != nil {
+			r.kind.statusKeep(next, old)
 		}
 		same = semanticallyEqual(old, next)
 	}
