@@ -184,7 +184,8 @@ func (cl Client[T]) listLocked(opts metav1.ListOptions, match func(T) bool) ([]T
 		if ns != "" && key.Namespace != ns {
 			continue
 		}
-		if start != "" && strings.Compare(scopeKey(key, all), start) <= 0 {
+		if start != "" && scopeKey(key, all) < start { // the range starts at the token's key
+
 			continue
 		}
 		if limit == 0 && !match(obj) {
@@ -212,7 +213,8 @@ func (cl Client[T]) listLocked(opts metav1.ListOptions, match func(T) bool) ([]T
 }
 
 // listVersionLocked returns the version a list with opts is served at,
-// and the scope key its continue token starts after ("" for none).
+// and the scope key its continue token starts at ("" for none; a token's
+// key is the last one it listed followed by a NUL byte).
 func (r *Resource[T]) listVersionLocked(opts metav1.ListOptions) (uint64, string, error) {
 	cur := r.c.rv
 	if opts.Continue != "" {
@@ -223,7 +225,6 @@ func (r *Resource[T]) listVersionLocked(opts metav1.ListOptions) (uint64, string
 		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
 			return 0, "", apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
 		}
-		start = strings.TrimSuffix(start, "\x00")
 		if rv < 0 {
 			return cur, start, nil
 		}
