@@ -185,7 +185,6 @@ func (cl Client[T]) listLocked(opts metav1.ListOptions, match func(T) bool) ([]T
 			continue
 		}
 		if start != "" && scopeKey(key, all) < start { // the range starts at the token's key
-
 			continue
 		}
 		if limit == 0 && !match(obj) {
