@@ -78,6 +78,11 @@ func TestAdd(t *testing.T) {
 					}
 					c.Start(mgr)
 					c.Advance(time.Second) // the caches sync, the controllers start
+					for _, ns := range []string{"a", "b"} { // the bench requires namespaces, as a real cluster does
+						if err := c.Client().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+							t.Fatal(err)
+						}
+					}
 					deployments := []*appsv1.Deployment{
 						newDeployment("a", "web", web), newDeployment("b", "web", web), newDeployment("a", "other", nil),
 					}
