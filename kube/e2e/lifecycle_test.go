@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -31,7 +32,7 @@ import (
 // disruption controllers) and to memcluster set up as the test bench sets
 // it up, and compares what each side answers and ends up with: namespace
 // termination, foreground and orphan deletion, eviction with a
-// PodDisruptionBudget. The real side is polled until its controllers
+// PodDisruptionBudget, field selectors and pagination. The real side is polled until its controllers
 // have done their part; memcluster's run inside the request.
 func TestLifecycleSideBySide(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -63,6 +64,7 @@ func TestLifecycleSideBySide(t *testing.T) {
 		{"foreground deletion", foregroundDeletion},
 		{"orphan deletion", orphanDeletion},
 		{"eviction with a PDB", evictionWithPDB},
+		{"field selectors and pagination", selectorsAndPages},
 	}
 	suffix := fmt.Sprint(time.Now().UnixNano() % 100000)
 	var rows []string
@@ -71,7 +73,7 @@ func TestLifecycleSideBySide(t *testing.T) {
 			var got [2][]string
 			var took [2]time.Duration
 			for i, s := range sides {
-				r := &lifeRun{t: t, ctx: ctx, cs: kubernetes.NewForConfigOrDie(s.cfg), ns: strings.ReplaceAll(sc.name, " ", "-") + "-" + suffix}
+				r := &lifeRun{t: t, ctx: ctx, cs: kubernetes.NewForConfigOrDie(s.cfg), ns: strings.ToLower(strings.ReplaceAll(sc.name, " ", "-")) + "-" + suffix}
 				start := time.Now()
 				sc.run(r)
 				took[i] = time.Since(start)
@@ -204,6 +206,30 @@ func (r *lifeRun) world() string {
 	return "[" + strings.Join(out, ", ") + "]"
 }
 
+// settleGC waits until the garbage collector has seen what the scenario
+// created so far: it collects a config map created after it with an owner
+// that does not exist. (Its informers see each kind on its own, so an
+// object deleted right after its dependents were created could otherwise
+// lose them to the collector, which would not know them yet.)
+func (r *lifeRun) settleGC() {
+	r.t.Helper()
+	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "gc-probe",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "nothing", UID: "00000000-0000-0000-0000-000000000000"}}}}
+	_, err := r.cs.CoreV1().ConfigMaps(r.ns).Create(r.ctx, probe, metav1.CreateOptions{})
+	r.must(err)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, err := r.cs.CoreV1().ConfigMaps(r.ns).Get(r.ctx, "gc-probe", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("the garbage collector did not collect its probe: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func (r *lifeRun) createNamespace() {
 	_, err := r.cs.CoreV1().Namespaces().Create(r.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}}, metav1.CreateOptions{})
 	r.must(err)
@@ -326,6 +352,7 @@ func foregroundDeletion(r *lifeRun) {
 		OwnerReferences: []metav1.OwnerReference{*ownedBy("Deployment", "web", d, false)}}}
 	_, err = r.cs.CoreV1().ConfigMaps(r.ns).Create(r.ctx, side, metav1.CreateOptions{})
 	r.must(err)
+	r.settleGC()
 	fg := metav1.DeletePropagationForeground
 	r.must(r.cs.AppsV1().Deployments(r.ns).Delete(r.ctx, "web", metav1.DeleteOptions{PropagationPolicy: &fg}))
 	r.eventually("dependents deleted, a blocking one held", func() (string, bool) {
@@ -349,6 +376,7 @@ func orphanDeletion(r *lifeRun) {
 	r.must(err)
 	_, err = r.cs.CoreV1().Pods(r.ns).Create(r.ctx, lifePod("a", ownedBy("ReplicaSet", "web-1", rs, true)), metav1.CreateOptions{})
 	r.must(err)
+	r.settleGC()
 	orphan := metav1.DeletePropagationOrphan
 	r.must(r.cs.AppsV1().Deployments(r.ns).Delete(r.ctx, "web", metav1.DeleteOptions{PropagationPolicy: &orphan}))
 	r.eventually("orphaned by propagationPolicy", func() (string, bool) {
@@ -416,7 +444,7 @@ func evictionWithPDB(r *lifeRun) {
 	budget("budget computed", func(b *policyv1.PodDisruptionBudget) bool { return b.Status.CurrentHealthy == 3 })
 	r.note("evict a: %s", r.postEviction("a"))
 	budget("budget after the eviction", func(b *policyv1.PodDisruptionBudget) bool {
-		return b.Status.CurrentHealthy == 2 && len(b.Status.DisruptedPods) == 0
+		return b.Status.ExpectedPods == 2 && b.Status.CurrentHealthy == 2 && len(b.Status.DisruptedPods) == 0
 	})
 	r.note("evict b: %s", r.postEviction("b"))
 	r.note("evict b with client-go: %s", errText(r.cs.PolicyV1().Evictions(r.ns).Evict(r.ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: r.ns}})))
@@ -440,4 +468,94 @@ func evictionWithPDB(r *lifeRun) {
 		}
 		return fmt.Sprint(out), len(l.Items) == 2
 	})
+}
+
+func selectorsAndPages(r *lifeRun) {
+	r.createNamespace()
+	pods := r.cs.CoreV1().Pods(r.ns)
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		p := lifePod(name, nil)
+		if name < "c" {
+			p.Spec.NodeName = "node-1"
+		}
+		p, err := pods.Create(r.ctx, p, metav1.CreateOptions{})
+		r.must(err)
+		if name == "b" || name == "d" {
+			p.Status.Phase = corev1.PodRunning
+			_, err = pods.UpdateStatus(r.ctx, p, metav1.UpdateOptions{})
+			r.must(err)
+		}
+	}
+	_, err := r.cs.CoreV1().Events(r.ns).Create(r.ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e1"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "a", Namespace: r.ns}, Reason: "Started", Type: "Normal"}, metav1.CreateOptions{})
+	r.must(err)
+	list := func(sel string) string {
+		l, err := pods.List(r.ctx, metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			return errText(err)
+		}
+		var names []string
+		for _, p := range l.Items {
+			names = append(names, p.Name)
+		}
+		return fmt.Sprint(names)
+	}
+	for _, sel := range []string{"spec.nodeName=node-1", "spec.nodeName=", "status.phase=Running", "status.phase!=Running,spec.nodeName=node-1",
+		"spec.host=node-1", "spec.restartPolicy=Always,spec.schedulerName=default-scheduler", "status.podIP=", "spec.nope=1"} {
+		r.note("pods %s: %s", sel, list(sel))
+	}
+	ev, err := r.cs.CoreV1().Events(r.ns).List(r.ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=a,involvedObject.kind=Pod,reason=Started"})
+	r.note("events by involved object: %d %s", len(ev.Items), errText(err))
+	_, err = r.cs.AppsV1().ReplicaSets(r.ns).List(r.ctx, metav1.ListOptions{FieldSelector: "status.replicas=0"})
+	r.note("replica sets by status.replicas: %s", errText(err))
+	_, err = r.cs.CoreV1().Namespaces().List(r.ctx, metav1.ListOptions{FieldSelector: "name=" + r.ns})
+	r.note("namespaces by name: %s", errText(err))
+	token := ""
+	for range 4 {
+		l, err := pods.List(r.ctx, metav1.ListOptions{Limit: 2, Continue: token})
+		if err != nil {
+			r.note("page: %s", errText(err))
+			break
+		}
+		var names []string
+		for _, p := range l.Items {
+			names = append(names, p.Name)
+		}
+		rem := "none"
+		if n := l.RemainingItemCount; n != nil {
+			rem = fmt.Sprint(*n)
+		}
+		r.note("page %v remaining=%s token=%s", names, rem, tokenStart(l.Continue))
+		if token = l.Continue; token == "" {
+			break
+		}
+	}
+	l, err := pods.List(r.ctx, metav1.ListOptions{Limit: 2, LabelSelector: "app=web"})
+	r.must(err)
+	r.note("page with a selector: %d items, remaining set %t, token=%s", len(l.Items), l.RemainingItemCount != nil, tokenStart(l.Continue))
+	l, err = pods.List(r.ctx, metav1.ListOptions{Limit: 2, ResourceVersion: "0"})
+	r.must(err)
+	r.note("limit at resourceVersion 0: %d items, token=%q", len(l.Items), l.Continue)
+	_, err = pods.List(r.ctx, metav1.ListOptions{Limit: 2, Continue: "bm90IGEgdG9rZW4"})
+	r.note("a bad token: %s", errText(err))
+}
+
+// tokenStart is the part of a continue token that does not depend on the
+// server's resourceVersion: the key it starts at.
+func tokenStart(token string) string {
+	if token == "" {
+		return "none"
+	}
+	b, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return "undecodable"
+	}
+	var t struct {
+		V     string `json:"v"`
+		Start string `json:"start"`
+	}
+	if err := json.Unmarshal(b, &t); err != nil {
+		return "undecodable"
+	}
+	return fmt.Sprintf("%s %q", t.V, t.Start)
 }
