@@ -12,10 +12,11 @@ import (
 )
 
 // AddCoreKinds adds the kinds operators commonly touch besides
-// Deployments, ReplicaSets and Pods: Namespaces, Services, ConfigMaps,
-// Secrets, ServiceAccounts, core/v1 and events.k8s.io/v1 Events, and
-// coordination.k8s.io/v1 Leases. Call it once, right after [New]; adding a
-// kind twice panics.
+// Deployments, ReplicaSets, Pods and Namespaces (which every cluster
+// stores): Services, ConfigMaps, Secrets, ServiceAccounts, core/v1 and
+// events.k8s.io/v1 Events, coordination.k8s.io/v1 Leases and policy/v1
+// PodDisruptionBudgets. Call it once, right after [New]; adding a kind
+// twice panics.
 //
 // They have the generic semantics of [KindFor] with what kube-apiserver
 // adds that a controller can observe:
@@ -25,13 +26,12 @@ import (
 //     10.96.0.0/12, in creation order) and node ports (from 30000) are
 //     allocated, kept by updates that leave them empty, and immutable.
 //   - Secrets: type Opaque by default; stringData is merged into data.
-//   - Namespaces are cluster-scoped and Active on creation.
+//   - PodDisruptionBudgets: kube-apiserver's validation, and their status
+//     as the disruption controller computes it (see [Cluster.Evict]).
 //
 // Differences: the generation is 1 for these kinds (kube-apiserver leaves
-// it unset); there is no namespace controller (deleting a namespace does
-// not delete what is in it, and objects may be created in a namespace
-// that does not exist); core/v1 and events.k8s.io/v1 Events are two
-// stores (kube-apiserver serves one store in both versions).
+// it unset); core/v1 and events.k8s.io/v1 Events are two stores
+// (kube-apiserver serves one store in both versions).
 func AddCoreKinds(c *Cluster) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, eventsv1.AddToScheme, coordinationv1.AddToScheme} {

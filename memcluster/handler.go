@@ -19,8 +19,8 @@ import (
 // discovery, and get, list, watch, create, update, patch, delete and
 // deletecollection of every kind the cluster stores (the built-in ones,
 // those of [AddCoreKinds], and yours from [KindFor]), with their status
-// and scale subresources, in JSON, YAML and, for the k8s.io/api types,
-// protobuf. Unchanged client-go clientsets, the dynamic and metadata
+// and scale subresources, pods/eviction and namespaces/finalize, in JSON,
+// YAML and, for the k8s.io/api types, protobuf. Unchanged client-go clientsets, the dynamic and metadata
 // clients, discovery, informers, and controller-runtime's client, cache
 // and REST mapper work against it; [Transport] connects them without a
 // socket. See the package documentation for what differs from

@@ -32,7 +32,12 @@ type Resource[T Object] struct {
 }
 
 // NewResource adds a kind to the cluster and returns its storage. Adding a
-// kind twice is a programming error and panics.
+// kind twice is a programming error and panics. What kube-apiserver's
+// registry for the kind's group, version and kind does beyond the [Kind]'s
+// hooks comes from tables, so the kinds of k8s.io/api get it wherever they
+// are added: the fields field selectors name (unless
+// [Kind.SelectableFields] is set) and the default propagation of deletes
+// (Orphan for batch/v1 Jobs, none for Events).
 func NewResource[T Object](c *Cluster, k Kind[T]) *Resource[T] {
 	r := &Resource[T]{
 		c:    c,
