@@ -111,14 +111,27 @@ func (c *Cluster) disruptionObserveLocked(ref objRef, obj Object) {
 	switch ref.gk {
 	case pdbGK:
 	case schema.GroupKind{Kind: "Pod"}:
-		pdbs := c.pdbStoreLocked()
-		if pdbs == nil || !slices.ContainsFunc(slices.Collect(maps.Keys(pdbs.objs)), func(k types.NamespacedName) bool { return k.Namespace == ref.key.Namespace }) {
+		if !c.hasBudgetsLocked(ref.key.Namespace) {
 			return
 		}
 	default:
 		return
 	}
 	c.enqueueLocked(task{kind: taskDisruption, name: ref.key.Namespace})
+}
+
+// hasBudgetsLocked reports whether namespace ns has a budget.
+func (c *Cluster) hasBudgetsLocked(ns string) bool {
+	pdbs := c.pdbStoreLocked()
+	if pdbs == nil {
+		return false
+	}
+	for key := range pdbs.objs {
+		if key.Namespace == ns {
+			return true
+		}
+	}
+	return false
 }
 
 // syncDisruptionLocked syncs every budget of a namespace.
