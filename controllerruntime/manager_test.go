@@ -78,7 +78,8 @@ func TestAdd(t *testing.T) {
 					}
 					c.Start(mgr)
 					c.Advance(time.Second) // the caches sync, the controllers start
-					for _, ns := range []string{"a", "b"} { // the bench requires namespaces, as a real cluster does
+					// The bench requires namespaces, as a real cluster does.
+					for _, ns := range []string{"a", "b"} {
 						if err := c.Client().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 							t.Fatal(err)
 						}
