@@ -82,10 +82,19 @@ func TestEvictWithBudget(t *testing.T) {
 	if _, err := c.Pods("ns").Get(ctx, "b", metav1.GetOptions{}); err != nil {
 		t.Errorf("pod b after a refused eviction: %v", err)
 	}
-	// A pending pod goes whatever the budget.
+	// A pending pod, or a finished one, goes whatever the budget.
 	must(c.Pods("ns").Create(ctx, pod("pending", "", ""), metav1.CreateOptions{}))(t)
 	if err := c.Evict(ctx, eviction("pending")); err != nil {
 		t.Errorf("evicting a pending pod: %v", err)
+	}
+	done := must(c.Pods("ns").Create(ctx, pod("done", "", ""), metav1.CreateOptions{}))(t)
+	done.Status.Phase = corev1.PodSucceeded
+	must(c.Pods("ns").UpdateStatus(ctx, done, metav1.UpdateOptions{}))(t)
+	if err := c.Evict(ctx, eviction("done")); err != nil {
+		t.Errorf("evicting a finished pod: %v", err)
+	}
+	if _, err := c.Pods("ns").Get(ctx, "done", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("finished pod after its eviction: %v; want gone", err)
 	}
 	// A second budget: kube-apiserver does not choose.
 	must(pdbClient(c, "ns").Create(ctx, budget("other", nil, intOrStr("1")), metav1.CreateOptions{}))(t)
