@@ -19,10 +19,11 @@ import (
 )
 
 // AddCoreKinds adds the kinds operators commonly touch besides
-// Deployments, ReplicaSets and Pods: Namespaces, Services, ConfigMaps,
-// Secrets, ServiceAccounts, core/v1 and events.k8s.io/v1 Events, and
-// coordination.k8s.io/v1 Leases. [AddBuiltinKinds] adds them and more.
-// Kinds the cluster already has are kept, so it may be called twice.
+// Deployments, ReplicaSets, Pods and Namespaces (which every cluster
+// stores): Services, ConfigMaps, Secrets, ServiceAccounts, core/v1 and
+// events.k8s.io/v1 Events, coordination.k8s.io/v1 Leases and policy/v1
+// PodDisruptionBudgets. [AddBuiltinKinds] adds them and more. Kinds the
+// cluster already has are kept, so it may be called twice.
 //
 // They have the generic semantics of [KindFor] with what kube-apiserver
 // adds that a controller can observe:
@@ -35,12 +36,11 @@ import (
 //   - Secrets: type Opaque by default; stringData is merged into data;
 //     the type is immutable, and so are the data of an immutable Secret
 //     (and ConfigMap); keys are validated, and the keys each type needs.
-//   - Namespaces are cluster-scoped and Active on creation.
+//   - PodDisruptionBudgets: kube-apiserver's validation, and their status
+//     as the disruption controller computes it (see [Cluster.Evict]).
 //
-// Differences: there is no namespace controller (deleting a namespace does
-// not delete what is in it, and objects may be created in a namespace
-// that does not exist); core/v1 and events.k8s.io/v1 Events are two
-// stores (kube-apiserver serves one store in both versions).
+// Differences: core/v1 and events.k8s.io/v1 Events are two stores
+// (kube-apiserver serves one store in both versions).
 func AddCoreKinds(c *Cluster) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, eventsv1.AddToScheme, coordinationv1.AddToScheme} {
@@ -48,10 +48,7 @@ func AddCoreKinds(c *Cluster) {
 			panic(fmt.Sprintf("memcluster: %v", err)) // static registrations
 		}
 	}
-	ns := coreKind(s, &corev1.Namespace{}, KindOptions{ClusterScoped: true})
-	ns.PrepareCreate = func(n *corev1.Namespace) { n.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive} }
-	ns.ShortNames = []string{"ns"}
-	addKind(c, ns)
+	addKind(c, pdbKind()) // Namespaces are built in: see New
 
 	svc := coreKind(s, &corev1.Service{}, KindOptions{})
 	alloc := &serviceAllocator{}

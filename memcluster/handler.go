@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,8 +19,9 @@ import (
 // discovery, and get, list, watch, create, update, patch, delete and
 // deletecollection of every kind the cluster stores (those of [New],
 // [AddCoreKinds] and [AddBuiltinKinds], and yours from [KindFor]), with
-// their status and scale subresources, in JSON, YAML and, for the
-// k8s.io/api types, protobuf. Unchanged client-go clientsets, the dynamic and metadata
+// their status and scale subresources, pods/eviction and
+// namespaces/finalize, in JSON, YAML and, for the k8s.io/api types,
+// protobuf. Unchanged client-go clientsets, the dynamic and metadata
 // clients, discovery, informers, and controller-runtime's client, cache
 // and REST mapper work against it; [Transport] connects them without a
 // socket. See the package documentation for what differs from
@@ -139,6 +141,16 @@ func (a *api) serveResource(w http.ResponseWriter, r *http.Request, gv schema.Gr
 			return
 		}
 		a.serveScale(w, r, rq, st)
+		return
+	case "eviction", "finalize":
+		switch {
+		case rq.subresource == "eviction" && in.gvk == corev1.SchemeGroupVersion.WithKind("Pod") && rq.namespace != "":
+			a.serveEviction(w, r, rq)
+		case rq.subresource == "finalize" && in.gvk == corev1.SchemeGroupVersion.WithKind("Namespace"):
+			a.serveFinalize(w, r, rq, st)
+		default:
+			writeError(w, a, representation{}, notFoundPath(r.URL.Path))
+		}
 		return
 	default:
 		writeError(w, a, representation{}, notFoundPath(r.URL.Path))

@@ -6,6 +6,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -74,6 +75,16 @@ type Kind[T Object] struct {
 	// means a DNS subdomain, as for most kinds.
 	validName func(name string, prefix bool) []string
 
+	// SelectableFields returns the fields of obj that field selectors can
+	// name, metadata.name (and metadata.namespace for a namespaced kind)
+	// included, as a kube-apiserver registry's GetAttrs does; a selector
+	// naming a field it does not return (for the empty object New returns)
+	// is refused with 400 "field label not supported". Nil: the fields
+	// kube-apiserver v1.37 serves for the kind's group, version and kind
+	// (pods' spec.nodeName and status.phase, events' involvedObject.*,
+	// ...), or only metadata's for a kind it does not serve.
+	SelectableFields func(obj T) fields.Set
+
 	// statusUpdate, which only the built-in kinds set, does what
 	// CopyStatus and StatusMeta do to a copy of old (and what the kind's
 	// status strategy adds, such as a PersistentVolume's phase transition
@@ -86,6 +97,10 @@ type Kind[T Object] struct {
 	// semantically equal but for the resourceVersion, comparing only the
 	// parts statusUpdate replaced (the rest is shared).
 	statusEqual func(old, next T) bool
+	// statusKeep, if set, runs on every status write after the status is
+	// taken over: it may fill in, in next (private to the write), what
+	// the status strategy keeps from old when a write leaves it out.
+	statusKeep func(next, old T)
 }
 
 // semanticEqual is apiequality.Semantic.DeepEqual, as the whole-object
@@ -104,6 +119,34 @@ func (k Kind[T]) nameValidator() func(string, bool) []string {
 		return k.validName
 	}
 	return apivalidation.NameIsDNSSubdomain
+}
+
+// keepObservedGenerations keeps the observedGeneration of the status and
+// of its conditions where a status write leaves them out (zero), as the
+// pods/status strategy does. st is private to the write.
+func keepObservedGenerations(st, old *corev1.PodStatus) {
+	if st.ObservedGeneration == 0 {
+		st.ObservedGeneration = old.ObservedGeneration
+	}
+	seen := map[corev1.PodConditionType]int{}
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		n := seen[c.Type] // the n-th condition of its type: validation allows repeats
+		seen[c.Type]++
+		if c.ObservedGeneration != 0 {
+			continue
+		}
+		for _, o := range old.Conditions {
+			if o.Type != c.Type {
+				continue
+			}
+			if n == 0 {
+				c.ObservedGeneration = o.ObservedGeneration
+				break
+			}
+			n--
+		}
+	}
 }
 
 func podKind() Kind[*corev1.Pod] {
@@ -134,6 +177,7 @@ func podKind() Kind[*corev1.Pod] {
 		statusEqual: func(old, next *corev1.Pod) bool {
 			return semanticEqual(old.Status, next.Status) && semanticEqual(old.Labels, next.Labels) && semanticEqual(old.Annotations, next.Annotations)
 		},
+		statusKeep: func(next, old *corev1.Pod) { keepObservedGenerations(&next.Status, &old.Status) },
 		PrepareCreate: func(p *corev1.Pod) {
 			defaults.Pod(p) // the QoS class is of the defaulted pod
 			admitPod(p)

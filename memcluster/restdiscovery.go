@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -133,6 +134,12 @@ func (a *api) resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 		}
 		if hasScale(in.gvk) {
 			res = append(res, metav1.APIResource{Name: in.resource + "/scale", Namespaced: ns, Group: "autoscaling", Version: "v1", Kind: "Scale", Verbs: subresourceVerbs()})
+		}
+		switch in.gvk {
+		case corev1.SchemeGroupVersion.WithKind("Pod"):
+			res = append(res, metav1.APIResource{Name: "pods/eviction", Namespaced: true, Group: "policy", Version: "v1", Kind: "Eviction", Verbs: metav1.Verbs{"create"}})
+		case corev1.SchemeGroupVersion.WithKind("Namespace"):
+			res = append(res, metav1.APIResource{Name: "namespaces/finalize", Kind: "Namespace", Verbs: metav1.Verbs{"update"}})
 		}
 	}
 	if res == nil && (gv.Group != "" || gv.Version != "v1") {

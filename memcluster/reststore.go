@@ -33,7 +33,7 @@ type restInfo struct {
 type restStore interface {
 	info() restInfo
 	get(ctx context.Context, ns, name string) (runtime.Object, error)
-	list(ctx context.Context, ns string, opts metav1.ListOptions) ([]runtime.Object, string, error)
+	list(ctx context.Context, ns string, opts metav1.ListOptions) ([]runtime.Object, metav1.ListMeta, error)
 	// watchList opens a watch; with opts.SendInitialEvents it returns the
 	// initial events, ending with the "k8s.io/initial-events-end"
 	// bookmark, to send before the watch's own.
@@ -75,16 +75,16 @@ func (r *Resource[T]) get(ctx context.Context, ns, name string) (runtime.Object,
 	return r.Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 }
 
-func (r *Resource[T]) list(ctx context.Context, ns string, opts metav1.ListOptions) ([]runtime.Object, string, error) {
-	items, rv, err := r.Namespace(ns).List(ctx, opts)
+func (r *Resource[T]) list(ctx context.Context, ns string, opts metav1.ListOptions) ([]runtime.Object, metav1.ListMeta, error) {
+	items, meta, err := r.Namespace(ns).ListPage(ctx, opts)
 	if err != nil {
-		return nil, "", err
+		return nil, meta, err
 	}
 	out := make([]runtime.Object, len(items))
 	for i, it := range items {
 		out[i] = it
 	}
-	return out, rv, nil
+	return out, meta, nil
 }
 
 func (r *Resource[T]) watchList(ctx context.Context, ns string, opts metav1.ListOptions) ([]watch.Event, watch.Interface, error) {
@@ -171,14 +171,11 @@ func (r *Resource[T]) patch(ctx context.Context, ns, name string, pt types.Patch
 }
 
 func (r *Resource[T]) remove(ctx context.Context, ns, name string, opts metav1.DeleteOptions) (runtime.Object, bool, error) {
-	before, _ := r.peek(ns, name)
-	if err := r.Namespace(ns).Delete(ctx, name, opts); err != nil {
+	out, gone, err := r.Namespace(ns).delete(ctx, name, opts)
+	if err != nil {
 		return nil, false, err
 	}
-	if after, ok := r.peek(ns, name); ok && before != nil && after.(T).GetUID() == before.(T).GetUID() {
-		return after, false, nil
-	}
-	return before, true, nil
+	return out, gone, nil
 }
 
 func (r *Resource[T]) peek(ns, name string) (runtime.Object, bool) {
