@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -246,6 +247,9 @@ func unblock(d *appsv1.Deployment, cs []Cause) []string {
 	return out
 }
 
+// serviceAccountRE reads the ServiceAccount admission plugin's refusal.
+var serviceAccountRE = regexp.MustCompile(`error looking up service account ([^/\s]+)/([^:\s]+):`)
+
 // replicaFailures reads the ReplicaFailure conditions of the owned
 // ReplicaSets, the new one first: pod creation rejected.
 func replicaFailures(d *appsv1.Deployment, owned []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) []Cause {
@@ -274,10 +278,13 @@ func replicaFailures(d *appsv1.Deployment, owned []*appsv1.ReplicaSet, newRS *ap
 					"or, if it is not needed, delete its configuration or set failurePolicy: Ignore; the ReplicaSet controller retries on its own " +
 					"(rolling back does not help: every pod goes through the webhook)"
 			case strings.Contains(c.Message, "error looking up service account"):
+				ns, sa := rs.Namespace, cmpOr(rs.Spec.Template.Spec.ServiceAccountName, "default")
+				if m := serviceAccountRE.FindStringSubmatch(c.Message); m != nil {
+					ns, sa = m[1], m[2]
+				}
 				cause.Code = AdmissionRejected
-				cause.Message = fmt.Sprintf("the pods of %s name a ServiceAccount that does not exist (%d missing)", rs.Name, n)
-				cause.Fix = fmt.Sprintf("create the ServiceAccount (kubectl create serviceaccount %s -n %s) or fix serviceAccountName in the pod template",
-					cmpOr(rs.Spec.Template.Spec.ServiceAccountName, "default"), rs.Namespace)
+				cause.Message = fmt.Sprintf("the pods of %s name ServiceAccount %s, which does not exist (%d missing)", rs.Name, sa, n)
+				cause.Fix = fmt.Sprintf("create the ServiceAccount (kubectl create serviceaccount %s -n %s) or fix serviceAccountName in the pod template", sa, ns)
 			case strings.Contains(c.Message, "forbidden"), strings.Contains(c.Message, "denied the request"):
 				cause.Code = AdmissionRejected
 				cause.Message = fmt.Sprintf("admission rejects the pods of %s (%d missing)", rs.Name, n)
