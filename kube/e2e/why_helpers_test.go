@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -83,30 +84,31 @@ func (e *env) fight(from, to int32) {
 		e.t.Fatal(err)
 	}
 	deployments := e.cs.AppsV1().Deployments(e.ns)
+	ctx, cancel := context.WithCancel(e.ctx)
 	var wg sync.WaitGroup
-	e.t.Cleanup(wg.Wait) // runs after the context is cancelled (cleanups run last-in first-out)
+	e.t.Cleanup(func() { cancel(); wg.Wait() })
 	wg.Go(func() {
 		tick := time.NewTicker(1500 * time.Millisecond) // the writers' own pace: what is being reproduced
 		defer tick.Stop()
 		for i := 0; ; i++ {
 			select {
-			case <-e.ctx.Done():
+			case <-ctx.Done():
 				return
 			case <-tick.C:
 			}
 			var err error
 			if i%2 == 0 {
 				var d *appsv1.Deployment
-				if d, err = deployments.Get(e.ctx, "web", metav1.GetOptions{}); err == nil {
+				if d, err = deployments.Get(ctx, "web", metav1.GetOptions{}); err == nil {
 					d.Spec.Replicas = &from
 					d.Annotations["argocd.argoproj.io/tracking-id"] = "web:apps/Deployment:" + e.ns + "/web"
-					_, err = deployments.Update(e.ctx, d, metav1.UpdateOptions{FieldManager: "argocd-application-controller"})
+					_, err = deployments.Update(ctx, d, metav1.UpdateOptions{FieldManager: "argocd-application-controller"})
 				}
 			} else {
 				sc := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: e.ns}, Spec: autoscalingv1.ScaleSpec{Replicas: to}}
-				_, err = deployments.UpdateScale(e.ctx, "web", sc, metav1.UpdateOptions{FieldManager: "kube-controller-manager"})
+				_, err = deployments.UpdateScale(ctx, "web", sc, metav1.UpdateOptions{FieldManager: "kube-controller-manager"})
 			}
-			if err != nil && e.ctx.Err() == nil && !apierrors.IsConflict(err) {
+			if err != nil && ctx.Err() == nil && !apierrors.IsConflict(err) {
 				e.t.Logf("fight: %v", err)
 			}
 		}

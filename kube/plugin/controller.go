@@ -95,12 +95,18 @@ func statusWriter(d *appsv1.Deployment) *writer {
 // notObserved returns how long d's latest generation has waited for a
 // controller, when it has waited at least th (ok false otherwise, or
 // when the controller is up to date). known is false when d records no
-// time to measure from; the wait is then d's age.
+// time to measure from; the wait is then d's age. A status written since
+// the change means a controller is acting: one that cannot finish its
+// sync (a new ReplicaSet the API server refuses, say) writes a condition
+// but leaves observedGeneration behind, as upstream's does.
 func notObserved(d *appsv1.Deployment, now time.Time, th time.Duration) (waited time.Duration, known, ok bool) {
 	if d.Status.ObservedGeneration >= d.Generation {
 		return 0, false, false
 	}
 	since := specChangedAt(d)
+	if w := statusWriter(d); w != nil && !since.IsZero() && !w.at.Before(since) {
+		return 0, true, false
+	}
 	known = !since.IsZero()
 	if !known {
 		since = d.CreationTimestamp.Time

@@ -138,6 +138,14 @@ func TestWhyControllerNotObserving(t *testing.T) {
 		wantReport(t, r, text, Stuck, []CauseCode{ControllerNotObserving}, "lease team/ctrlkit-controller: no holder (released): no instance is leading, last renewed 4m0s ago",
 			"kubectl -n team get lease ctrlkit-controller -o wide")
 	})
+	t.Run("a status written since the change", func(t *testing.T) {
+		// The controller acts but cannot finish: a new ReplicaSet the
+		// API server refuses leaves observedGeneration behind.
+		w, st := unobserved(4 * time.Minute)
+		w.d.ManagedFields[1] = mf("kube-controller-manager", metav1.ManagedFieldsOperationUpdate, "status", 4*time.Minute, fieldsStatus)
+		r, text := whyText(t, st)
+		wantReport(t, r, text, Progressing, nil, "GenerationNotObserved")
+	})
 	t.Run("under the threshold", func(t *testing.T) {
 		_, st := unobserved(10 * time.Second)
 		r, text := whyText(t, st)
