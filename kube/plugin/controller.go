@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
 // The finalizers of the garbage collector (metav1.FinalizerOrphanDependents
@@ -95,18 +98,23 @@ func statusWriter(d *appsv1.Deployment) *writer {
 // notObserved returns how long d's latest generation has waited for a
 // controller, when it has waited at least th (ok false otherwise, or
 // when the controller is up to date). known is false when d records no
-// time to measure from; the wait is then d's age. A status written since
-// the change means a controller is acting: one that cannot finish its
-// sync (a new ReplicaSet the API server refuses, say) writes a condition
-// but leaves observedGeneration behind, as upstream's does.
+// time to measure from; the wait is then d's age. A controller that
+// cannot create the new ReplicaSet of the current template writes
+// Progressing=False/ReplicaSetCreateError naming it, but leaves
+// observedGeneration behind (as upstream's does): it is acting, and the
+// refusal is the cause, so that is not a wait.
 func notObserved(d *appsv1.Deployment, now time.Time, th time.Duration) (waited time.Duration, known, ok bool) {
 	if d.Status.ObservedGeneration >= d.Generation {
 		return 0, false, false
 	}
-	since := specChangedAt(d)
-	if w := statusWriter(d); w != nil && !since.IsZero() && !w.at.Before(since) {
-		return 0, true, false
+	if c := rollout.GetCondition(d.Status, appsv1.DeploymentProgressing); c != nil && c.Reason == rollout.ReasonFailedRSCreate {
+		for _, name := range collisionNames(d) {
+			if strings.Contains(c.Message, strconv.Quote(name)) {
+				return 0, true, false
+			}
+		}
 	}
+	since := specChangedAt(d)
 	known = !since.IsZero()
 	if !known {
 		since = d.CreationTimestamp.Time

@@ -138,13 +138,19 @@ func TestWhyControllerNotObserving(t *testing.T) {
 		wantReport(t, r, text, Stuck, []CauseCode{ControllerNotObserving}, "lease team/ctrlkit-controller: no holder (released): no instance is leading, last renewed 4m0s ago",
 			"kubectl -n team get lease ctrlkit-controller -o wide")
 	})
-	t.Run("a status written since the change", func(t *testing.T) {
+	t.Run("the new ReplicaSet refused", func(t *testing.T) {
 		// The controller acts but cannot finish: a new ReplicaSet the
 		// API server refuses leaves observedGeneration behind.
 		w, st := unobserved(4 * time.Minute)
-		w.d.ManagedFields[1] = mf("kube-controller-manager", metav1.ManagedFieldsOperationUpdate, "status", 4*time.Minute, fieldsStatus)
+		name := collisionNames(w.d)[0]
+		w.d.Status.Conditions[0] = appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ReplicaSetCreateError",
+			Message: fmt.Sprintf("Failed to create new replica set %q: replicasets.apps %q is forbidden: exceeded quota: rs", name, name)}
 		r, text := whyText(t, st)
-		wantReport(t, r, text, Progressing, nil, "GenerationNotObserved")
+		wantReport(t, r, text, Stuck, []CauseCode{QuotaExceeded}, "GenerationNotObserved")
+		// One for an older template does not count.
+		w.d.Status.Conditions[0].Message = `Failed to create new replica set "web-0ld": replicasets.apps "web-0ld" is forbidden: exceeded quota: rs`
+		r, text = whyText(t, st)
+		wantReport(t, r, text, Stuck, []CauseCode{ControllerNotObserving, QuotaExceeded})
 	})
 	t.Run("under the threshold", func(t *testing.T) {
 		_, st := unobserved(10 * time.Second)
