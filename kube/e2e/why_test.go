@@ -149,7 +149,9 @@ func whyCases() []whyCase {
 		}),
 		// Issue 31: what why called healthy, and more a user meets.
 		{name: "controller not running", binary: true, state: plugin.Stuck, want: []plugin.CauseCode{plugin.ControllerNotObserving},
-			args: []string{"--unobserved-after", "3s"},
+			// Longer than the 4s lease, which the killed leader renewed
+			// before the change at the latest: it has expired by then.
+			args: []string{"--unobserved-after", "6s"},
 			setup: func(e *env) {
 				e.ctrl.kill(e.t) // SIGKILL: the Lease is left to expire
 				toApp2(e)
@@ -157,7 +159,7 @@ func whyCases() []whyCase {
 			check: func(t *testing.T, e *env, r plugin.WhyReport, text string) {
 				contains("no Deployment controller has acted on generation 2 for", "(status.observedGeneration is 1)",
 					"lease NS/ctrlkit-controller: held by ", "lease expired", "kubectl -n NS get lease ctrlkit-controller -o wide")(t, e, r, text)
-				code, out, errOut := kubectlCtrlkit(t, "plan", "deploy/web", "-n", e.ns, "--unobserved-after", "3s")
+				code, out, errOut := kubectlCtrlkit(t, "plan", "deploy/web", "-n", e.ns, "--unobserved-after", "6s")
 				if code != plugin.ExitStuck || !strings.Contains(out, "predicted: does NOT complete as things stand: no controller has acted on the deployment for ") {
 					t.Errorf("plan: exit %d; want 1 and no completion predicted\n%s%s", code, out, errOut)
 				}
