@@ -148,7 +148,7 @@ func whyCases() []whyCase {
 			e.update("web", func(d *appsv1.Deployment) { d.Spec.Replicas = new(int32(6)) })
 		}),
 		// Issue 31: what why called healthy, and more a user meets.
-		{name: "controller not running", binary: true, state: plugin.Stuck, want: []plugin.CauseCode{plugin.ControllerNotObserving},
+		{name: "controller not running", binary: true, show: true, state: plugin.Stuck, want: []plugin.CauseCode{plugin.ControllerNotObserving},
 			// Longer than the 4s lease, which the killed leader renewed
 			// before the change at the latest: it has expired by then.
 			args: []string{"--unobserved-after", "6s"},
