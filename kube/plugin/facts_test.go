@@ -303,6 +303,12 @@ func TestWhySpecFight(t *testing.T) {
 		r, text := whyText(t, st)
 		wantReport(t, r, text, Complete, nil)
 	})
+	t.Run("an HPA beside Argo CD, no flapping", func(t *testing.T) {
+		_, st := fight()
+		st.Events = nil // Argo CD may ignore spec.replicas: nothing says they disagree
+		r, text := whyText(t, st)
+		wantReport(t, r, text, Complete, nil)
+	})
 	t.Run("an HPA beside a manifest that sets replicas", func(t *testing.T) {
 		w, st := fight()
 		st.Events = nil

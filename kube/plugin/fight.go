@@ -160,17 +160,15 @@ func specFight(d *appsv1.Deployment, st *State, now time.Time) []Cause {
 		hasHPA = hasHPA || p.hpa
 	}
 	if len(fl) == 0 {
-		if len(st.Autoscalers) == 0 || !(appliedReplicas != nil || gitOps(d) != "") {
+		// A GitOps tool's markers do not say whether its manifest sets
+		// replicas (it may ignore the field): only kubectl's record does.
+		if len(st.Autoscalers) == 0 || appliedReplicas == nil {
 			return nil
 		}
 		h := st.Autoscalers[0]
-		who := "the manifest applied by " + cmpOr(gitOps(d), "kubectl apply")
-		val := ""
-		if appliedReplicas != nil {
-			val = fmt.Sprintf(" (replicas: %d in kubectl's last-applied-configuration)", *appliedReplicas)
-		}
 		return []Cause{{Code: SpecFight, Severity: Warning,
-			Message: fmt.Sprintf("HorizontalPodAutoscaler %s manages spec.replicas, and %s sets it too%s: every apply or sync resets the autoscaler's choice", h.Name, who, val),
+			Message: fmt.Sprintf("HorizontalPodAutoscaler %s manages spec.replicas, and the manifest applied by kubectl apply sets it too "+
+				"(replicas: %d in kubectl's last-applied-configuration): every apply resets the autoscaler's choice", h.Name, *appliedReplicas),
 			Objects: []string{"deployment/" + d.Name, "horizontalpodautoscaler/" + h.Name},
 			Fix:     fightFix(d, true)}}
 	}
