@@ -45,6 +45,8 @@ type envOptions struct {
 	readyDelay time.Duration
 	neverReady func(*corev1.Pod) bool
 	noOperator bool
+	// noKubelet runs no kubelet (the test brings its own).
+	noKubelet bool
 	// lowPriorityEvents sets the operator's LowPriorityEvents.
 	lowPriorityEvents bool
 	// faults, if set, runs a simkubelet.FaultKubelet (pods bound to
@@ -76,10 +78,12 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if o.readyDelay == 0 {
 		o.readyDelay = 500 * time.Millisecond
 	}
-	if o.faults != nil {
+	switch {
+	case o.noKubelet:
+	case o.faults != nil:
 		e.faults = &simkubelet.FaultKubelet{Client: cs, Namespace: ns, ReadyDelay: o.readyDelay, Fault: o.faults}
 		wg.Go(func() { _ = e.faults.Run(ctx) })
-	} else {
+	default:
 		e.kubelet = &simkubelet.Kubelet{Client: cs, Namespace: ns, ReadyDelay: o.readyDelay, NeverReady: o.neverReady}
 		wg.Go(func() { _ = e.kubelet.Run(ctx) })
 	}
