@@ -27,9 +27,12 @@
 //     finalizers; garbage collection of dependents through
 //     ownerReferences, Background (the default) or Orphan. Foreground is
 //     treated as Background.
-//   - apps/v1 and core/v1 defaults (including the pod-spec defaults that
-//     enter the pod-template-hash) and the validation controllers rely on,
-//     as Invalid errors with the apiserver's field paths.
+//   - kube-apiserver v1.37's API defaults (package defaults, including the
+//     pod-spec defaults that enter the pod-template-hash) and the
+//     validation controllers rely on (required fields, immutable fields
+//     such as selectors), as Invalid errors with the apiserver's field
+//     paths; the fields each kind's server strategy owns (a status reset
+//     on create, generation rules, a Job's generated selector, …).
 //   - List returns deep copies sorted by namespace and name, with the
 //     current resourceVersion. Watch replays the events after a version
 //     from a bounded history, answers a compacted version with a 410
@@ -56,11 +59,34 @@
 // Watch). Its methods mirror client-go's typed clients — context first,
 // options structs last — except that List returns the items and the
 // resourceVersion. [Client.ListWatcher] satisfies informer.ListWatcher.
-// Other kinds can be stored with [NewResource] and a [Kind]: [KindFor]
-// derives one from a Go type registered in a runtime.Scheme (your custom
-// resources, with the semantics of CRDs), and [AddCoreKinds] adds
-// Namespaces, Services, ConfigMaps, Secrets, ServiceAccounts, Events and
-// Leases. Owner references and garbage collection work across all kinds.
+// Owner references and garbage collection work across all kinds.
+//
+// [New] serves Pods, ReplicaSets and Deployments: enough for a simulation
+// of rollouts. More kinds are added with:
+//
+//   - [AddCoreKinds]: core/v1 Namespace, Service, ConfigMap, Secret,
+//     ServiceAccount, Event; events.k8s.io/v1 Event; coordination.k8s.io/v1
+//     Lease.
+//   - [AddBuiltinKinds] (the test bench's choice): those, and apps/v1
+//     StatefulSet, DaemonSet, ControllerRevision; batch/v1 Job, CronJob;
+//     core/v1 PersistentVolumeClaim, PersistentVolume, Endpoints, Node,
+//     ReplicationController; autoscaling/v2 HorizontalPodAutoscaler;
+//     networking.k8s.io/v1 Ingress, IngressClass, NetworkPolicy;
+//     rbac.authorization.k8s.io/v1 Role, ClusterRole, RoleBinding,
+//     ClusterRoleBinding; discovery.k8s.io/v1 EndpointSlice. Each with its
+//     API defaults, server-set fields, generation rule, status (and, for
+//     StatefulSets and ReplicationControllers, scale) subresource, guarding
+//     validation, and discovery entry with short names and categories.
+//     No controller runs for them, as in envtest: a StatefulSet makes no
+//     pods, a Job runs nothing.
+//   - [NewResource] and a [Kind] for anything else: [KindFor] derives one
+//     from a Go type registered in a runtime.Scheme (your custom
+//     resources, with the semantics of CRDs).
+//
+// A request for a resource the cluster does not serve is answered 404, as
+// kube-apiserver answers it, with a message that names the resource and
+// says which of these adds it; [Cluster.Serves] gives the same answer for
+// a kind, for a harness that reports an informer that never syncs.
 //
 // # The REST API
 //
@@ -83,7 +109,8 @@
 //     apiserver without aggregated discovery.
 //   - get, list, watch, create, update, patch, delete and deletecollection
 //     of every kind, the status subresource of kinds that have one, and the
-//     scale subresource (autoscaling/v1) of Deployments and ReplicaSets.
+//     scale subresource (autoscaling/v1) of Deployments, ReplicaSets,
+//     StatefulSets and ReplicationControllers.
 //     Each request is admitted like a [Client] call, so injected faults
 //     reach REST clients as the status codes kube-apiserver uses, with a
 //     Retry-After header where the error asks to wait (429, server timeout).
@@ -161,12 +188,34 @@
 //
 // # Differences from kube-apiserver
 //
-// No admission, RBAC, authentication, field managers, server-side apply
+// Admission: only what the Priority and DefaultTolerationSeconds plugins
+// do to a new pod (priority 0 and PreemptLowerPriority, or the priority of
+// system-cluster-critical and system-node-critical; tolerations of
+// not-ready and unreachable nodes for 300 s); a pod naming another
+// priority class is stored without a priority (kube-apiserver refuses it
+// unless the PriorityClass exists; memcluster serves none). Left out,
+// because only controllers memcluster does not run take them away again:
+// the finalizers StorageObjectInUseProtection puts on claims and volumes
+// (a deleted claim goes at once, not after its pvc-protection finalizer)
+// and the not-ready taint TaintNodesByCondition puts on a new Node.
+// Validation is kube-apiserver's for what guards controllers (required
+// fields, selectors, immutable fields, the values a controller switches
+// on), not all of it (container names and ports, volumes, probes, metrics
+// of HorizontalPodAutoscalers, …); an immutable-field error prints the
+// apps/v1 value where kube-apiserver prints its internal type, and a
+// claim's spec-change error leaves out the diff. HorizontalPodAutoscalers
+// are served in autoscaling/v2 only (autoscaling/v1 answers 404). Pods'
+// pod-level resources are not defaulted from the containers' and do not
+// enter the QoS class.
+//
+// No RBAC, authentication, field managers, server-side apply
 // (its patches are answered 415), dry run (400), pagination (limit is
 // ignored, as the API allows, and no continue token is issued), field
 // selectors beyond metadata.name/namespace (400 for others), or Foreground
-// deletion; UpdateStatus ignores metadata changes (the apiserver keeps
-// some); garbage collection is synchronous, inside the write that orphans
+// deletion; a status write takes the status, labels and annotations of
+// the object written (a Deployment's annotations only), not its other
+// metadata (kube-apiserver takes all but what the kind's strategy
+// resets); garbage collection is synchronous, inside the write that orphans
 // an object; the watch history is per kind. Lists are served at the
 // current resourceVersion only: an older one with resourceVersionMatch
 // Exact is 410 Expired. A watch's timeoutSeconds is ignored (watches end

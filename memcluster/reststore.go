@@ -23,6 +23,8 @@ type restInfo struct {
 	newObj        func() runtime.Object
 	newList       func() runtime.Object // nil: lists are served as JSON only
 	protobuf      bool                  // the Go types can be encoded as protobuf
+	shortNames    []string              // for discovery
+	categories    []string              // for discovery
 }
 
 // restStore is the type-erased view of a [Resource] that [Handler]
@@ -64,6 +66,8 @@ func (r *Resource[T]) info() restInfo {
 		status:        k.CopyStatus != nil,
 		newObj:        func() runtime.Object { return k.New() },
 		newList:       k.NewList,
+		shortNames:    k.ShortNames,
+		categories:    k.Categories,
 	}
 }
 

@@ -44,19 +44,21 @@ func (r *Resource[T]) createLocked(obj T, ns string) (T, error) {
 			return zero, err
 		}
 	}
+	in.SetUID(r.c.newUIDLocked())
+	in.SetCreationTimestamp(r.c.now())
 	if r.kind.PrepareCreate != nil {
 		r.kind.PrepareCreate(in)
 	}
-	in.SetUID(r.c.newUIDLocked())
-	in.SetCreationTimestamp(r.c.now())
-	in.SetGeneration(1)
+	if r.kind.Generation != nil {
+		in.SetGeneration(1)
+	}
 	in.SetDeletionTimestamp(nil)
 	in.SetDeletionGracePeriodSeconds(nil)
 	in.SetManagedFields(nil)
 	if r.kind.Default != nil {
 		r.kind.Default(in)
 	}
-	errs := apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	errs := apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, r.kind.nameValidator(), field.NewPath("metadata"))
 	if r.kind.Validate != nil {
 		var none T
 		errs = append(errs, r.kind.Validate(in, none)...)
@@ -133,7 +135,7 @@ func (r *Resource[T]) updateLocked(in T) (T, error) {
 		r.kind.Default(in)
 	}
 	errs := apivalidation.ValidateObjectMetaAccessorUpdate(in, old, field.NewPath("metadata"))
-	errs = append(errs, apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))...)
+	errs = append(errs, apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, r.kind.nameValidator(), field.NewPath("metadata"))...)
 	if r.kind.Validate != nil {
 		errs = append(errs, r.kind.Validate(in, old)...)
 	}

@@ -61,7 +61,7 @@ func realAPIServer(t *testing.T) *rest.Config {
 func memAPIServer(t *testing.T) (*rest.Config, *memcluster.Cluster) {
 	t.Helper()
 	c := memcluster.New(memcluster.Config{Seed: 1})
-	memcluster.AddCoreKinds(c)
+	memcluster.AddBuiltinKinds(c)
 	cfg := &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: memcluster.NewHandler(c)}, QPS: -1}
 	return cfg, c
 }
