@@ -195,7 +195,7 @@ func builtinCases() []builtinCase {
 				"spec.preemptionPolicy": `"PreemptLowerPriority"`, "spec.tolerations.1.key": `"node.kubernetes.io/unreachable"`,
 				"spec.containers.0.imagePullPolicy": `"Always"`, "spec.enableServiceLinks": "true"},
 			status: `{"phase":"Running","podIP":"10.0.0.5"}`, wantStatus: map[string]string{"status.podIPs.0.ip": `"10.0.0.5"`, "status.qosClass": `"Guaranteed"`},
-			shortNames: []string{"po"}, categories: []string{"all"}, subresources: []string{"status"}},
+			shortNames: []string{"po"}, categories: []string{"all"}, subresources: []string{"status", "eviction"}},
 	}
 }
 
@@ -525,8 +525,9 @@ func TestAddBuiltinKindsKeepsKinds(t *testing.T) {
 	if ss.Spec.Replicas != nil {
 		t.Errorf("the user's StatefulSet kind was replaced: replicas defaulted to %d", *ss.Spec.Replicas)
 	}
-	if n := len(c.order); n != len(builtins) {
-		t.Errorf("%d kinds, want %d", n, len(builtins))
+	// The table's kinds and policy/v1 PodDisruptionBudget (see pdb_test.go).
+	if n := len(c.order); n != len(builtins)+1 {
+		t.Errorf("%d kinds, want %d", n, len(builtins)+1)
 	}
 }
 

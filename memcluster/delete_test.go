@@ -358,7 +358,7 @@ func TestDefaultPropagationOfJobsAndEvents(t *testing.T) {
 		t.Errorf("world after deleting a job mismatch (-want +got):\n%s", diff)
 	}
 	events := kindClient[*corev1.Event](c, schema.GroupKind{Kind: "Event"}, "ns")
-	must(events.Create(ctxT(t), &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e"}}, metav1.CreateOptions{}))(t)
+	must(events.Create(ctxT(t), &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e"}, InvolvedObject: corev1.ObjectReference{Namespace: "ns"}}, metav1.CreateOptions{}))(t)
 	fg := metav1.DeletePropagationForeground
 	if err := events.Delete(ctxT(t), "e", metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
 		t.Fatal(err)

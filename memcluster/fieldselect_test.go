@@ -38,9 +38,9 @@ func TestFieldSelectors(t *testing.T) {
 	b.Status.PodIPs = []corev1.PodIP{{IP: "10.0.0.5"}}
 	must(c.Pods("ns").UpdateStatus(ctx, b, metav1.UpdateOptions{}))(t)
 	events := kindClient[*corev1.Event](c, schema.GroupKind{Kind: "Event"}, "ns")
-	must(events.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e1"}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "a"},
+	must(events.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e1"}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: "a"},
 		Reason: "Started", Type: "Normal", Source: corev1.EventSource{Component: "kubelet"}}, metav1.CreateOptions{}))(t)
-	must(events.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e2"}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "b"},
+	must(events.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e2"}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: "b"},
 		Reason: "Killing", Type: "Warning", ReportingController: "ctrl"}, metav1.CreateOptions{}))(t)
 	newEvents := kindClient[*eventsv1.Event](c, schema.GroupKind{Group: "events.k8s.io", Kind: "Event"}, "ns")
 	must(newEvents.Create(ctx, &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Regarding: corev1.ObjectReference{Kind: "Pod", Name: "c"},
