@@ -95,6 +95,10 @@ type trackedWrite struct {
 	// empty when the create failed, maybe ambiguously).
 	create bool
 	uid    types.UID
+	// failed marks a ReplicaSet update or patch that returned an error;
+	// replaced is the cached version it was based on.
+	failed   bool
+	replaced string
 }
 
 // deploymentWrites is the Deployment controller's view of its writes: the
@@ -110,7 +114,10 @@ type trackedWrite struct {
 // Recreate). So the next sync of that Deployment waits until the cache has
 // it, or until a live read says it is gone. Failed creates are tracked the
 // same way: the error may hide a create that happened (a lost response, a
-// timeout).
+// timeout). So are failed ReplicaSet updates and patches, by the packaged
+// controller's rule (deployment.WritePending): if a live read finds a
+// newer version than the cache's, the next sync waits for its event
+// instead of sizing a rollout step on a stale spec.replicas.
 type deploymentWrites struct {
 	marks *writeMarks
 	// live reads ReplicaSets from the API server, bypassing the cache.
@@ -140,6 +147,11 @@ func (t *deploymentWrites) behind(ctx context.Context, d types.NamespacedName) (
 			if err != nil || waiting {
 				return waiting, err
 			}
+		} else if w.failed {
+			waiting, err := t.writePending(ctx, w)
+			if err != nil || waiting {
+				return waiting, err
+			}
 		} else if t.marks.behind(ctx, w.markKey) {
 			return true, nil
 		}
@@ -165,6 +177,38 @@ func (t *deploymentWrites) createPending(ctx context.Context, w trackedWrite) (b
 		}
 		return rs, nil
 	})
+}
+
+// writePending reports whether the failed write w has left the cache
+// behind the API server (deployment.WritePending); if so it marks the
+// ReplicaSet, so that the ReplicaSet controller waits for its event too.
+func (t *deploymentWrites) writePending(ctx context.Context, w trackedWrite) (bool, error) {
+	waiting, err := deployment.WritePending(ctx, w.key, w.replaced, func(key types.NamespacedName) (string, bool) {
+		rv := t.marks.cachedRV(ctx, markKey{key: key})
+		return rv, rv != ""
+	}, func(ctx context.Context, key types.NamespacedName) (*appsv1.ReplicaSet, error) {
+		rs := &appsv1.ReplicaSet{}
+		if err := t.live.Get(ctx, key, rs); err != nil {
+			return nil, err
+		}
+		return rs, nil
+	})
+	if waiting {
+		t.marks.mu.Lock()
+		t.marks.replaced[w.markKey] = w.replaced
+		t.marks.mu.Unlock()
+	}
+	return waiting, err
+}
+
+// failed records a ReplicaSet update or patch that returned err, made
+// while syncing the Deployment in ctx; replaced is the cached version
+// before it.
+func (t *deploymentWrites) failed(ctx context.Context, k markKey, replaced string, err error) {
+	if replaced == "" || !deployment.MayHaveChanged(err) {
+		return
+	}
+	t.record(ctx, trackedWrite{markKey: k, failed: true, replaced: replaced})
 }
 
 // cachedUID returns the UID of the cached ReplicaSet key, if the cache has
@@ -198,8 +242,8 @@ func (t *deploymentWrites) wrote(ctx context.Context, k markKey, replaced string
 }
 
 // trackingDeploymentClient reports the Deployment controller's ReplicaSet
-// creates, and its successful updates and patches, to its
-// deploymentWrites. The cached version is read before an update: read
+// creates, its successful updates and patches, and its failed ReplicaSet
+// updates and patches, to its deploymentWrites. The cached version is read before an update: read
 // after, it could already be the write's own event.
 type trackingDeploymentClient struct {
 	deployment.Client
@@ -225,6 +269,8 @@ func (c trackingDeploymentClient) UpdateReplicaSet(ctx context.Context, rs *apps
 	out, err := c.Client.UpdateReplicaSet(ctx, rs)
 	if err == nil && out != nil {
 		c.t.wrote(ctx, k, replaced, out)
+	} else if err != nil {
+		c.t.failed(ctx, k, replaced, err)
 	}
 	return out, err
 }
@@ -235,6 +281,8 @@ func (c trackingDeploymentClient) PatchReplicaSet(ctx context.Context, key types
 	out, err := c.Client.PatchReplicaSet(ctx, key, pt, data)
 	if err == nil && out != nil {
 		c.t.wrote(ctx, k, replaced, out)
+	} else if err != nil {
+		c.t.failed(ctx, k, replaced, err)
 	}
 	return out, err
 }

@@ -8,12 +8,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -373,5 +375,179 @@ func TestCreatePending(t *testing.T) {
 				t.Errorf("live read made: %t; want %t", read, tc.wantLive)
 			}
 		})
+	}
+}
+
+// lostScale is the world, except that while lose is set a ReplicaSet
+// update that grows a ReplicaSet reports a server error after it happened
+// (a response lost on the way back).
+type lostScale struct {
+	*world
+	lose atomic.Bool
+}
+
+func (l *lostScale) UpdateReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
+	l.mu.Lock()
+	before := ptrVal(l.rss[types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}].Spec.Replicas)
+	l.mu.Unlock()
+	out, err := l.world.UpdateReplicaSet(ctx, rs)
+	if err != nil || !l.lose.Load() || *rs.Spec.Replicas <= before {
+		return out, err
+	}
+	return nil, apierrors.NewTooManyRequests("response lost", 1)
+}
+
+// A scale that failed may have happened (e2e soak seed 3878): a rollback
+// grew the old ReplicaSet A from 3 to 6, but the answer was an error, and
+// the cache still has A at 3 when the template changes again. Upstream
+// sizes the next ReplicaSet from that stale spec.replicas: 4 more pods, 10
+// in all for 6 + maxSurge 1. The controller settles the failed write with
+// a live read and waits for A's event.
+func TestControllerWaitsForItsFailedScales(t *testing.T) {
+	w := newWorld()
+	w.unhealthyImage = "web:v2"
+	d0 := newDeployment(6, "web:v1")
+	surge, unavailable := intstr.FromInt32(1), intstr.FromString("50%")
+	d0.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable}
+	d := w.addDeployment(d0)
+	key := deployment.KeyOf(d)
+	client := &lostScale{world: w}
+	r := runTracked(t, w, d, client)
+	seen := map[string]bool{}
+	deliver := func() { // every event arrives
+		settle(t, r.fc)
+		cur, err := w.Get(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.dw.Modify(cur)
+		for _, rs := range w.replicaSets() {
+			if seen[rs.Name] {
+				r.rsw.Modify(rs)
+			} else {
+				seen[rs.Name] = true
+				r.rsw.Add(rs)
+			}
+		}
+		settle(t, r.fc)
+	}
+	feed := func() { // the pods follow, and every event arrives
+		settle(t, r.fc)
+		w.settle()
+		deliver()
+	}
+	setImage := func(img string) {
+		w.edit(key, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = img })
+		cur, err := w.Get(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.dw.Modify(cur)
+		settle(t, r.fc)
+	}
+	feed()
+	feed() // A at 6, available
+	setImage("web:v2")
+	feed() // B (never available) at 1, A down to 3
+	feed() // B up to 4
+	sizes := func() (map[string]int32, int32) {
+		m := map[string]int32{}
+		var total int32
+		for _, rs := range w.replicaSets() {
+			m[image(rs)] = *rs.Spec.Replicas
+			total += *rs.Spec.Replicas
+		}
+		return m, total
+	}
+	if got, _ := sizes(); !cmp.Equal(got, map[string]int32{"web:v1": 3, "web:v2": 4}) {
+		t.Fatalf("ReplicaSets by image before the rollback = %v; want web:v1 at 3, web:v2 at 4", got)
+	}
+
+	// Roll back: B is scaled down to 0, and once the events have arrived
+	// A is scaled up to 6, but the answer is an error. The retries (the
+	// clock moves on) find the cache behind the server.
+	client.lose.Store(true)
+	setImage("web:v1")
+	deliver()
+	client.lose.Store(false)
+	r.fc.Step(time.Second)
+	settle(t, r.fc)
+	if got, _ := sizes(); got["web:v1"] != 6 {
+		t.Fatalf("ReplicaSets by image after the lost scale = %v; want web:v1 at 6", got)
+	}
+
+	// A new template, whose event arrives before A's: nothing is sized
+	// from A's stale spec.replicas.
+	setImage("web:v3")
+	r.fc.Step(time.Second)
+	settle(t, r.fc)
+	if got, total := sizes(); total > 6+1 {
+		t.Fatalf("a sync on A's stale size: ReplicaSets by image = %v, %d replicas, more than 6+1", got, total)
+	}
+
+	// A's event arrives: the rollout goes on within maxSurge.
+	feed()
+	if got, total := sizes(); total > 6+1 || got["web:v3"] != 1 {
+		t.Errorf("ReplicaSets by image = %v, %d replicas in all; want web:v3 at 1, at most 6+1 in all", got, total)
+	}
+}
+
+// WritePending, the rule both the Controller and the controller-runtime
+// adapter settle failed ReplicaSet writes by, case by case.
+func TestWritePending(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "web-1"}
+	rs := func(rv string) *appsv1.ReplicaSet {
+		return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", ResourceVersion: rv}}
+	}
+	boom := errors.New("boom")
+	notFound := apierrors.NewNotFound(appsv1.Resource("replicasets"), "web-1")
+	tests := []struct {
+		name     string
+		cached   string // "" : not cached
+		live     *appsv1.ReplicaSet
+		liveErr  error
+		want     bool
+		wantErr  bool
+		wantLive bool
+	}{
+		{name: "the cache moved on", cached: "8", want: false},
+		{name: "not cached any more", cached: "", want: false},
+		{name: "the write happened", cached: "7", live: rs("9"), want: true, wantLive: true},
+		{name: "it did not", cached: "7", live: rs("7"), want: false, wantLive: true},
+		{name: "deleted", cached: "7", liveErr: notFound, want: false, wantLive: true},
+		{name: "live read fails", cached: "7", liveErr: boom, wantErr: true, wantLive: true},
+		{name: "live read returns nothing", cached: "7", wantErr: true, wantLive: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var read bool
+			got, err := deployment.WritePending(context.Background(), key, "7",
+				func(types.NamespacedName) (string, bool) { return tc.cached, tc.cached != "" },
+				func(context.Context, types.NamespacedName) (*appsv1.ReplicaSet, error) {
+					read = true
+					return tc.live, tc.liveErr
+				})
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("WritePending() = %v, %v; want error %t", got, err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Errorf("WritePending() = %t; want %t", got, tc.want)
+			}
+			if read != tc.wantLive {
+				t.Errorf("live read made: %t; want %t", read, tc.wantLive)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false}, {notFound, false}, {apierrors.NewBadRequest("x"), false},
+		{apierrors.NewConflict(appsv1.Resource("replicasets"), "web-1", boom), true},
+		{apierrors.NewTooManyRequests("x", 1), true}, {apierrors.NewTimeoutError("x", 1), true}, {boom, true},
+	} {
+		if got := deployment.MayHaveChanged(tc.err); got != tc.want {
+			t.Errorf("MayHaveChanged(%v) = %t; want %t", tc.err, got, tc.want)
+		}
 	}
 }
