@@ -7,6 +7,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ctrlkit/ctrlkit/features"
 )
 
 // Input is the snapshot one sync of a ReplicaSet decides from. Everything
@@ -32,6 +34,11 @@ type Input struct {
 	// BurstReplicas caps the pods created or deleted by one plan; 0 means
 	// [BurstReplicas].
 	BurstReplicas int
+	// FeatureGates are the gates to decide with; the zero value is
+	// v1.37's defaults. PodDeletionCost off ranks pods for deletion
+	// without their deletion cost; DeploymentReplicaSetTerminatingReplicas
+	// off leaves status.terminatingReplicas nil.
+	FeatureGates features.Gates
 }
 
 // ManageReplicas decides one sync of a ReplicaSet at time now: the pods to
@@ -63,6 +70,9 @@ func ManageReplicas(in Input, now time.Time) (Plan, error) {
 	if n := replicas(in.ReplicaSet); n < 0 {
 		return Plan{}, fmt.Errorf("replicaset: ManageReplicas: spec.replicas is negative (%d)", n)
 	}
+	if err := in.FeatureGates.Validate(); err != nil {
+		return Plan{}, fmt.Errorf("replicaset: ManageReplicas: %w", err)
+	}
 	for _, l := range []struct {
 		what string
 		pods []*corev1.Pod
@@ -90,7 +100,7 @@ func manageReplicas(in Input, counts *podCounts, now time.Time) Plan {
 			p.Actions = []Action{CreatePods{Count: n}}
 			p.Expect = &Expect{Creations: n}
 		case diff > 0:
-			victims := podsToDelete(in.Active, in.Related, min(diff, burst), now)
+			victims := podsToDelete(in.Active, in.Related, min(diff, burst), now, in.FeatureGates.Enabled(features.PodDeletionCost))
 			uids := make([]types.UID, len(victims))
 			for i, v := range victims {
 				uids[i] = v.UID
@@ -100,10 +110,11 @@ func manageReplicas(in Input, counts *podCounts, now time.Time) Plan {
 		}
 	}
 	var st appsv1.ReplicaSetStatus
+	terminatingOn := in.FeatureGates.Enabled(features.DeploymentReplicaSetTerminatingReplicas)
 	if counts != nil {
-		st = statusFromCounts(rs, *counts, in.Terminating, nil, now)
+		st = statusFromCounts(rs, *counts, in.Terminating, nil, now, terminatingOn)
 	} else {
-		st = calculateStatus(rs, in.Active, in.Terminating, nil, now)
+		st = calculateStatus(rs, in.Active, in.Terminating, nil, now, terminatingOn)
 	}
 	if w, ok := StatusToWrite(rs, st); ok {
 		p.Status = new(appsv1.ReplicaSetStatus) // allocated only when there is one to write

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/features"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
@@ -63,6 +65,11 @@ type ReconcilerConfig struct {
 	// events trigger, which counts those pods: one status write per
 	// round instead of two. See [Reconciler.Reconcile].
 	EagerStatus bool
+	// FeatureGates are kube-controller-manager's feature gates this
+	// controller consults; the zero value is v1.37's defaults. See the
+	// package doc for what each one changes. [Reconciler.SetFeatureGates]
+	// switches them on a running Reconciler.
+	FeatureGates features.Gates
 }
 
 func (c *ReconcilerConfig) validate() error {
@@ -75,6 +82,9 @@ func (c *ReconcilerConfig) validate() error {
 		return errors.New("replicaset: ReconcilerConfig.Client is nil")
 	case c.BurstReplicas < 0:
 		return fmt.Errorf("replicaset: ReconcilerConfig.BurstReplicas is negative (%d)", c.BurstReplicas)
+	}
+	if err := c.FeatureGates.Validate(); err != nil {
+		return fmt.Errorf("replicaset: ReconcilerConfig.FeatureGates: %w", err)
 	}
 	return nil
 }
@@ -96,6 +106,7 @@ type Reconciler struct {
 	burst    int
 	exp      *Expectations
 	eager    bool
+	gates    atomic.Pointer[features.Gates]
 
 	selectors selectorCache
 	bufs      podBuffers // pod lists read through a podAppender
@@ -128,7 +139,25 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 	if r.exp == nil {
 		r.exp = &Expectations{}
 	}
+	gates := cfg.FeatureGates
+	r.gates.Store(&gates)
 	return r, nil
+}
+
+// FeatureGates returns the feature gates the Reconciler decides with.
+func (r *Reconciler) FeatureGates() features.Gates { return *r.gates.Load() }
+
+// SetFeatureGates switches the feature gates of the Reconciler (and of
+// the [Controller] that runs it): syncs that start afterwards decide with
+// g, as upstream's controllers do with a gate switched in their process
+// (a real kube-controller-manager takes its gates at start). An invalid
+// setting is an error, and changes nothing.
+func (r *Reconciler) SetFeatureGates(g features.Gates) error {
+	if err := g.Validate(); err != nil {
+		return fmt.Errorf("replicaset: SetFeatureGates: %w", err)
+	}
+	r.gates.Store(&g)
+	return nil
 }
 
 // Expectations returns the expectation record the Reconciler consults and
@@ -234,9 +263,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 	if err != nil {
 		return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
 	}
+	gates := r.FeatureGates()
+	terminatingOn := gates.Enabled(features.DeploymentReplicaSetTerminatingReplicas)
+	if !terminatingOn {
+		terminating = nil // upstream does not collect them then
+	}
 	in := Input{
 		ReplicaSet: rs, Active: active, Terminating: terminating,
-		ExpectationsSatisfied: satisfied, BurstReplicas: r.burst,
+		ExpectationsSatisfied: satisfied, BurstReplicas: r.burst, FeatureGates: gates,
 	}
 	if satisfied && rs.DeletionTimestamp == nil && len(active) > replicas(rs) {
 		if in.Related, err = r.relatedPods(ctx, rs); err != nil {
@@ -250,11 +284,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		// or deletes; the status counted from it must not say this
 		// generation is accounted for (see above).
 		plan.Status = nil
-		st := statusFromCounts(rs, counts, terminating, nil, now)
+		st := statusFromCounts(rs, counts, terminating, nil, now, terminatingOn)
 		if deleting := r.exp.PendingDeletions(key); len(deleting) > 0 {
 			// The pods this controller is deleting are not active, whatever
 			// its cache says yet.
-			st = statusDeleting(rs, active, terminating, deleting, now)
+			st = statusDeleting(rs, active, terminating, deleting, now, terminatingOn)
 		}
 		if st, ok := heldStatus(rs, st); ok {
 			plan.Status = &st
@@ -286,7 +320,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		// Time has passed and the round may have failed: decide the status
 		// again, as upstream does after manageReplicas.
 		now = r.clock.Now()
-		st := calculateStatus(rs, active, terminating, manageErr, now)
+		st := calculateStatus(rs, active, terminating, manageErr, now, terminatingOn)
 		plan.Status = nil
 		if w, ok := StatusToWrite(rs, st); ok {
 			plan.Status = &w
