@@ -77,6 +77,10 @@ type ControllerConfig struct {
 	// version its cache holds, as upstream does then.
 	// Reconciler().SetFeatureGates switches them while it runs.
 	FeatureGates features.Gates
+	// TrustExpiredExpectations is upstream's behaviour on an expired
+	// expectation (kubernetes#129795); see
+	// [ReconcilerConfig.TrustExpiredExpectations].
+	TrustExpiredExpectations bool
 }
 
 // Controller is the ReplicaSet controller: informer event handlers feed a
@@ -131,6 +135,7 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 		ReplicaSets: rss, Pods: pods, Client: client,
 		Events: cfg.Events, Clock: clk, BurstReplicas: cfg.BurstReplicas,
 		EagerStatus: cfg.EagerStatus, FeatureGates: cfg.FeatureGates,
+		TrustExpiredExpectations: cfg.TrustExpiredExpectations,
 	})
 	if err != nil {
 		return nil, err

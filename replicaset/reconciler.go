@@ -70,6 +70,15 @@ type ReconcilerConfig struct {
 	// package doc for what each one changes. [Reconciler.SetFeatureGates]
 	// switches them on a running Reconciler.
 	FeatureGates features.Gates
+	// TrustExpiredExpectations takes an expectation that expired for
+	// satisfied without looking, as upstream does (kubernetes#129795): a
+	// pod cache that lags the API server by more than
+	// [ExpectationsTimeout] then makes the controller create the pods it
+	// has created already, or delete more than it meant to. By default
+	// the Reconciler reads the pods it waits for from the API server
+	// first, and renews the expectation while the cache is behind its own
+	// writes (a deliberate difference; see the package doc).
+	TrustExpiredExpectations bool
 }
 
 func (c *ReconcilerConfig) validate() error {
@@ -107,11 +116,14 @@ type Reconciler struct {
 	exp      *Expectations
 	eager    bool
 	gates    atomic.Pointer[features.Gates]
+	// trustExpired is ReconcilerConfig.TrustExpiredExpectations.
+	trustExpired bool
 
 	selectors selectorCache
 	bufs      podBuffers // pod lists read through a podAppender
 	memos     podMemos   // what the last sync of each ReplicaSet learnt of its pods
 	unsettled unsettledDeletions
+	written   writtenPods // what the last round of creations made
 }
 
 // NewReconciler returns a Reconciler for cfg, or an error naming the first
@@ -123,7 +135,7 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 	r := &Reconciler{
 		rss: cfg.ReplicaSets, pods: cfg.Pods, client: cfg.Client,
 		events: cfg.Events, clock: cfg.Clock, burst: cfg.BurstReplicas, exp: cfg.Expectations,
-		eager: cfg.EagerStatus,
+		eager: cfg.EagerStatus, trustExpired: cfg.TrustExpiredExpectations,
 	}
 	r.index, _ = cfg.Pods.(reconcile.ByController[*corev1.Pod])
 	r.rssIndex, _ = cfg.ReplicaSets.(reconcile.ByController[*appsv1.ReplicaSet])
@@ -239,6 +251,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 			r.selectors.forget(key)
 			r.memos.forget(key)
 			r.unsettled.forget(key)
+			r.written.forget(key)
 			return Result{}, nil
 		}
 		return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
@@ -248,6 +261,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 	}
 	now := r.clock.Now()
 	satisfied := r.exp.Satisfied(key, now)
+	x, hasExp := r.exp.Get(key)
+	expired := satisfied && r.expiredUnobserved(x, hasExp, now)
+	if hasExp && x.Fulfilled() {
+		r.written.forget(key)
+	}
 	selector, err := r.selectors.get(key, rs.Spec.Selector)
 	if err != nil {
 		return Result{}, reconcile.Terminal(fmt.Errorf("replicaset %s: invalid selector: %w", key, err))
@@ -262,6 +280,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 	active, terminating, counts, err := r.claim(ctx, key, rs, selector, now, buf)
 	if err != nil {
 		return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
+	}
+	if expired {
+		// Deviation (kubernetes#129795): see expiry.go.
+		behind, why, err := r.cacheBehind(ctx, key, rs.UID, active, terminating)
+		if err != nil {
+			return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
+		}
+		if behind {
+			satisfied = false
+			r.exp.Renew(key, now)
+			log.Info("Expectations expired, but the pod cache is behind this controller's writes: waiting again", "replicaSet", key, "reason", why)
+			r.events.Event(rs, corev1.EventTypeWarning, ReasonExpectationsRenewed,
+				fmt.Sprintf("Waiting another %v for the pod cache: %s", ExpectationsTimeout, why))
+		} else {
+			r.written.forget(key)
+		}
 	}
 	gates := r.FeatureGates()
 	terminatingOn := gates.Enabled(features.DeploymentReplicaSetTerminatingReplicas)
@@ -305,6 +339,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		r.exp.Record(key, plan.Expect, now)
 		var applied Applied
 		applied, manageErr = apply(ctx, r.client, r.events, rs, plan, clock.IsDeterministic(r.clock))
+		if plan.Expect != nil && plan.Expect.Deletions == nil {
+			r.written.set(key, applied.CreatedPods)
+		}
 		r.exp.Lower(key, applied.CreatesSkipped, 0)
 		for _, uid := range applied.DeletesFailed {
 			r.exp.DeletionObserved(key, uid)
