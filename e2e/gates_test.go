@@ -90,7 +90,9 @@ func randomGatesRun(t *testing.T, seed uint64) {
 
 // randomGates sets each gate to its default, on or off.
 func randomGates(rnd *rand.Rand) features.Gates {
-	pick := func() features.Setting { return []features.Setting{features.Default, features.On, features.Off}[rnd.IntN(3)] }
+	pick := func() features.Setting {
+		return []features.Setting{features.Default, features.On, features.Off}[rnd.IntN(3)]
+	}
 	return features.Gates{
 		DeploymentReplicaSetTerminatingReplicas: pick(),
 		PodDeletionCost:                         pick(),
