@@ -81,6 +81,10 @@ type ControllerConfig struct {
 	// expectation (kubernetes#129795); see
 	// [ReconcilerConfig.TrustExpiredExpectations].
 	TrustExpiredExpectations bool
+	// ReplaceRejectedPodsAtOnce is upstream's pace of replacing pods the
+	// kubelet rejects (kubernetes#72593); see
+	// [ReconcilerConfig.ReplaceRejectedPodsAtOnce].
+	ReplaceRejectedPodsAtOnce bool
 }
 
 // Controller is the ReplicaSet controller: informer event handlers feed a
@@ -135,7 +139,8 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 		ReplicaSets: rss, Pods: pods, Client: client,
 		Events: cfg.Events, Clock: clk, BurstReplicas: cfg.BurstReplicas,
 		EagerStatus: cfg.EagerStatus, FeatureGates: cfg.FeatureGates,
-		TrustExpiredExpectations: cfg.TrustExpiredExpectations,
+		TrustExpiredExpectations:  cfg.TrustExpiredExpectations,
+		ReplaceRejectedPodsAtOnce: cfg.ReplaceRejectedPodsAtOnce,
 	})
 	if err != nil {
 		return nil, err

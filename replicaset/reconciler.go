@@ -79,6 +79,13 @@ type ReconcilerConfig struct {
 	// first, and renews the expectation while the cache is behind its own
 	// writes (a deliberate difference; see the package doc).
 	TrustExpiredExpectations bool
+	// ReplaceRejectedPodsAtOnce replaces pods the kubelet rejected
+	// (OutOfcpu, NodeAffinity, UnexpectedAdmissionError, ...) as soon as
+	// they fail, however often that happens, as upstream does
+	// (kubernetes#72593: a hot loop when every replacement is rejected
+	// too). By default the first is replaced at once and the next ones
+	// after a backoff, one at a time (see [RejectionBackoff]).
+	ReplaceRejectedPodsAtOnce bool
 }
 
 func (c *ReconcilerConfig) validate() error {
@@ -118,6 +125,8 @@ type Reconciler struct {
 	gates    atomic.Pointer[features.Gates]
 	// trustExpired is ReconcilerConfig.TrustExpiredExpectations.
 	trustExpired bool
+	// replaceAtOnce is ReconcilerConfig.ReplaceRejectedPodsAtOnce.
+	replaceAtOnce bool
 
 	selectors selectorCache
 	bufs      podBuffers // pod lists read through a podAppender
@@ -136,6 +145,7 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 		rss: cfg.ReplicaSets, pods: cfg.Pods, client: cfg.Client,
 		events: cfg.Events, clock: cfg.Clock, burst: cfg.BurstReplicas, exp: cfg.Expectations,
 		eager: cfg.EagerStatus, trustExpired: cfg.TrustExpiredExpectations,
+		replaceAtOnce: cfg.ReplaceRejectedPodsAtOnce,
 	}
 	r.index, _ = cfg.Pods.(reconcile.ByController[*corev1.Pod])
 	r.rssIndex, _ = cfg.ReplicaSets.(reconcile.ByController[*appsv1.ReplicaSet])
@@ -277,7 +287,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 	}
 	buf := r.bufs.get()
 	defer r.bufs.put(buf) // nothing of this sync keeps the lists it reads
-	active, terminating, counts, err := r.claim(ctx, key, rs, selector, now, buf)
+	active, terminating, failed, counts, err := r.claim(ctx, key, rs, selector, now, buf)
 	if err != nil {
 		return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
 	}
@@ -303,8 +313,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		terminating = nil // upstream does not collect them then
 	}
 	in := Input{
-		ReplicaSet: rs, Active: active, Terminating: terminating,
+		ReplicaSet: rs, Active: active, Terminating: terminating, Failed: failed,
 		ExpectationsSatisfied: satisfied, BurstReplicas: r.burst, FeatureGates: gates,
+		ReplaceRejectedAtOnce: r.replaceAtOnce,
 	}
 	if satisfied && rs.DeletionTimestamp == nil && len(active) > replicas(rs) {
 		if in.Related, err = r.relatedPods(ctx, rs); err != nil {
@@ -349,7 +360,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		// applied.DeletesUnsettled stay expected: they may have happened.
 		// The next sync settles them with a live read (settle).
 		r.unsettled.add(key, active, applied.DeletesUnsettled)
-		if manageErr == nil && !r.eager {
+		if manageErr == nil && !r.eager && plan.Expect != nil {
 			// Every write succeeded: the pod events they cause sync the key
 			// again and write the status (see above).
 			return Result{RequeueAfter: ExpectationsTimeout + time.Second}, nil
@@ -379,9 +390,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		if st == nil {
 			st = &rs.Status
 		}
-		return Result{RequeueAfter: sooner(AvailabilityRequeue(rs, st, active, now, r.clock.Now()), expiry)}, nil
+		return Result{RequeueAfter: sooner(sooner(AvailabilityRequeue(rs, st, active, now, r.clock.Now()), expiry), plan.ReplaceAfter)}, nil
 	}
-	return Result{RequeueAfter: expiry}, nil
+	return Result{RequeueAfter: sooner(expiry, plan.ReplaceAfter)}, nil
 }
 
 // sooner returns the shorter of two positive delays; 0 means none.
@@ -397,10 +408,10 @@ func sooner(a, b time.Duration) time.Duration {
 // makes the status counts of the active pods at now in the same pass.
 // When a PodCache lists many pods, what it reads of each pod object is
 // remembered for the next sync of key (see podMemo).
-func (r *Reconciler) claim(ctx context.Context, key types.NamespacedName, rs *appsv1.ReplicaSet, selector *labelMatcher, now time.Time, buf *[]*corev1.Pod) (active, terminating []*corev1.Pod, counts podCounts, err error) {
+func (r *Reconciler) claim(ctx context.Context, key types.NamespacedName, rs *appsv1.ReplicaSet, selector *labelMatcher, now time.Time, buf *[]*corev1.Pod) (active, terminating, failed []*corev1.Pod, counts podCounts, err error) {
 	lists, err := r.listPods(ctx, rs, buf)
 	if err != nil {
-		return nil, nil, podCounts{}, err
+		return nil, nil, nil, podCounts{}, err
 	}
 	kept := newPodCollector(lists[0], len(lists[0])+len(lists[1]))
 	var errs []error
@@ -431,8 +442,11 @@ func (r *Reconciler) claim(ctx context.Context, key types.NamespacedName, rs *ap
 			}
 			match := f.has(factMatch)
 			if !f.has(factActive) {
-				if f.has(factControlled) && f.has(factTerminating) && match {
+				switch {
+				case f.has(factControlled) && f.has(factTerminating) && match:
 					terminating = append(terminating, p) // IsClaimed
+				case f.has(factControlled) && match && p.Status.Phase == corev1.PodFailed:
+					failed = append(failed, p) // for the rejected pods' backoff
 				}
 				continue
 			}
@@ -460,9 +474,9 @@ func (r *Reconciler) claim(ctx context.Context, key types.NamespacedName, rs *ap
 		}
 	}
 	if len(errs) > 0 {
-		return nil, nil, podCounts{}, errors.Join(errs...)
+		return nil, nil, nil, podCounts{}, errors.Join(errs...)
 	}
-	return kept.pods, terminating, counts, nil
+	return kept.pods, terminating, failed, counts, nil
 }
 
 // listPods returns the candidate pods of rs in up to two lists: through the
