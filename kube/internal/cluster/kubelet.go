@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -25,6 +26,12 @@ type Kubelet struct {
 	// NeverReady, if set, picks pods that stay Pending forever (a broken
 	// image, say).
 	NeverReady func(*corev1.Pod) bool
+	// Reject, if set, picks pods the kubelet refuses at admission, with
+	// its reason and message (OutOfcpu, "Node didn't have enough
+	// resource: ..."): as a real kubelet, it sets them Failed with that
+	// reason and "Pod was rejected: " and the message, and records a
+	// Warning event on the pod from the kubelet.
+	Reject func(*corev1.Pod) (reason, message string, rejected bool)
 }
 
 // Run watches pods until ctx is done. It returns once every status update
@@ -66,6 +73,12 @@ func (k *Kubelet) Run(ctx context.Context) error {
 				continue
 			}
 			seen[pod.UID] = true
+			if k.Reject != nil {
+				if reason, message, ok := k.Reject(pod); ok {
+					wg.Go(func() { k.reject(ctx, pod, reason, message) })
+					continue
+				}
+			}
 			if k.NeverReady != nil && k.NeverReady(pod) {
 				continue
 			}
@@ -116,6 +129,41 @@ func (k *Kubelet) makeReady(ctx context.Context, name string, uid types.UID) {
 			case <-ctx.Done():
 			case <-time.After(200 * time.Millisecond):
 			}
+		}
+	}
+}
+
+// reject refuses pod at admission, as kubelet rejectPod does: a Warning
+// event with the reason and message, and the status Failed with them.
+func (k *Kubelet) reject(ctx context.Context, pod *corev1.Pod, reason, message string) {
+	now := metav1.Now()
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: fmt.Sprintf("%s.%x", pod.Name, now.UnixNano())},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name,
+			UID: pod.UID, ResourceVersion: pod.ResourceVersion},
+		Reason: reason, Message: message, Type: corev1.EventTypeWarning, Count: 1,
+		Source:         corev1.EventSource{Component: "kubelet", Host: "harness-node"},
+		FirstTimestamp: now, LastTimestamp: now,
+	}
+	pods := k.Client.CoreV1().Pods(k.Namespace)
+	for attempt := 0; attempt < 20 && ctx.Err() == nil; attempt++ {
+		if _, err := k.Client.CoreV1().Events(pod.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err == nil || !transient(err) {
+			break
+		}
+	}
+	for attempt := 0; attempt < 20 && ctx.Err() == nil; attempt++ {
+		cur, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil || cur.UID != pod.UID || cur.DeletionTimestamp != nil {
+			if transient(err) {
+				continue
+			}
+			return
+		}
+		cur.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: reason, Message: "Pod was rejected: " + message,
+			QOSClass: cur.Status.QOSClass, StartTime: &now}
+		_, err = pods.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		if err == nil || (!apierrors.IsConflict(err) && !transient(err)) {
+			return
 		}
 	}
 }
