@@ -28,6 +28,7 @@ import (
 	deploymentutil "k8s.io/kubernetes/pkg/controller/deployment/util"
 
 	"github.com/ctrlkit/ctrlkit/deployment"
+	"github.com/ctrlkit/ctrlkit/features"
 )
 
 // Documented deviations of deployment.Sync (deployment/doc.go, FINDINGS.md).
@@ -354,7 +355,14 @@ func upstreamDeploySync(ctx context.Context, w deployWorld) (res deployResult) {
 }
 
 func oursDeploySync(w deployWorld) (res deployResult) {
-	st := deployment.State{Deployment: w.d.DeepCopy(), ReplicaSets: cloneRSs(w.rss)}
+	res, _ = oursDeployPlan(w, features.Gates{}, time.Now())
+	return res
+}
+
+// oursDeployPlan is oursDeploySync with feature gates and a time, and
+// the plan it made.
+func oursDeployPlan(w deployWorld, gates features.Gates, now time.Time) (res deployResult, plan deployment.Plan) {
+	st := deployment.State{Deployment: w.d.DeepCopy(), ReplicaSets: cloneRSs(w.rss), FeatureGates: gates}
 	if len(w.pods) > 0 || w.d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
 		st.Pods = map[types.UID][]*corev1.Pod{}
 		for _, rs := range w.rss {
@@ -365,7 +373,7 @@ func oursDeploySync(w deployWorld) (res deployResult) {
 			st.Pods[uid] = append(st.Pods[uid], p.DeepCopy())
 		}
 	}
-	plan, err := deployment.Sync(st, time.Now())
+	plan, err := deployment.Sync(st, now)
 	res.err = err
 	res.d = w.d.DeepCopy()
 	res.rss = map[string]*appsv1.ReplicaSet{}
@@ -400,7 +408,7 @@ func oursDeploySync(w deployWorld) (res deployResult) {
 		res.d.Status = *us.Status.DeepCopy()
 		res.d.Annotations = us.DeepCopy().Annotations
 	}
-	return res
+	return res, plan
 }
 
 // rsView is what is compared of a ReplicaSet after a sync.
