@@ -317,8 +317,8 @@ func newOursRSHarnessPaced(t testing.TB, w rsWorld, eager bool, podLister func([
 		}
 	}
 	rec, err := replicaset.NewReconciler(replicaset.ReconcilerConfig{
-		ReplicaSets: rsReader{rss},
-		Pods:        podLister(pods),
+		ReplicaSets:  rsReader{rss},
+		Pods:         podLister(pods),
 		Client:       clientWriter{client},
 		EagerStatus:  eager,
 		FeatureGates: gates,

@@ -18,8 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	"k8s.io/component-base/featuregate"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/component-base/featuregate"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 
 	"github.com/ctrlkit/ctrlkit/clock"
@@ -438,5 +438,3 @@ func TestGatesMidRollout(t *testing.T) {
 		})
 	}
 }
-
-
