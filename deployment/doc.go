@@ -64,6 +64,16 @@
 //     cache, so a ReplicaSet controller on the same cache waits for a
 //     scale's event before writing that ReplicaSet's status.
 //
+// # Feature gates
+//
+// ControllerConfig.FeatureGates, ReconcilerConfig.FeatureGates and
+// State.FeatureGates (a features.Gates; the zero value is
+// kube-controller-manager v1.37's defaults) switch the gates upstream's
+// Deployment controller consults, and Reconciler.SetFeatureGates switches
+// them on a running controller. It consults one: with
+// DeploymentReplicaSetTerminatingReplicas off, the status's
+// terminatingReplicas is nil (rollout.CalculateStatusWith).
+//
 // # Usage
 //
 // One step, with your own client:
