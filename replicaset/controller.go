@@ -260,7 +260,7 @@ func (c *Controller) processNext(ctx context.Context, log logr.Logger) bool {
 	if ctx.Err() != nil {
 		return true // shutting down: drain without syncing
 	}
-	if c.rss.Behind(key) && c.rec.FeatureGates().Enabled(features.StaleControllerConsistencyReplicaSet) {
+	if c.rec.FeatureGates().Enabled(features.StaleControllerConsistencyReplicaSet) && c.rss.Behind(key) {
 		// This process replaced the cached version (our status write, or a
 		// Deployment controller's scale); its event will enqueue the key.
 		if c.skips != nil {
