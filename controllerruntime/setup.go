@@ -197,8 +197,8 @@ func newDeploymentSync(cfg deploymentSyncConfig) (*deploymentSync, error) {
 	writes := newDeploymentWrites(cfg.Marks, w.live())
 	r, err := deployment.NewReconciler(deployment.ReconcilerConfig{
 		Deployments: ds, ReplicaSets: replicaSetReader(cfg.Cache), Pods: podReader(cfg.Cache),
-		Live:        reconcile.GetterFunc[*appsv1.Deployment](w.GetDeployment),
-		Client:      trackingDeploymentClient{Client: w, t: writes},
+		Live:         reconcile.GetterFunc[*appsv1.Deployment](w.GetDeployment),
+		Client:       trackingDeploymentClient{Client: w, t: writes},
 		Events:       cfg.Events,
 		EagerStatus:  cfg.Opts.EagerStatus,
 		FeatureGates: cfg.Opts.FeatureGates,

@@ -2,6 +2,7 @@ package controllerruntime
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -34,11 +35,23 @@ type writeMarks struct {
 	cache client.Reader
 
 	mu       sync.Mutex
-	replaced map[markKey]string
+	replaced map[markKey][]string
 }
 
 func newWriteMarks(cache client.Reader) *writeMarks {
-	return &writeMarks{cache: cache, replaced: make(map[markKey]string)}
+	return &writeMarks{cache: cache, replaced: make(map[markKey][]string)}
+}
+
+// mark adds replaced to the stale versions of k; the caller holds mu.
+func (m *writeMarks) mark(k markKey, replaced string) {
+	if replaced == "" || slices.Contains(m.replaced[k], replaced) {
+		return
+	}
+	marks := append(m.replaced[k], replaced)
+	if len(marks) > 8 {
+		marks = slices.Clone(marks[len(marks)-8:])
+	}
+	m.replaced[k] = marks
 }
 
 // cachedRV returns the resourceVersion of the cached object, or "".
@@ -53,14 +66,20 @@ func (m *writeMarks) cachedRV(ctx context.Context, k markKey) string {
 	return obj.GetResourceVersion()
 }
 
-// wrote marks k as replaced by a write that stored out (nil: no result).
-func (m *writeMarks) wrote(k markKey, replaced string, out client.Object) bool {
+// wrote marks k as replaced by a write that stored out (nil: no result),
+// and based, the version the write was based on, when it is another one
+// (the result of an earlier write of the same sync, which the cache has
+// not seen either; e2e soak seed 4019).
+func (m *writeMarks) wrote(k markKey, replaced string, out client.Object, based ...string) bool {
 	if replaced == "" || out == nil || out.GetResourceVersion() == replaced {
 		return false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.replaced[k] = replaced
+	m.mark(k, replaced)
+	for _, b := range based {
+		m.mark(k, b)
+	}
 	return true
 }
 
@@ -68,16 +87,16 @@ func (m *writeMarks) wrote(k markKey, replaced string, out client.Object) bool {
 // write replaced; once it does not, the mark goes.
 func (m *writeMarks) behind(ctx context.Context, k markKey) bool {
 	m.mu.Lock()
-	replaced, ok := m.replaced[k]
+	marks := slices.Clone(m.replaced[k])
 	m.mu.Unlock()
-	if !ok {
+	if len(marks) == 0 {
 		return false
 	}
-	if m.cachedRV(ctx, k) == replaced {
+	if slices.Contains(marks, m.cachedRV(ctx, k)) {
 		return true
 	}
 	m.mu.Lock()
-	if m.replaced[k] == replaced {
+	if slices.Equal(m.replaced[k], marks) {
 		delete(m.replaced, k)
 	}
 	m.mu.Unlock()
@@ -195,7 +214,7 @@ func (t *deploymentWrites) writePending(ctx context.Context, w trackedWrite) (bo
 	})
 	if waiting {
 		t.marks.mu.Lock()
-		t.marks.replaced[w.markKey] = w.replaced
+		t.marks.mark(w.markKey, w.replaced)
 		t.marks.mu.Unlock()
 	}
 	return waiting, err
@@ -233,9 +252,9 @@ func (t *deploymentWrites) record(ctx context.Context, w trackedWrite) {
 }
 
 // wrote records an update or patch that stored out; replaced is the
-// cached version before it.
-func (t *deploymentWrites) wrote(ctx context.Context, k markKey, replaced string, out client.Object) {
-	if _, ok := ctx.Value(syncKey{}).(types.NamespacedName); !ok || !t.marks.wrote(k, replaced, out) {
+// cached version before it, based (if any) the version it was based on.
+func (t *deploymentWrites) wrote(ctx context.Context, k markKey, replaced string, out client.Object, based ...string) {
+	if _, ok := ctx.Value(syncKey{}).(types.NamespacedName); !ok || !t.marks.wrote(k, replaced, out, based...) {
 		return
 	}
 	t.record(ctx, trackedWrite{markKey: k})
@@ -268,7 +287,7 @@ func (c trackingDeploymentClient) UpdateReplicaSet(ctx context.Context, rs *apps
 	replaced := c.t.marks.cachedRV(ctx, k)
 	out, err := c.Client.UpdateReplicaSet(ctx, rs)
 	if err == nil && out != nil {
-		c.t.wrote(ctx, k, replaced, out)
+		c.t.wrote(ctx, k, replaced, out, rs.ResourceVersion)
 	} else if err != nil {
 		c.t.failed(ctx, k, replaced, err)
 	}
@@ -292,7 +311,7 @@ func (c trackingDeploymentClient) UpdateDeployment(ctx context.Context, d *appsv
 	replaced := c.t.marks.cachedRV(ctx, k)
 	out, err := c.Client.UpdateDeployment(ctx, d)
 	if err == nil && out != nil {
-		c.t.wrote(ctx, k, replaced, out)
+		c.t.wrote(ctx, k, replaced, out, d.ResourceVersion)
 	}
 	return out, err
 }
@@ -302,7 +321,7 @@ func (c trackingDeploymentClient) UpdateDeploymentStatus(ctx context.Context, d 
 	replaced := c.t.marks.cachedRV(ctx, k)
 	out, err := c.Client.UpdateDeploymentStatus(ctx, d)
 	if err == nil && out != nil {
-		c.t.wrote(ctx, k, replaced, out)
+		c.t.wrote(ctx, k, replaced, out, d.ResourceVersion)
 	}
 	return out, err
 }

@@ -246,6 +246,18 @@ func (t *writeTracker) wrote(ctx context.Context, w trackedWrite, replaced strin
 	t.pending[d] = append(t.pending[d], w)
 }
 
+// wroteOver records, besides the cached version a write replaced, the
+// version it was based on when that is another one: the result of an
+// earlier write of the same sync, which the cache has not seen either
+// (e2e soak seed 4019: a rolling step scales an old ReplicaSet down twice,
+// 4 → 3 → 1, and the cache must wait for the second write's event, not
+// the first's).
+func (t *writeTracker) wroteOver(ctx context.Context, w trackedWrite, replaced, based string) {
+	if based != "" && based != replaced {
+		t.wrote(ctx, w, based)
+	}
+}
+
 // created records a ReplicaSet created (uid set) or maybe created (uid
 // empty) while syncing the Deployment in ctx.
 func (t *writeTracker) created(ctx context.Context, key types.NamespacedName, uid types.UID) {
@@ -319,6 +331,7 @@ func (c trackingClient) UpdateReplicaSet(ctx context.Context, rs *appsv1.Replica
 	out, err := c.Client.UpdateReplicaSet(ctx, rs)
 	if err == nil && changed(out, replaced) {
 		c.t.wrote(ctx, trackedWrite{rs: true, key: key}, replaced)
+		c.t.wroteOver(ctx, trackedWrite{rs: true, key: key}, replaced, rs.ResourceVersion)
 	} else if err != nil {
 		c.t.failed(ctx, key, replaced, err)
 	}
@@ -342,6 +355,7 @@ func (c trackingClient) UpdateDeployment(ctx context.Context, d *appsv1.Deployme
 	out, err := c.Client.UpdateDeployment(ctx, d)
 	if err == nil && changed(out, replaced) {
 		c.t.wrote(ctx, trackedWrite{key: key}, replaced)
+		c.t.wroteOver(ctx, trackedWrite{key: key}, replaced, d.ResourceVersion)
 	}
 	return out, err
 }
@@ -352,6 +366,7 @@ func (c trackingClient) UpdateDeploymentStatus(ctx context.Context, d *appsv1.De
 	out, err := c.Client.UpdateDeploymentStatus(ctx, d)
 	if err == nil && changed(out, replaced) {
 		c.t.wrote(ctx, trackedWrite{key: key}, replaced)
+		c.t.wroteOver(ctx, trackedWrite{key: key}, replaced, d.ResourceVersion)
 	}
 	return out, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -548,6 +549,103 @@ func TestWritePending(t *testing.T) {
 	} {
 		if got := deployment.MayHaveChanged(tc.err); got != tc.want {
 			t.Errorf("MayHaveChanged(%v) = %t; want %t", tc.err, got, tc.want)
+		}
+	}
+}
+
+// recordedUpdates is the world, recording what each ReplicaSet update
+// stored.
+type recordedUpdates struct {
+	*world
+	mu      sync.Mutex
+	updates []*appsv1.ReplicaSet
+}
+
+func (r *recordedUpdates) UpdateReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
+	out, err := r.world.UpdateReplicaSet(ctx, rs)
+	if err == nil {
+		r.mu.Lock()
+		r.updates = append(r.updates, out.DeepCopy())
+		r.mu.Unlock()
+	}
+	return out, err
+}
+
+// A rolling step scales an old ReplicaSet twice in one sync (its unhealthy
+// pod first, 4 → 3, then as availability allows, 3 → 1), the second
+// update based on the first's result. When the cache then holds the first
+// write's result, it is still behind (e2e soak seed 4019): the next sync,
+// on a new template, must wait for the second write's event. Taking the
+// ReplicaSet at 3 (its status counting 3 available pods, 2 of them being
+// deleted), it would scale the other ReplicaSet's one available pod away,
+// below maxUnavailable.
+func TestControllerWaitsForBothOfTwoWrites(t *testing.T) {
+	w := newWorld()
+	d0 := newDeployment(4, "web:v2")
+	surge, unavailable := intstr.FromInt32(1), intstr.FromString("50%")
+	d0.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable}
+	d0.Annotations = map[string]string{rollout.RevisionAnnotation: "2"}
+	d := w.addDeployment(d0)
+	key := deployment.KeyOf(d)
+	rsOf := func(img string, rev string, spec, available int32) *appsv1.ReplicaSet {
+		tpl := *d.Spec.Template.DeepCopy()
+		tpl.Spec.Containers[0].Image = img
+		hash := rollout.ComputeHash(&tpl, nil)
+		tpl.Labels = map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: hash}
+		rs := &appsv1.ReplicaSet{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-" + hash, Labels: tpl.Labels,
+				Annotations:     map[string]string{rollout.RevisionAnnotation: rev, rollout.DesiredReplicasAnnotation: "4", rollout.MaxReplicasAnnotation: "5"},
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
+			Spec: appsv1.ReplicaSetSpec{Replicas: &spec, Template: tpl,
+				Selector: &metav1.LabelSelector{MatchLabels: tpl.Labels}},
+		}
+		rs = w.addReplicaSet(rs)
+		rs.Status = appsv1.ReplicaSetStatus{Replicas: spec, FullyLabeledReplicas: spec, ReadyReplicas: available, AvailableReplicas: available,
+			ObservedGeneration: rs.Generation, TerminatingReplicas: new(int32)}
+		w.mu.Lock()
+		w.rss[types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}] = rs.DeepCopy()
+		w.mu.Unlock()
+		return rs
+	}
+	a := rsOf("web:v1", "1", 4, 3) // old, one pod unhealthy
+	b := rsOf("web:v2", "2", 1, 1) // new, available
+	client := &recordedUpdates{world: w}
+	r := runTracked(t, w, d, client)
+	r.rsw.Add(a)
+	r.rsw.Add(b)
+	settle(t, r.fc) // A is scaled 4 → 3 → 1
+	client.mu.Lock()
+	updates := slices.Clone(client.updates)
+	client.mu.Unlock()
+	if len(updates) != 2 || *updates[0].Spec.Replicas != 3 || *updates[1].Spec.Replicas != 1 {
+		var sizes []int32
+		for _, u := range updates {
+			sizes = append(sizes, *u.Spec.Replicas)
+		}
+		t.Fatalf("ReplicaSet updates %v; want A scaled to 3, then to 1", sizes)
+	}
+	// The first update's event arrives, and a new template.
+	r.rsw.Modify(updates[0])
+	w.edit(key, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "web:v3" })
+	cur, err := w.Get(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(w.replicaSets())
+	writes := func() int { w.mu.Lock(); defer w.mu.Unlock(); return len(w.writes) }
+	n := writes()
+	r.dw.Modify(cur)
+	settle(t, r.fc)
+	if got := writes(); got != n || len(w.replicaSets()) != before {
+		t.Fatalf("a sync on the first write's result (A at 3) wrote %d times: %q", got-n, w.writes[n:])
+	}
+	// The second update's event arrives: the rollout goes on, within
+	// maxUnavailable (B's one available pod stays while A has 1).
+	r.rsw.Modify(updates[1])
+	settle(t, r.fc)
+	for _, rs := range w.replicaSets() {
+		if image(rs) == "web:v2" && *rs.Spec.Replicas < 1 {
+			t.Errorf("B scaled to %d with A at 1: availability below 4-2", *rs.Spec.Replicas)
 		}
 	}
 }
