@@ -47,13 +47,13 @@ var _ reconcile.SkipMetrics = skipCounter{}
 func (s skipCounter) SyncSkipped() { s.skipped.Add(1) }
 
 // runTracked runs a Controller with its own Reconciler writing through
-// client, on informers fed by fake watches (d listed at the start), all on
-// one fake clock, until the test ends.
-func runTracked(t *testing.T, w *world, d *appsv1.Deployment, client deployment.Client) *trackedRig {
+// client, on informers fed by fake watches (d and rss listed at the
+// start), all on one fake clock, until the test ends.
+func runTracked(t *testing.T, w *world, d *appsv1.Deployment, client deployment.Client, rss ...*appsv1.ReplicaSet) *trackedRig {
 	t.Helper()
 	r := &trackedRig{fc: clock.NewFake(t0), finished: queuetest.NewCounter(), skipped: new(atomic.Int64)}
 	dInf, dw := source(r.fc, d)
-	rsInf, rsw := source[*appsv1.ReplicaSet](r.fc)
+	rsInf, rsw := source(r.fc, rss...)
 	podInf, _ := source[*corev1.Pod](r.fc)
 	r.dw, r.rsw = dw, rsw
 	c, err := deployment.NewController(deployment.ControllerConfig{
@@ -610,9 +610,7 @@ func TestControllerWaitsForBothOfTwoWrites(t *testing.T) {
 	a := rsOf("web:v1", "1", 4, 3) // old, one pod unhealthy
 	b := rsOf("web:v2", "2", 1, 1) // new, available
 	client := &recordedUpdates{world: w}
-	r := runTracked(t, w, d, client)
-	r.rsw.Add(a)
-	r.rsw.Add(b)
+	r := runTracked(t, w, d, client, a, b)
 	settle(t, r.fc) // A is scaled 4 → 3 → 1
 	client.mu.Lock()
 	updates := slices.Clone(client.updates)
