@@ -110,9 +110,11 @@ func rejectionOf(p *corev1.Pod, b PodBehavior) Rejection {
 
 // rejectedStatus is the status a kubelet writes for a pod it refuses at
 // admission (at): phase Failed, the reason, "Pod was rejected: " and the
-// message, its start time and QoS class; the conditions the kubelet owns
-// (PodScheduled, Ready, ...) are dropped, others kept, and no container
-// status is reported (no container ever ran).
+// message, its start time and QoS class, and the pod's generation as
+// observedGeneration (its status manager sets it on every status); the
+// conditions the kubelet owns (PodScheduled, Ready, ...) are dropped,
+// others kept, and no container status is reported (no container ever
+// ran).
 func rejectedStatus(p *corev1.Pod, r Rejection, at time.Time) corev1.PodStatus {
 	s := corev1.PodStatus{
 		Phase:              corev1.PodFailed,
@@ -120,7 +122,7 @@ func rejectedStatus(p *corev1.Pod, r Rejection, at time.Time) corev1.PodStatus {
 		Message:            "Pod was rejected: " + r.Message,
 		QOSClass:           p.Status.QOSClass,
 		StartTime:          ptrTo(metav1.NewTime(at)),
-		ObservedGeneration: p.Status.ObservedGeneration,
+		ObservedGeneration: p.Generation,
 	}
 	for _, c := range p.Status.Conditions {
 		switch c.Type {

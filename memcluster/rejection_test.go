@@ -52,7 +52,7 @@ func TestKubeletRejectsPods(t *testing.T) {
 			got := must(c.Pods("ns").Get(ctxT(t), "p", metav1.GetOptions{}))(t)
 			want := corev1.PodStatus{
 				Phase: corev1.PodFailed, Reason: tc.reason, Message: "Pod was rejected: " + tc.message,
-				QOSClass: created.Status.QOSClass, StartTime: ptrTo(metav1.NewTime(t0)),
+				QOSClass: created.Status.QOSClass, StartTime: ptrTo(metav1.NewTime(t0)), ObservedGeneration: created.Generation,
 			}
 			if diff := cmp.Diff(want, got.Status); diff != "" {
 				t.Errorf("status mismatch (-want +got):\n%s", diff)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ctrlkit/ctrlkit/kube/internal/cluster"
+	"github.com/ctrlkit/ctrlkit/kube/simkubelet"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -227,22 +228,23 @@ func podReadyStatus(p *corev1.Pod) bool {
 const rejectedFor = 30 * time.Second
 
 // TestRejectedPods is kubernetes#72593 on a real kube-apiserver: a
-// Deployment of 3 replicas whose pods the kubelet rejects (OutOfcpu: the
-// harness's kubelet answers as a real one, a Failed status and a Warning
-// event). kube-controller-manager replaces each at once, as fast as the
+// Deployment of 3 replicas whose pods the kubelet rejects (OutOfcpu:
+// simkubelet's FaultKubelet answers as a real one, a Failed status and a
+// Warning event). kube-controller-manager replaces each at once, as fast as the
 // kubelet rejects them; ctrlkit-controller replaces the first at once and
 // backs off (10 s doubling, one pod at a time), with a RejectedPodsBackoff
 // event that names the kubelet's reason. The pods created in 30 s, and
 // the rate, are reported beside each other.
 func TestRejectedPods(t *testing.T) {
-	const msg = "Node didn't have enough resource: cpu, requested: 2500, used: 0, capacity: 2000"
+	const msg = "Node didn't have enough resource: cpu"
 	counts := map[side]int{}
 	for _, s := range []side{ctrlkit, kcm} {
 		t.Run(string(s), func(t *testing.T) {
-			r := newRunWith(t, s, "rejected", 0, func(k *cluster.Kubelet) {
-				k.Reject = func(p *corev1.Pod) (string, string, bool) {
-					return "OutOfcpu", msg, p.Spec.Containers[0].Image == "app:toobig"
+			r := newRunWith(t, s, "rejected", 0, func(p *corev1.Pod) simkubelet.Fault {
+				if p.Spec.Containers[0].Image == "app:toobig" {
+					return simkubelet.OutOfCPU
 				}
+				return simkubelet.Healthy
 			})
 			r.controller("a", "", false)
 			d := newDeployment(0, "app:toobig")

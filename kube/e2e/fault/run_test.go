@@ -18,6 +18,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/kube"
 	"github.com/ctrlkit/ctrlkit/kube/internal/cluster"
+	"github.com/ctrlkit/ctrlkit/kube/simkubelet"
 	"github.com/ctrlkit/ctrlkit/planner"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -114,9 +115,10 @@ func newRun(t *testing.T, s side, scenario string, seed uint64) *run {
 	return newRunWith(t, s, scenario, seed, nil)
 }
 
-// newRunWith is newRun with the harness's kubelet changed by kubelet (nil:
-// unchanged), before it starts.
-func newRunWith(t *testing.T, s side, scenario string, seed uint64, kubelet func(*cluster.Kubelet)) *run {
+// newRunWith is newRun whose kubelet, if fault is set, is a
+// cluster.FaultKubelet giving each new pod the fault fault picks (a
+// kubelet rejection, say) instead of the plain Kubelet.
+func newRunWith(t *testing.T, s side, scenario string, seed uint64, fault func(*corev1.Pod) simkubelet.Fault) *run {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	harness := new(kube.WriteCounter)
@@ -140,11 +142,13 @@ func newRunWith(t *testing.T, s side, scenario string, seed uint64, kubelet func
 	ready := make(chan struct{})
 	wg.Go(func() { r.rec.Run(ctx, ready) })
 	<-ready
-	k := &cluster.Kubelet{Client: cs, Namespace: ns, ReadyDelay: readyDelay}
-	if kubelet != nil {
-		kubelet(k)
+	if fault != nil {
+		k := &cluster.FaultKubelet{Client: cs, Namespace: ns, ReadyDelay: readyDelay, Fault: fault}
+		wg.Go(func() { _ = k.Run(ctx) })
+	} else {
+		k := &cluster.Kubelet{Client: cs, Namespace: ns, ReadyDelay: readyDelay}
+		wg.Go(func() { _ = k.Run(ctx) })
 	}
-	wg.Go(func() { _ = k.Run(ctx) })
 	r.stop = func() { cancel(); wg.Wait() }
 	t.Cleanup(r.cleanup)
 	return r

@@ -1,9 +1,9 @@
-package cluster
+package simkubelet
 
 import (
 	"context"
 	"errors"
-	"fmt"
+	"iter"
 	"sync"
 	"time"
 
@@ -15,9 +15,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// Kubelet plays the kubelet for the pods of one namespace: there is no
-// scheduler and no node, so it marks each new pod Running and Ready
-// (through the status subresource, retrying on Conflict) after ReadyDelay.
+// Kubelet plays the kubelet for the pods of one namespace (every
+// namespace if Namespace is ""): there is no scheduler and no node, so it
+// marks each new pod Running and Ready (through the status subresource,
+// retrying on Conflict) after ReadyDelay.
 type Kubelet struct {
 	Client    kubernetes.Interface
 	Namespace string
@@ -26,12 +27,6 @@ type Kubelet struct {
 	// NeverReady, if set, picks pods that stay Pending forever (a broken
 	// image, say).
 	NeverReady func(*corev1.Pod) bool
-	// Reject, if set, picks pods the kubelet refuses at admission, with
-	// its reason and message (OutOfcpu, "Node didn't have enough
-	// resource: ..."): as a real kubelet, it sets them Failed with that
-	// reason and "Pod was rejected: " and the message, and records a
-	// Warning event on the pod from the kubelet.
-	Reject func(*corev1.Pod) (reason, message string, rejected bool)
 }
 
 // Run watches pods until ctx is done. It returns once every status update
@@ -51,7 +46,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
-		for ev := range w.ResultChan() {
+		for ev := range watchEvents(ctx, w) {
 			if ev.Type == watch.Error {
 				rv = "" // expired: start over; seen keeps us from repeating work
 				break
@@ -73,29 +68,23 @@ func (k *Kubelet) Run(ctx context.Context) error {
 				continue
 			}
 			seen[pod.UID] = true
-			if k.Reject != nil {
-				if reason, message, ok := k.Reject(pod); ok {
-					wg.Go(func() { k.reject(ctx, pod, reason, message) })
-					continue
-				}
-			}
 			if k.NeverReady != nil && k.NeverReady(pod) {
 				continue
 			}
-			wg.Go(func() { k.makeReady(ctx, pod.Name, pod.UID) })
+			wg.Go(func() { k.makeReady(ctx, pod.Namespace, pod.Name, pod.UID) })
 		}
 		w.Stop()
 	}
 	return nil
 }
 
-func (k *Kubelet) makeReady(ctx context.Context, name string, uid types.UID) {
+func (k *Kubelet) makeReady(ctx context.Context, ns, name string, uid types.UID) {
 	select {
 	case <-ctx.Done():
 		return
 	case <-time.After(k.ReadyDelay):
 	}
-	pods := k.Client.CoreV1().Pods(k.Namespace)
+	pods := k.Client.CoreV1().Pods(ns)
 	for attempt := 0; attempt < 20 && ctx.Err() == nil; attempt++ {
 		pod, err := pods.Get(ctx, name, metav1.GetOptions{})
 		if transient(err) {
@@ -133,45 +122,10 @@ func (k *Kubelet) makeReady(ctx context.Context, name string, uid types.UID) {
 	}
 }
 
-// reject refuses pod at admission, as kubelet rejectPod does: a Warning
-// event with the reason and message, and the status Failed with them.
-func (k *Kubelet) reject(ctx context.Context, pod *corev1.Pod, reason, message string) {
-	now := metav1.Now()
-	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: fmt.Sprintf("%s.%x", pod.Name, now.UnixNano())},
-		InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name,
-			UID: pod.UID, ResourceVersion: pod.ResourceVersion},
-		Reason: reason, Message: message, Type: corev1.EventTypeWarning, Count: 1,
-		Source:         corev1.EventSource{Component: "kubelet", Host: "harness-node"},
-		FirstTimestamp: now, LastTimestamp: now,
-	}
-	pods := k.Client.CoreV1().Pods(k.Namespace)
-	for attempt := 0; attempt < 20 && ctx.Err() == nil; attempt++ {
-		if _, err := k.Client.CoreV1().Events(pod.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err == nil || !transient(err) {
-			break
-		}
-	}
-	for attempt := 0; attempt < 20 && ctx.Err() == nil; attempt++ {
-		cur, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil || cur.UID != pod.UID || cur.DeletionTimestamp != nil {
-			if transient(err) {
-				continue
-			}
-			return
-		}
-		cur.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: reason, Message: "Pod was rejected: " + message,
-			QOSClass: cur.Status.QOSClass, StartTime: &now}
-		_, err = pods.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-		if err == nil || (!apierrors.IsConflict(err) && !transient(err)) {
-			return
-		}
-	}
-}
-
 // finishDeletion removes pod, already marked for deletion, at once.
 func (k *Kubelet) finishDeletion(ctx context.Context, pod *corev1.Pod) {
 	for ctx.Err() == nil {
-		err := k.Client.CoreV1().Pods(k.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		err := k.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 			GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 		if !transient(err) {
 			return
@@ -204,4 +158,21 @@ func transient(err error) bool {
 	}
 	return apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) ||
 		apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsUnexpectedServerError(err)
+}
+
+// watchEvents yields w's events until it ends or ctx is done (a watch that
+// does not end with its context, like client-go's fake one, stops too).
+func watchEvents(ctx context.Context, w watch.Interface) iter.Seq[watch.Event] {
+	return func(yield func(watch.Event) bool) {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.ResultChan():
+				if !ok || !yield(ev) {
+					return
+				}
+			}
+		}
+	}
 }
