@@ -107,3 +107,71 @@ func TestSeed3878UpstreamDecidesTheSame(t *testing.T) {
 		t.Errorf("upstream and ctrlkit disagree on the seed 3878 cache (known: %q):\n%s", known, diff)
 	}
 }
+
+// TestShrinkingStatusUpstreamGoesBelowMinAvailable is the evidence behind
+// the fix of seed 2223 of e2e's TestRandomisedGates (deployment's
+// shrinkingAvailability): Deployment web, 8 replicas, maxSurge 2,
+// maxUnavailable 0, gets a new template while old ReplicaSet X has just
+// been scaled from 4 to 3 (its status, behind its generation, still counts
+// 4 available pods, one of them being deleted) and the older ReplicaSet Y
+// is at 6 with 5 available. Upstream counts X's 4, removes Y's unhealthy pod and
+// then one more: X 3 + Y 4 = 7 available for a minimum of 8. Ours counts
+// at most X's spec.replicas and stops after the unhealthy pod. Given the
+// world with X's count capped, upstream decides as ours.
+func TestShrinkingStatusUpstreamGoesBelowMinAvailable(t *testing.T) {
+	now := time.Now()
+	surge, unavailable := intstr.FromInt32(2), intstr.FromInt32(0)
+	d := &appsv1.Deployment{
+		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "d-uid", Generation: 5, ResourceVersion: "311",
+			CreationTimestamp: metav1.NewTime(now.Add(-time.Hour)), Annotations: map[string]string{annRev: "3"}},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr(int32(8)),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: imageTemplate("app:crash"),
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable}},
+			RevisionHistoryLimit:    ptr(int32(10)),
+			ProgressDeadlineSeconds: ptr(int32(600)),
+		},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 4, Replicas: 10, UpdatedReplicas: 6, ReadyReplicas: 9, AvailableReplicas: 9},
+	}
+	rs := func(image string, rev string, spec, replicas, available int32, gen, observed int64, age time.Duration) *appsv1.ReplicaSet {
+		tpl := imageTemplate(image)
+		hash := controller.ComputeHash(&tpl, nil)
+		tpl.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = hash
+		return &appsv1.ReplicaSet{
+			TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
+			ObjectMeta: metav1.ObjectMeta{
+				Name: "web-" + hash, Namespace: "ns", UID: types.UID("uid-web-" + hash), ResourceVersion: "1", Generation: gen,
+				Labels:            map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: hash},
+				CreationTimestamp: metav1.NewTime(now.Add(-age)),
+				OwnerReferences:   []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))},
+				Annotations:       map[string]string{annRev: rev, annDesired: "8", annMax: "10"},
+			},
+			Spec: appsv1.ReplicaSetSpec{
+				Replicas: ptr(spec),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: hash}},
+				Template: tpl,
+			},
+			Status: appsv1.ReplicaSetStatus{Replicas: replicas, FullyLabeledReplicas: replicas, ReadyReplicas: available,
+				AvailableReplicas: available, ObservedGeneration: observed, TerminatingReplicas: ptr(int32(0))},
+		}
+	}
+	y := rs("app:1", "3", 6, 6, 5, 9, 9, 3*time.Minute) // the older: scaled down first
+	x := rs("app:4", "2", 3, 4, 4, 9, 8, 2*time.Minute)
+	w := deployWorld{d: d, now: now, rss: []*appsv1.ReplicaSet{y, x}}
+	ctx := context.Background()
+	u := upstreamDeploySync(ctx, w.clone())
+	o := oursDeploySync(w.clone())
+	size := func(res deployResult, name string) int32 { return *res.rss[name].Spec.Replicas }
+	if got := size(u, y.Name); got != 4 {
+		t.Errorf("upstream left Y at %d; want 4 (the scenario no longer shows its race)", got)
+	}
+	if got := size(o, y.Name); got != 5 {
+		t.Errorf("ours left Y at %d; want 5 (X's 3 and Y's 5: the minimum of 8)", got)
+	}
+	if dev, ok := staleStatusesAgree(ctx, w, o); !ok || dev != devShrinkingStatus {
+		t.Errorf("upstream on the adjusted world: agrees %t as %q; want it to decide as ours (%q)", ok, dev, devShrinkingStatus)
+	}
+}
