@@ -410,6 +410,9 @@ func (k *Kubelet) syncPodLocked(key types.NamespacedName, p *corev1.Pod, now tim
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return st.settle(p.ResourceVersion, time.Time{})
 	}
+	if st.b.Failure == PodRejected {
+		return k.rejectLocked(p, st)
+	}
 	// Only spec.nodeName and the status change, so only the status makes
 	// the round trip that every stored object makes. The stored status
 	// has made it too, so the two are equal exactly when they would
@@ -428,6 +431,25 @@ func (k *Kubelet) syncPodLocked(key types.NamespacedName, p *corev1.Pod, now tim
 	return st.settle(stored.ResourceVersion, due)
 }
 
+// rejectLocked refuses p at admission, as a kubelet does (see
+// [PodRejected]): it binds it, writes the Failed status and records the
+// kubelet's event. A Failed pod changes no more.
+func (k *Kubelet) rejectLocked(p *corev1.Pod, st *podState) time.Time {
+	r := rejectionOf(p, st.b)
+	status := rejectedStatus(p, r, st.scheduledAt)
+	if k.statusNorm.normalize(&status) != nil {
+		// A value the normalizer leaves to JSON (a message that is not
+		// UTF-8, say).
+		status = jsonRoundTrip(rejectedStatus(p, r, st.scheduledAt))
+	}
+	next := *p
+	next.Spec.NodeName = k.nodes[st.node]
+	next.Status = status
+	stored := k.c.pods.commitLocked(watch.Modified, &next)
+	k.c.rejectionEventLocked(stored, r, next.Spec.NodeName, st.scheduledAt)
+	return st.settle(stored.ResourceVersion, time.Time{})
+}
+
 // statusAt is the status of p at now, round-tripped as a stored status
 // is (see normalizer), and the time of its next change.
 func (k *Kubelet) statusAt(p *corev1.Pod, st *podState, now time.Time) (corev1.PodStatus, time.Time) {
@@ -444,6 +466,11 @@ func (k *Kubelet) statusAt(p *corev1.Pod, st *podState, now time.Time) (corev1.P
 	status.HostIP = fmt.Sprintf("10.0.0.%d", st.node+1)
 	status.HostIPs = []corev1.HostIP{{IP: status.HostIP}}
 	status.QOSClass = p.Status.QOSClass
+	return jsonRoundTrip(status), due
+}
+
+// jsonRoundTrip is status after encoding and decoding it as JSON.
+func jsonRoundTrip(status corev1.PodStatus) corev1.PodStatus {
 	b, err := json.Marshal(&status)
 	if err != nil {
 		panic("memcluster: kubelet: encode status: " + err.Error()) // a PodStatus always encodes
@@ -452,5 +479,5 @@ func (k *Kubelet) statusAt(p *corev1.Pod, st *podState, now time.Time) (corev1.P
 	if err := json.Unmarshal(b, &out); err != nil {
 		panic("memcluster: kubelet: decode status: " + err.Error())
 	}
-	return out, due
+	return out
 }

@@ -157,7 +157,8 @@ func newSim(d *appsv1.Deployment, model PodModel, opts Options) (*sim, error) {
 	// shows the statuses kube-controller-manager would write, round by
 	// round, not ctrlkit's fewer, later writes.
 	dr, err := deployment.NewReconciler(deployment.ReconcilerConfig{Deployments: deploymentGetter{s.api},
-		ReplicaSets: rsReader{s.api}, Pods: podLister{s.api}, Client: s.api, Events: s.api, Clock: s.clk, EagerStatus: true})
+		ReplicaSets: rsReader{s.api}, Pods: podLister{s.api}, Client: s.api, Events: s.api, Clock: s.clk, EagerStatus: true,
+		FeatureGates: opts.FeatureGates})
 	if err != nil {
 		return nil, fmt.Errorf("planner: %w", err)
 	}
@@ -169,7 +170,8 @@ func newSim(d *appsv1.Deployment, model PodModel, opts Options) (*sim, error) {
 // available, then creates the Deployment: that instant is the start.
 func (s *sim) start(ctx context.Context, current []*appsv1.ReplicaSet) error {
 	rr, err := replicaset.NewReconciler(replicaset.ReconcilerConfig{ReplicaSets: rsReader{s.api}, Pods: podLister{s.api},
-		Client: s.api, Events: rsEvents{s.api}, Clock: s.clk, Expectations: s.exp, EagerStatus: true})
+		Client: s.api, Events: rsEvents{s.api}, Clock: s.clk, Expectations: s.exp, EagerStatus: true,
+		FeatureGates: s.opts.FeatureGates})
 	if err != nil {
 		return fmt.Errorf("planner: %w", err)
 	}
