@@ -29,36 +29,46 @@ type scheduler struct {
 
 	mu      sync.Mutex
 	pending []*waiter
-	idle    chan struct{} // closed at the next quiescent instant
-	changed chan struct{} // closed when the cluster's state may have changed (for RunUntil)
-	poke    chan struct{} // buffered 1: wakes the loop
-	steps   uint64        // steps let through so far
+	idle    chan struct{}     // closed at the next quiescent instant
+	changed chan struct{}     // closed when the cluster's state may have changed (for RunUntil)
+	poke    chan struct{}     // buffered 1: wakes the loop
+	steps   uint64            // steps let through so far
+	current *waiter           // the step let through last: what the cluster writes now is its doing
+	stopped bool              // run has returned: steps go through at once
+	watches map[uint64]string // the client of each watch, learnt from its deliveries
 }
 
 type waiter struct {
-	step memcluster.Step
-	seq  uint64 // arrival order, for a stable sort of equal steps
-	go_  chan struct{}
+	step   memcluster.Step
+	client string // who takes the step (clientOf its context)
+	call   *call  // the REST request it belongs to, if any
+	seq    uint64 // arrival order, for a stable sort of equal steps
+	go_    chan struct{}
 }
 
 func newScheduler(serial bool) *scheduler {
-	return &scheduler{serial: serial, idle: make(chan struct{}), changed: make(chan struct{}), poke: make(chan struct{}, 1)}
+	return &scheduler{serial: serial, idle: make(chan struct{}), changed: make(chan struct{}), poke: make(chan struct{}, 1),
+		watches: map[uint64]string{}}
 }
 
 var _ memcluster.Gate = (*scheduler)(nil)
 
 // Enter waits for the step's turn.
 func (s *scheduler) Enter(ctx context.Context, step memcluster.Step) error {
+	client := clientOf(ctx)
 	s.mu.Lock()
 	if step.Kind == memcluster.StepDelivery {
 		s.changedLocked()
+		if _, ok := s.watches[step.Watch]; !ok {
+			s.watches[step.Watch] = client
+		}
 	}
-	if !s.serial {
+	if !s.serial || s.stopped {
 		s.steps++
 		s.mu.Unlock()
 		return nil
 	}
-	w := &waiter{step: step, seq: s.steps, go_: make(chan struct{})}
+	w := &waiter{step: step, client: client, call: callOf(ctx), seq: s.steps, go_: make(chan struct{})}
 	s.pending = append(s.pending, w)
 	s.mu.Unlock()
 	s.wake()
@@ -98,6 +108,7 @@ func (s *scheduler) run(ctx context.Context) {
 			w := s.pending[i]
 			s.pending = slices.Delete(s.pending, i, i+1)
 			s.steps++
+			s.current = w
 			s.mu.Unlock()
 			close(w.go_)
 			continue
@@ -108,16 +119,42 @@ func (s *scheduler) run(ctx context.Context) {
 		select {
 		case <-s.poke:
 		case <-ctx.Done():
+			s.mu.Lock()
+			s.stopped = true
+			for _, w := range s.pending {
+				close(w.go_)
+			}
+			s.pending = nil
+			s.mu.Unlock()
 			return
 		}
 	}
 }
 
+// cause returns the step let through last, in serial mode: what the
+// cluster writes until the next step is its doing.
+func (s *scheduler) cause() *waiter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.serial || s.stopped {
+		return nil
+	}
+	return s.current
+}
+
+// watchClient is the client of watch n, if a delivery told it.
+func (s *scheduler) watchClient(n uint64) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.watches[n]
+}
+
 // compareSteps orders steps by what they are, so that the order does not
 // depend on goroutine scheduling: watch deliveries by resourceVersion and
-// watch, then requests by verb and object, then kubelet syncs. Steps that
-// compare equal are alike (the same request from two workers), and their
-// order does not matter; arrival order breaks the tie.
+// watch, then requests by verb, object and client, then kubelet syncs.
+// Steps that compare equal are alike (the same request from two workers
+// of one client), and their order does not matter; arrival order breaks
+// the tie.
 func compareSteps(a, b *waiter) int {
 	x, y := a.step, b.step
 	if c := cmp.Compare(x.Kind, y.Kind); c != 0 {
@@ -131,6 +168,7 @@ func compareSteps(a, b *waiter) int {
 		cmp.Compare(x.Resource, y.Resource),
 		cmp.Compare(x.Namespace, y.Namespace),
 		cmp.Compare(x.Name, y.Name),
+		cmp.Compare(a.client, b.client),
 		cmp.Compare(a.seq, b.seq),
 	)
 }
@@ -145,8 +183,11 @@ func (s *scheduler) settle() {
 		return
 	}
 	s.mu.Lock()
-	idle := s.idle
+	idle, stopped := s.idle, s.stopped
 	s.mu.Unlock()
+	if stopped {
+		return
+	}
 	s.wake()
 	<-idle
 }
