@@ -25,9 +25,7 @@ func (c *Cluster) startBuiltins() error {
 	run := func(name string, f func() error) {
 		c.wg.Go(func() {
 			if err := f(); err != nil && c.ctx.Err() == nil {
-				c.errMu.Lock()
-				c.errs = append(c.errs, fmt.Errorf("clustertest: %s: %w", name, err))
-				c.errMu.Unlock()
+				c.fail(fmt.Errorf("clustertest: %s: %w", name, err))
 			}
 		})
 	}
@@ -40,8 +38,8 @@ func (c *Cluster) startBuiltins() error {
 	}
 	clk := clock.Real{}
 	client := memcluster.ControllerClient{Cluster: c.mc}
-	rsInf := informer.New(c.mc.ReplicaSets("").ListWatcher(), informer.Config[*appsv1.ReplicaSet]{Clock: clk})
-	podInf := informer.New(c.mc.Pods("").ListWatcher(), informer.Config[*corev1.Pod]{Clock: clk})
+	rsInf := informer.New(c.mc.ReplicaSets("").ListWatcher(), informer.Config[*appsv1.ReplicaSet]{Clock: clk, SeededJitter: true})
+	podInf := informer.New(c.mc.Pods("").ListWatcher(), informer.Config[*corev1.Pod]{Clock: clk, SeededJitter: true})
 	// Requests name their client (see clients.go): the informers are
 	// kube-controller-manager's, the writes each controller's.
 	kcm := withClient(c.ctx, "kube-controller-manager")
@@ -52,7 +50,7 @@ func (c *Cluster) startBuiltins() error {
 		}
 	}
 	if off&DeploymentController == 0 {
-		dInf := informer.New(c.mc.Deployments("").ListWatcher(), informer.Config[*appsv1.Deployment]{Clock: clk})
+		dInf := informer.New(c.mc.Deployments("").ListWatcher(), informer.Config[*appsv1.Deployment]{Clock: clk, SeededJitter: true})
 		dc, err := deployment.NewController(deployment.ControllerConfig{
 			Deployments: dInf, ReplicaSets: rsInf, Pods: podInf, Client: client, Clock: clk, Workers: 5,
 			Events: deployment.EventRecorderFunc(events("deployment-controller")),

@@ -20,9 +20,7 @@ import (
 // A REST client's name comes from the rest.Config it was built from:
 // "manager" for the config [Cluster.NewManager] uses, "client" for
 // [Cluster.Client]'s, "config" for [Cluster.Config]'s, numbered from the
-// second on ("manager#2"); each HTTP client built from one config is a
-// client of its own ("config/2" for the second). The built-in controllers
-// name themselves.
+// second on ("manager#2"). The built-in controllers name themselves.
 
 type clientKey struct{}
 
@@ -67,22 +65,12 @@ func (c *counter) next(name string) string {
 }
 
 // namedConfig returns a copy of cfg whose HTTP clients name themselves
-// name, name/2, name/3, … in the order they are built. A WrapTransport
-// already in cfg wraps ours.
+// name. A WrapTransport already in cfg wraps ours.
 func namedConfig(cfg *rest.Config, name string) *rest.Config {
 	out := rest.CopyConfig(cfg)
-	var mu sync.Mutex
-	built := 0
 	outer := cfg.WrapTransport
 	out.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		mu.Lock()
-		built++
-		n := name
-		if built > 1 {
-			n = fmt.Sprintf("%s/%d", name, built)
-		}
-		mu.Unlock()
-		rt = named{name: n, next: rt}
+		rt = named{name: name, next: rt}
 		if outer != nil {
 			rt = outer(rt)
 		}

@@ -172,6 +172,7 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	if serial {
 		c.bubble = currentBubble()
 	}
+	c.sched.onHalt = func(msg string) { c.fail(errors.New(msg)) }
 	c.mc = memcluster.New(memcluster.Config{
 		Seed: opts.Seed, Gate: c.sched, OnWrite: func(w memcluster.Write) { c.rec.write(w); c.sched.wrote() },
 		OnRequest:           c.rec.request,
@@ -251,8 +252,7 @@ func (c *Cluster) stop() (leftBehind bool) {
 // Config returns a rest.Config for the cluster: unchanged client-go and
 // controller-runtime code works with it, through an in-process transport
 // (no socket). Each call returns a new copy, whose clients the trace names
-// "config" (the first copy), "config#2" (the second), and so on; the
-// second client built from one copy is "config/2".
+// "config" (the first copy), "config#2" (the second), and so on.
 func (c *Cluster) Config() *rest.Config { return namedConfig(c.cfg, c.names.next("config")) }
 
 // Scheme returns the cluster's scheme.
@@ -304,15 +304,21 @@ func (c *Cluster) newManager(opts manager.Options) (manager.Manager, error) {
 	return manager.New(namedConfig(c.cfg, c.names.next("manager")), opts)
 }
 
+// fail records err as a failure of the bench: the test fails with it,
+// and RunUntil stops waiting.
+func (c *Cluster) fail(err error) {
+	c.errMu.Lock()
+	c.errs = append(c.errs, err)
+	c.errMu.Unlock()
+	c.sched.wrote() // wakes RunUntil
+}
+
 // Start runs r (a Manager, say) until the test ends. An error it returns
 // before then fails the test, and ends [Cluster.RunUntil] at once.
 func (c *Cluster) Start(r manager.Runnable) {
 	c.wg.Go(func() {
 		if err := r.Start(c.ctx); err != nil && c.ctx.Err() == nil {
-			c.errMu.Lock()
-			c.errs = append(c.errs, fmt.Errorf("clustertest: %T stopped: %w", r, err))
-			c.errMu.Unlock()
-			c.sched.wrote() // wakes RunUntil
+			c.fail(fmt.Errorf("clustertest: %T stopped: %w", r, err))
 		}
 	})
 }

@@ -62,7 +62,8 @@ func capped(lines []string) []string {
 // describe lists, from the latest state of every object the recorder
 // keeps (no request to the cluster: what is stuck is told without
 // touching it), the custom resources, Deployments and pods that are not
-// ready, the REST paths not served, and the time of the last change.
+// ready, the requests that keep failing, the REST paths not served, and
+// the time of the last change.
 func (r *recorder) describe(s *runtime.Scheme) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -90,6 +91,12 @@ func (r *recorder) describe(s *runtime.Scheme) []string {
 	}
 	out := append(capped(crs), capped(deps)...)
 	out = append(out, capped(pods)...)
+	var fails []string
+	for _, k := range slices.Sorted(maps.Keys(r.failing)) {
+		f := r.failing[k]
+		fails = append(fails, fmt.Sprintf("failing: %s, %d times in a row (the last: %s)", k, f.n, f.last))
+	}
+	out = append(out, capped(fails)...)
 	for _, p := range slices.Sorted(maps.Keys(r.unserved)) {
 		out = append(out, fmt.Sprintf("not served by the bench: %s (%d requests answered 404)", p, r.unserved[p]))
 	}

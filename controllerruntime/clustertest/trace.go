@@ -41,6 +41,8 @@ type recorder struct {
 	whys     map[types.NamespacedName][]why // the write behind each snapshot
 	inflight map[objectKey]*call            // REST writes admitted and not answered yet
 	unserved map[string]int                 // REST paths answered 404 before admission
+	dropped  map[uint64]bool                // watches dropped
+	failing  map[string]*failing            // requests failing in a row, by verb, resource and client
 	changed  time.Time                      // when the last write was stored
 }
 
@@ -60,6 +62,13 @@ type why struct {
 	old, new runtime.Object // nil old: created; nil new: deleted
 }
 
+// failing counts the requests of one kind (verb, resource, client) that
+// failed in a row, and tells the last.
+type failing struct {
+	n    int
+	last string
+}
+
 type objectKey struct {
 	resource  string
 	namespace string
@@ -75,6 +84,8 @@ func newRecorder(s *scheduler) *recorder {
 		whys:     map[types.NamespacedName][]why{},
 		inflight: map[objectKey]*call{},
 		unserved: map[string]int{},
+		dropped:  map[uint64]bool{},
+		failing:  map[string]*failing{},
 	}
 }
 
@@ -193,13 +204,28 @@ func (r *recorder) request(ctx context.Context, q memcluster.Request) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if q.Dropped {
-		who := cmp.Or(r.sched.watchClient(q.Watch), "a client")
-		r.add(fmt.Sprintf("%s watch %d of %s by %s dropped (injected)", r.at(), q.Watch, q.Resource, who))
+		if r.dropped[q.Watch] {
+			return // memcluster offers the rest of a backlog to a watch it has ended
+		}
+		r.dropped[q.Watch] = true
+		who := ""
+		if c := r.sched.watchClient(q.Watch); c != "" {
+			who = " by " + c
+		}
+		r.add(fmt.Sprintf("%s watch %d of %s%s dropped (injected)", r.at(), q.Watch, q.Resource, who))
 		return
 	}
 	cl := callOf(ctx)
 	if cl == nil {
-		r.add(fmt.Sprintf("%s request %s%s", r.at(), requestText(q.Verb, q.Resource, q.Namespace, q.Name, clientOf(ctx), nil), faultText(q)))
+		text := requestText(q.Verb, q.Resource, q.Namespace, q.Name, clientOf(ctx), nil)
+		r.add(fmt.Sprintf("%s request %s%s", r.at(), text, faultText(q)))
+		// A direct call's answer is not seen: only an injected error counts.
+		kind := requestText(q.Verb, q.Resource, q.Namespace, "", clientOf(ctx), nil)
+		if q.Fault != nil && !q.Fault.AfterWrite {
+			r.failedLocked(kind, fmt.Sprintf("%s%s (injected) at %s", namePrefix(q), faultName(q.Fault.Error), r.at()))
+		} else {
+			delete(r.failing, kind)
+		}
 		return
 	}
 	cl.lines = append(cl.lines, len(r.entries))
@@ -223,13 +249,39 @@ func (r *recorder) answered(cl *call, code int, path string) {
 		if k := (objectKey{q.Resource, q.Namespace, q.Name}); r.inflight[k] == cl {
 			delete(r.inflight, k)
 		}
+		kind := requestText(q.Verb, q.Resource, q.Namespace, "", cl.client, cl)
+		if code >= 400 && code != 404 {
+			r.failedLocked(kind, fmt.Sprintf("%s%d%s at %s", namePrefix(q), code, faultText(q), r.at()))
+		} else {
+			delete(r.failing, kind)
+		}
 	}
 	if len(cl.lines) == 0 && code == 404 {
 		r.unserved[cl.method+" "+path]++
 	}
 }
 
-// text is the line of e.
+// namePrefix is "ns/name: " for a request of one object, else "".
+func namePrefix(q memcluster.Request) string {
+	if q.Name == "" {
+		return ""
+	}
+	return objectText(q.Namespace, q.Name) + ": "
+}
+
+// failedLocked counts a failed request of kind (a verb, resource and
+// client), last telling it.
+func (r *recorder) failedLocked(kind, last string) {
+	f := r.failing[kind]
+	if f == nil {
+		f = &failing{}
+		r.failing[kind] = f
+	}
+	f.n++
+	f.last = last
+}
+
+// line is the text of e.
 func (e entry) line() string {
 	if e.cl == nil {
 		return e.text
