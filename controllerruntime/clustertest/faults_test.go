@@ -390,6 +390,12 @@ func TestEveryFaultEndsInATestResult(t *testing.T) {
 					t.Logf("%s: %s", sub, msg)
 				}
 			}
+			// A manager whose lists always fail gives up on its caches:
+			// RunUntil says so at once.
+			if m := messages["list/1"]; matrixFaults[name] != nil && name != "latency" && name != "lag" && name != "drop" &&
+				!strings.Contains(m, "clustertest: stopped with an error") {
+				t.Errorf("list/1: %q, want RunUntil to stop when the manager stopped", m)
+			}
 			verbs := len(matrixVerbs)
 			if name == "lag" || name == "drop" {
 				verbs = 1

@@ -220,8 +220,12 @@ func (r *recorder) request(ctx context.Context, q memcluster.Request) {
 		text := requestText(q.Verb, q.Resource, q.Namespace, q.Name, clientOf(ctx), nil)
 		r.add(fmt.Sprintf("%s request %s%s", r.at(), text, faultText(q)))
 		// A direct call's answer is not seen: only an injected error counts.
+		failed := q.Fault != nil && !q.Fault.AfterWrite
+		if !failed && len(r.failing) == 0 {
+			return
+		}
 		kind := requestText(q.Verb, q.Resource, q.Namespace, "", clientOf(ctx), nil)
-		if q.Fault != nil && !q.Fault.AfterWrite {
+		if failed {
 			r.failedLocked(kind, fmt.Sprintf("%s%s (injected) at %s", namePrefix(q), faultName(q.Fault.Error), r.at()))
 		} else {
 			delete(r.failing, kind)
@@ -249,8 +253,12 @@ func (r *recorder) answered(cl *call, code int, path string) {
 		if k := (objectKey{q.Resource, q.Namespace, q.Name}); r.inflight[k] == cl {
 			delete(r.inflight, k)
 		}
+		failed := code >= 400 && code != 404
+		if !failed && len(r.failing) == 0 {
+			continue // the common case, without formatting
+		}
 		kind := requestText(q.Verb, q.Resource, q.Namespace, "", cl.client, cl)
-		if code >= 400 && code != 404 {
+		if failed {
 			r.failedLocked(kind, fmt.Sprintf("%s%d%s at %s", namePrefix(q), code, faultText(q), r.at()))
 		} else {
 			delete(r.failing, kind)
