@@ -22,8 +22,9 @@ import (
 type goroutine struct {
 	id     int
 	wait   string // why it waits ("chan receive", "select", "sleep"), or "running"
-	bubble uint64 // its synctest bubble, 0 if none
-	frames []frame
+	bubble  uint64 // its synctest bubble, 0 if none
+	frames  []frame
+	creator string // the function that started it
 }
 
 type frame struct {
@@ -84,7 +85,9 @@ func parseGoroutine(s string) (goroutine, bool) {
 	}
 	for i := 1; i+1 < len(lines); i += 2 {
 		fn := lines[i]
-		if strings.HasPrefix(fn, "created by ") {
+		if c, ok := strings.CutPrefix(fn, "created by "); ok {
+			c, _, _ = strings.Cut(c, " in goroutine ")
+			g.creator = c
 			break
 		}
 		if j := strings.LastIndex(fn, "("); j > 0 {
@@ -163,7 +166,7 @@ func blockedWorkers(bubble uint64) []string {
 func leftovers(bubble uint64, self int) []string {
 	count := map[string]int{}
 	for _, g := range goroutines(bubble) {
-		if g.id == self || isTestRunner(g) {
+		if g.id == self || isTestRunner(g) || isScheduler(g) {
 			continue
 		}
 		count[describeWait(g)]++
@@ -184,6 +187,13 @@ func isTestRunner(g goroutine) bool {
 	})
 }
 
+// isScheduler reports whether g is the bench's own scheduler.
+func isScheduler(g goroutine) bool {
+	return slices.ContainsFunc(g.frames, func(f frame) bool {
+		return f.fn == "github.com/ctrlkit/ctrlkit/controllerruntime/clustertest.(*scheduler).run"
+	})
+}
+
 // describeWait says where g waits: its wait reason and its innermost
 // frames, library frames before the first of the code under test.
 func describeWait(g goroutine) string {
@@ -197,7 +207,11 @@ func describeWait(g goroutine) string {
 			break
 		}
 	}
-	return fmt.Sprintf("[%s] %s", cmp.Or(g.wait, "?"), strings.Join(fs, " ← "))
+	text := fmt.Sprintf("[%s] %s", cmp.Or(g.wait, "?"), strings.Join(fs, " ← "))
+	if g.creator != "" {
+		text += ", started by " + g.creator
+	}
+	return text
 }
 
 // goroutineID is the id of the calling goroutine.
