@@ -65,7 +65,8 @@ type Options struct {
 	// behave (start and readiness delays, crashes, image pulls).
 	Kubelet memcluster.KubeletConfig
 	// Seed seeds every random choice of the cluster: generated names and
-	// UIDs, injected faults, the kubelet's model.
+	// UIDs, injected faults, the kubelet's model; and, in [Test], the
+	// global source of math/rand, which client-go's jitter draws from.
 	Seed uint64
 	// Faults are injected from the start (SetFaults changes them).
 	Faults memcluster.Faults
