@@ -20,8 +20,8 @@ import (
 
 // goroutine is one goroutine of a stack dump.
 type goroutine struct {
-	id     int
-	wait   string // why it waits ("chan receive", "select", "sleep"), or "running"
+	id      int
+	wait    string // why it waits ("chan receive", "select", "sleep"), or "running"
 	bubble  uint64 // its synctest bubble, 0 if none
 	frames  []frame
 	creator string // the function that started it
