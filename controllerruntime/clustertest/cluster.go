@@ -15,6 +15,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -144,6 +145,11 @@ func Test(t *testing.T, opts Options, f func(t *testing.T, c *Cluster)) {
 		t.Errorf("clustertest: the test deadlocked (testing/synctest: %v): every goroutine of the bubble is blocked and no timer is pending; they wait at:\n%s",
 			r, strings.Join(leftovers(bubble, 0), "\n"))
 	}()
+	// controller-runtime falls back to a silent logger when nobody set one
+	// 30 s after the process started, by the clock; inside a bubble that
+	// clock reads 2000, the fallback never comes, and every logger a
+	// Manager derives stays queued for ever. Ask it here, on the wall clock.
+	ctrllog.Log.Enabled()
 	synctest.Test(t, func(t *testing.T) {
 		seedGlobal(opts.Seed)
 		c, err := start(t, opts, true)

@@ -177,8 +177,15 @@
 //     seedable again (GODEBUG randseednop=0), and [Test] seeds it with
 //     [Options.Seed].
 //
-// and every bench handles what would otherwise outlive it or take the
-// binary down:
+// Each [Test] also asks controller-runtime's logger, outside its bubble,
+// whether it is time for its fallback: controller-runtime silences its
+// logs if nobody called log.SetLogger within 30 seconds of the process's
+// start, a time it reads from the clock, which inside a bubble reads 2000:
+// the fallback would never come, and every logger a Manager derives would
+// stay queued for ever.
+//
+// Every bench handles what would otherwise outlive it or take the binary
+// down:
 //
 //   - When the test ends, the bench stops what it started and waits (30
 //     virtual seconds) for the goroutines of the bubble to end. Goroutines
@@ -187,7 +194,7 @@
 //     timer pending): testing/synctest would otherwise panic and kill the
 //     whole test binary.
 //   - A livelock (hundreds of thousands of steps at one virtual instant, or
-//     ten thousand alike in a row: a loop that retries at once, for ever)
+//     five thousand alike in a row: a loop that retries at once, for ever)
 //     fails the test with the steps that repeat, and the cluster fails
 //     every request from then on instead of hanging until the test binary's
 //     timeout.

@@ -43,9 +43,11 @@ import (
 // a dynamic client, and a raw watch the test keeps open.
 
 // everyClient runs the App operator with every kind of client beside it,
-// on seed and faults, and returns the trace. It fails the test (never the
-// binary) when the apps are not ready within the virtual limits.
-func everyClient(t *testing.T, seed uint64, faults memcluster.Faults) []string {
+// on seed and faults, with n Apps of n replicas, and returns the trace. It
+// fails the test (never the binary) when the apps are not ready within
+// limit (virtual time) after they are created, and again after they are
+// updated.
+func everyClient(t *testing.T, seed uint64, faults memcluster.Faults, limit time.Duration, n int) []string {
 	var trace []string
 	opts := benchOptions(t, seed)
 	opts.Kubelet.Model = memcluster.RandomModel(memcluster.DefaultPodBehavior(), time.Second, 10*time.Second)
@@ -65,17 +67,16 @@ func everyClient(t *testing.T, seed uint64, faults memcluster.Faults) []string {
 		}
 		events := rawWatch(ctx, cs)
 
-		const n = 3
 		for i := range n {
 			name := fmt.Sprintf("app-%d", i)
-			persist(t, "create App "+name, func() error { return c.Client().Create(ctx, newApp(name, "nginx:1", 3)) })
+			persist(t, "create App "+name, func() error { return c.Client().Create(ctx, newApp(name, "nginx:1", int32(n))) })
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Data: map[string]string{"image": "nginx:1"}}
 			persist(t, "create ConfigMap "+name, func() error {
 				_, err := cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
 				return err
 			})
 		}
-		c.MustRunUntil("apps ready", appsReadyTolerant(c, n), time.Hour)
+		c.MustRunUntil("apps ready", appsReadyTolerant(c, n), limit)
 
 		apps := dyn.Resource(appGV.WithResource("apps")).Namespace("default")
 		for i := range n {
@@ -103,7 +104,7 @@ func everyClient(t *testing.T, seed uint64, faults memcluster.Faults) []string {
 			}
 			return err
 		})
-		c.MustRunUntil("apps updated", appsReadyTolerant(c, n), time.Hour)
+		c.MustRunUntil("apps updated", appsReadyTolerant(c, n), limit)
 		if events() == 0 {
 			t.Error("the raw watch of deployments saw no event")
 		}
@@ -242,7 +243,7 @@ func TestSameSeedSameTraceWithFaultsOnEveryClient(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("CLUSTERTEST_REPLAY_RUNS")); err == nil && n > 0 {
 		runs = n
 	}
-	first := everyClient(t, 11, faultsOnEveryClient())
+	first := everyClient(t, 11, faultsOnEveryClient(), time.Hour, 3)
 	if t.Failed() {
 		return
 	}
@@ -254,7 +255,7 @@ func TestSameSeedSameTraceWithFaultsOnEveryClient(t *testing.T) {
 		}
 	}
 	for run := 2; run <= runs; run++ {
-		again := everyClient(t, 11, faultsOnEveryClient())
+		again := everyClient(t, 11, faultsOnEveryClient(), time.Hour, 3)
 		if !slices.Equal(first, again) {
 			t.Fatalf("run %d differs from run 1:\n%s", run, firstDifference(first, again))
 		}
@@ -307,105 +308,112 @@ func errorRule(e memcluster.FaultError) func(memcluster.Verb, float64) memcluste
 // matrixRates are the rates each fault is tried at: often, and always.
 var matrixRates = []float64{0.3, 1}
 
-// TestFaultMatrixChild runs, in the child process of TestEveryFaultEndsInATestResult,
-// the benches of one fault (CLUSTERTEST_FAULT) on every verb and rate.
+// matrixCases are the benches of the matrix, by subtest name
+// ("409/update-status/0.3"): every fault on every verb it applies to, at
+// every rate.
+func matrixCases() map[string]memcluster.Faults {
+	cases := map[string]memcluster.Faults{}
+	for name, fault := range matrixFaults {
+		verbs := matrixVerbs
+		if name == "lag" || name == "drop" {
+			verbs = []memcluster.Verb{memcluster.VerbWatch} // not a request fault
+		}
+		for _, v := range verbs {
+			for _, rate := range matrixRates {
+				cases[fmt.Sprintf("%s/%s/%v", name, strings.ReplaceAll(string(v), "/", "-"), rate)] = fault(v, rate)
+			}
+		}
+	}
+	return cases
+}
+
+// TestFaultMatrixChild runs the benches of the matrix, in parallel, in the
+// child process of TestEveryFaultEndsInATestResult.
 func TestFaultMatrixChild(t *testing.T) {
-	name := os.Getenv("CLUSTERTEST_FAULT")
-	if name == "" {
+	if os.Getenv("CLUSTERTEST_FAULTS") == "" {
 		t.Skip("run by TestEveryFaultEndsInATestResult in a child process")
 	}
-	fault := matrixFaults[name]
-	verbs := matrixVerbs
-	if name == "lag" || name == "drop" {
-		verbs = []memcluster.Verb{memcluster.VerbWatch} // not a request fault
-	}
-	for _, v := range verbs {
-		for _, rate := range matrixRates {
-			t.Run(fmt.Sprintf("%s/%v", strings.ReplaceAll(string(v), "/", "-"), rate), func(t *testing.T) {
-				everyClient(t, 5, fault(v, rate))
-			})
-		}
+	cases := matrixCases()
+	for _, name := range slices.Sorted(maps.Keys(cases)) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			everyClient(t, 5, cases[name], 10*time.Minute, 2)
+		})
 	}
 }
 
 // TestEveryFaultEndsInATestResult drives every fault of the matrix on
-// every verb, for every client, each in a child process, and checks that
-// each bench ends green or with a test failure that says why, and that no
-// child dies (a panic, a synctest deadlock, a fatal error).
+// every verb, for every client, in a child process, and checks that each
+// bench ends green or with a test failure that says why, and that the
+// child does not die (a panic, a synctest deadlock, a fatal error).
 func TestEveryFaultEndsInATestResult(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the fault matrix takes a while")
 	}
-	running := regexp.MustCompile(`^=== RUN\s+TestFaultMatrixChild/(\S+)$`)
-	result := regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): TestFaultMatrixChild/(\S+) `)
-	for _, name := range slices.Sorted(maps.Keys(matrixFaults)) {
-		t.Run(name, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestFaultMatrixChild$", "-test.v", "-test.count=1", "-test.timeout=10m")
-			cmd.Env = append(os.Environ(), "CLUSTERTEST_FAULT="+name)
-			out, err := cmd.CombinedOutput()
-			var exit *exec.ExitError
-			if err != nil && (!errors.As(err, &exit) || exit.ExitCode() != 1) {
-				t.Fatalf("the child died (%v):\n%s", err, tail(out))
-			}
-			for _, dead := range []string{"panic: ", "fatal error: ", "[recovered]"} {
-				if bytes.Contains(out, []byte(dead)) {
-					t.Fatalf("the child's output has %q:\n%s", dead, tail(out))
-				}
-			}
-			// In -test.v output a subtest's log lines follow its "=== RUN"
-			// line; the results come after, when the parent test ends.
-			messages := map[string]string{}
-			results := map[string]string{}
-			current := ""
-			sc := bufio.NewScanner(bytes.NewReader(out))
-			sc.Buffer(nil, 1<<20)
-			for sc.Scan() {
-				line := sc.Text()
-				if m := running.FindStringSubmatch(line); m != nil {
-					current = m[1]
-					continue
-				}
-				if m := result.FindStringSubmatch(line); m != nil {
-					results[m[2]] = m[1]
-					continue
-				}
-				if current != "" && messages[current] == "" && testMessage.MatchString(line) {
-					messages[current] = strings.TrimSpace(line)
-				}
-			}
-			passed, failed := 0, 0
-			for _, sub := range slices.Sorted(maps.Keys(results)) {
-				switch results[sub] {
-				case "PASS":
-					passed++
-				case "FAIL":
-					failed++
-					msg := messages[sub]
-					if msg == "" {
-						t.Errorf("%s failed without a message", sub)
-					}
-					if len(msg) > 300 {
-						msg = msg[:300] + "…"
-					}
-					t.Logf("%s: %s", sub, msg)
-				}
-			}
-			// A manager whose lists always fail gives up on its caches:
-			// RunUntil says so at once.
-			if m := messages["list/1"]; matrixFaults[name] != nil && name != "latency" && name != "lag" && name != "drop" &&
-				!strings.Contains(m, "clustertest: stopped with an error") {
-				t.Errorf("list/1: %q, want RunUntil to stop when the manager stopped", m)
-			}
-			verbs := len(matrixVerbs)
-			if name == "lag" || name == "drop" {
-				verbs = 1
-			}
-			if want := verbs * len(matrixRates); passed+failed != want {
-				t.Fatalf("%d results, want %d: the child stopped early:\n%s", passed+failed, want, tail(out))
-			}
-			t.Logf("%d green, %d failed with a message", passed, failed)
-		})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFaultMatrixChild$", "-test.v", "-test.count=1", "-test.timeout=10m")
+	cmd.Env = append(os.Environ(), "CLUSTERTEST_FAULTS=1")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil && (!errors.As(err, &exit) || exit.ExitCode() != 1) {
+		t.Fatalf("the child died (%v):\n%s", err, tail(out))
 	}
+	for _, dead := range []string{"panic: ", "fatal error: ", "[recovered]"} {
+		if bytes.Contains(out, []byte(dead)) {
+			t.Fatalf("the child's output has %q:\n%s", dead, tail(out))
+		}
+	}
+	// In -test.v output the log lines of a subtest follow a line naming it
+	// ("=== RUN", "=== CONT", "=== NAME"); the results come when the
+	// parent test ends.
+	naming := regexp.MustCompile(`^=== (?:RUN|CONT|NAME|PAUSE)\s+TestFaultMatrixChild/(\S+)$`)
+	result := regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): TestFaultMatrixChild/(\S+) `)
+	messages := map[string]string{}
+	results := map[string]string{}
+	current := ""
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if m := naming.FindStringSubmatch(line); m != nil {
+			current = m[1]
+			continue
+		}
+		if m := result.FindStringSubmatch(line); m != nil {
+			results[m[2]] = m[1]
+			continue
+		}
+		if current != "" && messages[current] == "" && testMessage.MatchString(line) {
+			messages[current] = strings.TrimSpace(line)
+		}
+	}
+	cases := matrixCases()
+	green := map[string]int{}
+	for _, name := range slices.Sorted(maps.Keys(cases)) {
+		fault, _, _ := strings.Cut(name, "/")
+		switch results[name] {
+		case "PASS":
+			green[fault]++
+		case "FAIL":
+			msg := messages[name]
+			if msg == "" {
+				t.Errorf("%s failed without a message", name)
+			}
+			if len(msg) > 300 {
+				msg = msg[:300] + "…"
+			}
+			t.Logf("%s: %s", name, msg)
+		default:
+			t.Errorf("%s: no result (%q): the child stopped early?\n%s", name, results[name], tail(out))
+		}
+	}
+	// A manager whose lists always fail gives up on its caches: RunUntil
+	// says so at once.
+	for _, fault := range []string{"409", "429", "500", "503", "timeout"} {
+		if m := messages[fault+"/list/1"]; !strings.Contains(m, "clustertest: stopped with an error") {
+			t.Errorf("%s/list/1: %q, want RunUntil to stop when the manager stopped", fault, m)
+		}
+	}
+	t.Logf("%d benches; green by fault: %v; the others failed with a message", len(cases), green)
 }
 
 // testMessage matches a line a test logged ("    file_test.go:12: …").

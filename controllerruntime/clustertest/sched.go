@@ -60,7 +60,7 @@ type scheduler struct {
 // tens of thousands of steps, a few hundred alike in a row.
 const (
 	livelockSteps   = 200_000
-	livelockRepeats = 10_000
+	livelockRepeats = 5_000
 )
 
 // errLivelock is what every step fails with once a livelock is declared.
