@@ -23,15 +23,43 @@
 //     "$patch":"delete" of an ownerReference by uid), JSON merge, and JSON
 //     patch. A uid or resourceVersion in the patch is a precondition.
 //   - Delete: uid/resourceVersion preconditions; graceful pod deletion
-//     (the pod keeps a deletionTimestamp until its kubelet confirms);
-//     finalizers; garbage collection of dependents through
-//     ownerReferences, Background (the default) or Orphan. Foreground is
-//     treated as Background.
-//   - apps/v1 and core/v1 defaults (including the pod-spec defaults that
-//     enter the pod-template-hash) and the validation controllers rely on,
-//     as Invalid errors with the apiserver's field paths.
+//     (the pod keeps a deletionTimestamp until its kubelet confirms; a pod
+//     deleted at once is first written with its deletionTimestamp, as
+//     kube-apiserver does); finalizers; propagation as kube-apiserver and
+//     kube-controller-manager's garbage collector do it: Background (the
+//     default, but Orphan for batch/v1 Jobs), Foreground (the
+//     foregroundDeletion finalizer: the owner stays until the dependents
+//     that set blockOwnerDeletion are gone) and Orphan (the orphan
+//     finalizer: the references to the owner are removed first), the
+//     legacy orphanDependents, and kube-apiserver's validation of the
+//     options. See [Client.Delete].
+//   - Namespaces have kube-apiserver's lifecycle: a deleted namespace is
+//     Terminating, refuses new content (Forbidden, with the
+//     NamespaceTerminating cause), and the namespace controller deletes its
+//     content, reports on it in the namespace's conditions, then finalizes
+//     it. With [Config.RequireNamespaces] (the test bench sets it) a
+//     namespaced object needs its namespace, and default, kube-system,
+//     kube-public and kube-node-lease exist from the start.
+//   - PodDisruptionBudgets (policy/v1), with their status as the
+//     disruption controller computes it, and the pods/eviction subresource
+//     ([Cluster.Evict]), which honours them: 429 TooManyRequests with the
+//     budget's reason when it is spent.
+//   - kube-apiserver v1.37's API defaults (package defaults, including the
+//     pod-spec defaults that enter the pod-template-hash) and the
+//     validation controllers rely on (required fields, immutable fields
+//     such as selectors), as Invalid errors with the apiserver's field
+//     paths; the fields each kind's server strategy owns (a status reset
+//     on create, generation rules, a Job's generated selector, …).
 //   - List returns deep copies sorted by namespace and name, with the
-//     current resourceVersion. Watch replays the events after a version
+//     list's resourceVersion; field selectors name the fields
+//     kube-apiserver selects on for the kind (pods' spec.nodeName and
+//     status.phase, events' involvedObject.*, ...: see [Kind.SelectableFields]),
+//     and refuse the others with kube-apiserver's messages. [Client.ListPage]
+//     and the REST API paginate (limit and continue, remainingItemCount)
+//     as kube-apiserver does: later pages list the state of the first
+//     page's version, a version the kind's watch history no longer reaches
+//     is 410 Expired (with a token to continue inconsistently), and lists
+//     at an older exact version are served from that history. Watch replays the events after a version
 //     from a bounded history, answers a compacted version with a 410
 //     Expired error event, sends bookmarks (periodic, or on
 //     [Cluster.Bookmark]), and translates label-selector transitions into
@@ -56,11 +84,47 @@
 // Watch). Its methods mirror client-go's typed clients — context first,
 // options structs last — except that List returns the items and the
 // resourceVersion. [Client.ListWatcher] satisfies informer.ListWatcher.
-// Other kinds can be stored with [NewResource] and a [Kind]: [KindFor]
-// derives one from a Go type registered in a runtime.Scheme (your custom
-// resources, with the semantics of CRDs), and [AddCoreKinds] adds
-// Namespaces, Services, ConfigMaps, Secrets, ServiceAccounts, Events and
-// Leases. Owner references and garbage collection work across all kinds.
+// Owner references and garbage collection work across all kinds.
+//
+// [New] serves Pods, ReplicaSets, Deployments and Namespaces
+// ([Cluster.Namespaces]): enough for a simulation of rollouts. More kinds are added with:
+//
+//   - [AddCoreKinds]: core/v1 Service, ConfigMap, Secret, ServiceAccount,
+//     Event; events.k8s.io/v1 Event; coordination.k8s.io/v1 Lease;
+//     policy/v1 PodDisruptionBudget.
+//   - [AddBuiltinKinds] (the test bench's choice): those, and apps/v1
+//     StatefulSet, DaemonSet, ControllerRevision; batch/v1 Job, CronJob;
+//     core/v1 PersistentVolumeClaim, PersistentVolume, Endpoints, Node,
+//     ReplicationController; autoscaling/v2 HorizontalPodAutoscaler;
+//     networking.k8s.io/v1 Ingress, IngressClass, NetworkPolicy;
+//     rbac.authorization.k8s.io/v1 Role, ClusterRole, RoleBinding,
+//     ClusterRoleBinding; discovery.k8s.io/v1 EndpointSlice. Each with its
+//     API defaults, server-set fields, generation rule, status (and, for
+//     StatefulSets and ReplicationControllers, scale) subresource, guarding
+//     validation, and discovery entry with short names and categories.
+//     No controller runs for them, as in envtest: a StatefulSet makes no
+//     pods, a Job runs nothing.
+//   - [NewResource] and a [Kind] for anything else: [KindFor] derives one
+//     from a Go type registered in a runtime.Scheme (your custom
+//     resources, with the semantics of CRDs).
+//
+// A request for a resource the cluster does not serve is answered 404, as
+// kube-apiserver answers it, with a message that names the resource and
+// says which of these adds it; [Cluster.Serves] gives the same answer for
+// a kind, for a harness that reports an informer that never syncs.
+//
+// # Built-in controllers
+//
+// Three controllers of kube-controller-manager run inside the cluster: the
+// garbage collector, the namespace controller and the disruption
+// controller (PodDisruptionBudget status). They act synchronously, after
+// each request that gives them work and before it returns, in a fixed
+// order, so their effects are deterministic and visible as soon as the
+// request has returned; what they write is seen by watches like any
+// write. [Config.NoGarbageCollection] turns the garbage collector and the
+// namespace controller off (as in envtest, which runs neither);
+// [Config.NoNamespaceController] and [Config.NoDisruptionController] turn
+// one off alone.
 //
 // # The REST API
 //
@@ -82,8 +146,13 @@
 //     client-go's) get the legacy documents, which they read as from an
 //     apiserver without aggregated discovery.
 //   - get, list, watch, create, update, patch, delete and deletecollection
-//     of every kind, the status subresource of kinds that have one, and the
-//     scale subresource (autoscaling/v1) of Deployments and ReplicaSets.
+//     of every kind, the status subresource of kinds that have one, the
+//     scale subresource (autoscaling/v1) of Deployments, ReplicaSets,
+//     StatefulSets and ReplicationControllers, pods/eviction (a policy/v1
+//     or v1beta1 Eviction, answered 201, 429 or 500 as kube-apiserver
+//     answers) and namespaces/finalize. A delete that removes a pod or a
+//     namespace answers with the object, as kube-apiserver's registries
+//     do; other kinds with a Status.
 //     Each request is admitted like a [Client] call, so injected faults
 //     reach REST clients as the status codes kube-apiserver uses, with a
 //     Retry-After header where the error asks to wait (429, server timeout).
@@ -161,23 +230,52 @@
 //
 // # Differences from kube-apiserver
 //
-// No admission, RBAC, authentication, field managers, server-side apply
-// (its patches are answered 415), dry run (400), pagination (limit is
-// ignored, as the API allows, and no continue token is issued), field
-// selectors beyond metadata.name/namespace (400 for others), or Foreground
-// deletion; UpdateStatus ignores metadata changes (the apiserver keeps
-// some); garbage collection is synchronous, inside the write that orphans
-// an object; the watch history is per kind. Lists are served at the
-// current resourceVersion only: an older one with resourceVersionMatch
-// Exact is 410 Expired. A watch's timeoutSeconds is ignored (watches end
-// when their client leaves, or when the cluster drops them). No OpenAPI,
-// Table or aggregated discovery documents, so kubectl's explain and
-// printing of columns do not work. Custom resources have no OpenAPI schema:
-// no validation or defaulting beyond metadata's unless you set
-// [Kind.Validate] and [Kind.Default], no scale subresource, one version per
-// kind (no conversion). Namespaces are not enforced: objects may be
-// created in one that does not exist, and deleting one leaves its
-// contents.
+// Admission: only NamespaceLifecycle, and what the Priority and
+// DefaultTolerationSeconds plugins do to a new pod (priority 0 and PreemptLowerPriority, or the priority of
+// system-cluster-critical and system-node-critical; tolerations of
+// not-ready and unreachable nodes for 300 s); a pod naming another
+// priority class is stored without a priority (kube-apiserver refuses it
+// unless the PriorityClass exists; memcluster serves none). Left out,
+// because only controllers memcluster does not run take them away again:
+// the finalizers StorageObjectInUseProtection puts on claims and volumes
+// (a deleted claim goes at once, not after its pvc-protection finalizer)
+// and the not-ready taint TaintNodesByCondition puts on a new Node.
+// Validation is kube-apiserver's for what guards controllers (required
+// fields, selectors, immutable fields, the values a controller switches
+// on), not all of it (container names and ports, volumes, probes, metrics
+// of HorizontalPodAutoscalers, …); an immutable-field error prints the
+// apps/v1 value where kube-apiserver prints its internal type, and a
+// claim's spec-change error leaves out the diff. HorizontalPodAutoscalers
+// are served in autoscaling/v2 only (autoscaling/v1 answers 404). Pods'
+// pod-level resources are not defaulted from the containers' and do not
+// enter the QoS class.
+//
+// No RBAC, authentication, field managers, server-side apply (its patches
+// are answered 415) or dry run (400); a status write takes the status,
+// labels and annotations of the object written (a Deployment's
+// annotations only), not its other metadata (kube-apiserver takes all but
+// what the kind's strategy resets); the watch history is per kind, and so
+// is how far back lists at an older version and continue tokens reach
+// ([Config.WatchHistory] events of the kind). A watch's timeoutSeconds is
+// ignored (watches end when their client leaves, or when the cluster
+// drops them). No OpenAPI, Table or aggregated discovery documents, so
+// kubectl's explain and printing of columns do not work. Custom resources
+// have no OpenAPI schema: no validation or defaulting beyond metadata's
+// unless you set [Kind.Validate] and [Kind.Default], no scale
+// subresource, one version per kind (no conversion).
+//
+// The built-in controllers differ from kube-controller-manager's in when,
+// not in what: they act inside the request that gives them work, not
+// after their informers have caught up, so the races of the real ones
+// (the garbage collector missing a dependent created just before its
+// owner's deletion, say) do not happen. They run no timers: the namespace
+// controller looks again when something in the namespace is written or
+// removed (a pod still terminating past its grace period does not raise
+// NamespaceDeletionContentFailure), the disruption controller drops an
+// evicted pod that was never deleted from disruptedPods at the next
+// write in the namespace rather than after two minutes, and does not
+// reset its DisruptionTarget condition. A pod matched by several budgets
+// updates all of them (upstream picks one). They record no Events.
 //
 // # Usage
 //

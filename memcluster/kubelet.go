@@ -315,6 +315,9 @@ func (k *Kubelet) Sync() time.Time {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	keys = slices.Compact(keys)
+	// The built-in controllers react to the pass as a whole, after it:
+	// what they write to pods is then new to the kubelet.
+	c.holdLocked()
 	k.syncing = true
 	for _, key := range keys {
 		p, ok := r.objs[key]
@@ -333,6 +336,7 @@ func (k *Kubelet) Sync() time.Time {
 		}
 	}
 	k.syncing = false
+	c.releaseLocked()
 	var next time.Time
 	for len(k.dues) > 0 {
 		if k.live(k.dues[0]) {
@@ -398,7 +402,7 @@ func (k *Kubelet) syncPodLocked(key types.NamespacedName, p *corev1.Pod, now tim
 			return st.settle(p.ResourceVersion, end)
 		}
 		zero := int64(0)
-		if err := k.c.pods.deleteLocked(objectKey(p), metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		if _, _, err := k.c.pods.deleteLocked(objectKey(p), metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 			panic("memcluster: kubelet: " + err.Error()) // the pod exists and no precondition is set
 		}
 		return time.Time{}

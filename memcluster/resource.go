@@ -1,16 +1,13 @@
 package memcluster
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,10 +27,17 @@ type Resource[T Object] struct {
 	watchers []*watcher[T]              // guarded by c.mu, in creation order
 	work     *clock.Source              // watch events as tracked work; nil on a real clock
 	norm     *normalizer                // nil: every round trip goes through JSON
+	gcPolicy gcPolicy                   // the default propagation of deletes
+	fields   fieldSelection[T]          // how field selectors are answered
 }
 
 // NewResource adds a kind to the cluster and returns its storage. Adding a
-// kind twice is a programming error and panics.
+// kind twice is a programming error and panics. What kube-apiserver's
+// registry for the kind's group, version and kind does beyond the [Kind]'s
+// hooks comes from tables, so the kinds of k8s.io/api get it wherever they
+// are added: the fields field selectors name (unless
+// [Kind.SelectableFields] is set) and the default propagation of deletes
+// (Orphan for batch/v1 Jobs, none for Events).
 func NewResource[T Object](c *Cluster, k Kind[T]) *Resource[T] {
 	r := &Resource[T]{
 		c:    c,
@@ -42,6 +46,8 @@ func NewResource[T Object](c *Cluster, k Kind[T]) *Resource[T] {
 	}
 	r.hist.limit = c.cfg.WatchHistory
 	r.norm = newNormalizer(func() any { return k.New() })
+	r.gcPolicy = defaultGCPolicies[k.GVK]
+	r.fields = newFieldSelection(k)
 	r.work = clock.NewSource(c.clock, "memcluster: watch "+k.Resource)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -90,35 +96,18 @@ func (cl Client[T]) Get(ctx context.Context, name string, _ metav1.GetOptions) (
 	return deepCopy(obj), nil
 }
 
-// List returns the objects that match opts.LabelSelector and
-// opts.FieldSelector (metadata.name and metadata.namespace only), sorted by
-// namespace and name, with the cluster's current resourceVersion.
+// List returns every object that matches opts.LabelSelector and
+// opts.FieldSelector (the fields kube-apiserver selects on for the kind),
+// sorted by namespace and name, with the list's resourceVersion. It
+// ignores opts.Limit (use [Client.ListPage] to paginate) but honours
+// opts.Continue: the rest of a paginated list.
 func (cl Client[T]) List(ctx context.Context, opts metav1.ListOptions) ([]T, string, error) {
-	c := cl.r.c
-	after, err := c.admit(ctx, VerbList, cl.r.kind.groupResource(), cl.ns, "")
+	opts.Limit = 0
+	items, meta, err := cl.ListPage(ctx, opts)
 	if err != nil {
 		return nil, "", err
 	}
-	match, err := cl.matcher(opts)
-	if err != nil {
-		return nil, "", err
-	}
-	c.mu.Lock()
-	var items []T
-	for _, obj := range cl.r.objs {
-		if match(obj) {
-			items = append(items, deepCopy(obj))
-		}
-	}
-	rv := formatRV(c.rv)
-	c.mu.Unlock()
-	if after != nil {
-		return nil, "", after
-	}
-	slices.SortFunc(items, func(a, b T) int {
-		return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
-	})
-	return items, rv, nil
+	return items, meta.ResourceVersion, nil
 }
 
 // Create stores a new object. The server sets uid, creationTimestamp,
@@ -241,10 +230,11 @@ func (cl Client[T]) matcher(opts metav1.ListOptions) (func(T) bool, error) {
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid label selector %q: %v", opts.LabelSelector, err))
 	}
-	fs, err := fields.ParseSelector(opts.FieldSelector)
+	fs, err := cl.r.fields.selector(opts.FieldSelector)
 	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector %q: %v", opts.FieldSelector, err))
+		return nil, err
 	}
+	selectable := cl.r.fields.fields
 	ns := cl.ns
 	if cl.r.kind.ClusterScoped {
 		ns = ""
@@ -259,7 +249,7 @@ func (cl Client[T]) matcher(opts metav1.ListOptions) (func(T) bool, error) {
 		if fs.Empty() {
 			return true // every watch event is matched: no map for nothing
 		}
-		return fs.Matches(fields.Set{"metadata.name": obj.GetName(), "metadata.namespace": obj.GetNamespace()})
+		return fs.Matches(selectable(obj))
 	}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,14 +16,19 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// The scale subresource (autoscaling/v1 Scale) of Deployments and
-// ReplicaSets: what kubectl scale and the HorizontalPodAutoscaler use. A
+// The scale subresource (autoscaling/v1 Scale) of Deployments,
+// ReplicaSets, StatefulSets and ReplicationControllers: what kubectl scale and the HorizontalPodAutoscaler use. A
 // write of the Scale is an update of spec.replicas (admitted as an update
 // of the parent resource), conditional on the Scale's resourceVersion
 // when it has one.
 
 func hasScale(gvk schema.GroupVersionKind) bool {
-	return gvk == appsv1.SchemeGroupVersion.WithKind("Deployment") || gvk == appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
+	switch gvk {
+	case appsv1.SchemeGroupVersion.WithKind("Deployment"), appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
+		appsv1.SchemeGroupVersion.WithKind("StatefulSet"), corev1.SchemeGroupVersion.WithKind("ReplicationController"):
+		return true
+	}
+	return false
 }
 
 // maxScaleRetries bounds the retries of an unconditional scale write that
@@ -123,6 +129,10 @@ func writeScale(r *http.Request, rq request, s *served, sc *autoscalingv1.Scale)
 			o.Spec.Replicas = ptrTo(sc.Spec.Replicas)
 		case *appsv1.ReplicaSet:
 			o.Spec.Replicas = ptrTo(sc.Spec.Replicas)
+		case *appsv1.StatefulSet:
+			o.Spec.Replicas = ptrTo(sc.Spec.Replicas)
+		case *corev1.ReplicationController:
+			o.Spec.Replicas = ptrTo(sc.Spec.Replicas)
 		}
 		if sc.ResourceVersion != "" {
 			cur.(Object).SetResourceVersion(sc.ResourceVersion)
@@ -145,6 +155,10 @@ func scaleOf(obj runtime.Object) *autoscalingv1.Scale {
 		sc.ObjectMeta, replicas, sel, sc.Status.Replicas = o.ObjectMeta, o.Spec.Replicas, o.Spec.Selector, o.Status.Replicas
 	case *appsv1.ReplicaSet:
 		sc.ObjectMeta, replicas, sel, sc.Status.Replicas = o.ObjectMeta, o.Spec.Replicas, o.Spec.Selector, o.Status.Replicas
+	case *appsv1.StatefulSet:
+		sc.ObjectMeta, replicas, sel, sc.Status.Replicas = o.ObjectMeta, o.Spec.Replicas, o.Spec.Selector, o.Status.Replicas
+	case *corev1.ReplicationController:
+		sc.ObjectMeta, replicas, sel, sc.Status.Replicas = o.ObjectMeta, o.Spec.Replicas, labelSelectorFor(o.Spec.Selector), o.Status.Replicas
 	}
 	sc.ObjectMeta = metav1.ObjectMeta{
 		Name: sc.Name, Namespace: sc.Namespace, UID: sc.UID, ResourceVersion: sc.ResourceVersion, CreationTimestamp: sc.CreationTimestamp,

@@ -23,6 +23,8 @@ type restInfo struct {
 	newObj        func() runtime.Object
 	newList       func() runtime.Object // nil: lists are served as JSON only
 	protobuf      bool                  // the Go types can be encoded as protobuf
+	shortNames    []string              // for discovery
+	categories    []string              // for discovery
 }
 
 // restStore is the type-erased view of a [Resource] that [Handler]
@@ -31,7 +33,7 @@ type restInfo struct {
 type restStore interface {
 	info() restInfo
 	get(ctx context.Context, ns, name string) (runtime.Object, error)
-	list(ctx context.Context, ns string, opts metav1.ListOptions) ([]runtime.Object, string, error)
+	list(ctx context.Context, ns string, opts metav1.ListOptions) ([]runtime.Object, metav1.ListMeta, error)
 	// watchList opens a watch; with opts.SendInitialEvents it returns the
 	// initial events, ending with the "k8s.io/initial-events-end"
 	// bookmark, to send before the watch's own.
@@ -64,6 +66,8 @@ func (r *Resource[T]) info() restInfo {
 		status:        k.CopyStatus != nil,
 		newObj:        func() runtime.Object { return k.New() },
 		newList:       k.NewList,
+		shortNames:    k.ShortNames,
+		categories:    k.Categories,
 	}
 }
 
@@ -71,16 +75,16 @@ func (r *Resource[T]) get(ctx context.Context, ns, name string) (runtime.Object,
 	return r.Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 }
 
-func (r *Resource[T]) list(ctx context.Context, ns string, opts metav1.ListOptions) ([]runtime.Object, string, error) {
-	items, rv, err := r.Namespace(ns).List(ctx, opts)
+func (r *Resource[T]) list(ctx context.Context, ns string, opts metav1.ListOptions) ([]runtime.Object, metav1.ListMeta, error) {
+	items, meta, err := r.Namespace(ns).ListPage(ctx, opts)
 	if err != nil {
-		return nil, "", err
+		return nil, meta, err
 	}
 	out := make([]runtime.Object, len(items))
 	for i, it := range items {
 		out[i] = it
 	}
-	return out, rv, nil
+	return out, meta, nil
 }
 
 func (r *Resource[T]) watchList(ctx context.Context, ns string, opts metav1.ListOptions) ([]watch.Event, watch.Interface, error) {
@@ -167,14 +171,11 @@ func (r *Resource[T]) patch(ctx context.Context, ns, name string, pt types.Patch
 }
 
 func (r *Resource[T]) remove(ctx context.Context, ns, name string, opts metav1.DeleteOptions) (runtime.Object, bool, error) {
-	before, _ := r.peek(ns, name)
-	if err := r.Namespace(ns).Delete(ctx, name, opts); err != nil {
+	out, gone, err := r.Namespace(ns).delete(ctx, name, opts)
+	if err != nil {
 		return nil, false, err
 	}
-	if after, ok := r.peek(ns, name); ok && before != nil && after.(T).GetUID() == before.(T).GetUID() {
-		return after, false, nil
-	}
-	return before, true, nil
+	return out, gone, nil
 }
 
 func (r *Resource[T]) peek(ns, name string) (runtime.Object, bool) {

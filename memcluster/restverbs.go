@@ -6,13 +6,14 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	internalvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -41,18 +42,21 @@ func (a *api) serveList(w http.ResponseWriter, r *http.Request, rq request, s *s
 	}
 	opts, err := a.listOptions(r.URL.Query())
 	if err == nil {
-		err = a.checkListVersion(opts)
+		err = validateList(opts)
 	}
 	if err != nil {
 		writeError(w, a, rep, err)
 		return
 	}
-	items, rv, err := s.list(r.Context(), rq.namespace, opts)
+	items, lm, err := s.list(r.Context(), rq.namespace, opts)
 	if err != nil {
 		writeError(w, a, rep, err)
 		return
 	}
-	list, err := newList(s.in, items, rv)
+	list, err := newList(s.in, items, lm.ResourceVersion)
+	if err == nil {
+		err = setListMeta(list, lm)
+	}
 	if err != nil {
 		writeError(w, a, rep, err)
 		return
@@ -137,6 +141,10 @@ func (a *api) serveDelete(w http.ResponseWriter, r *http.Request, rq request, s 
 		a.writeObject(w, rep, s.in, code, obj)
 		return
 	}
+	if returnsDeletedObject[schema.GroupResource{Group: s.in.gvk.Group, Resource: s.in.resource}] {
+		a.writeObject(w, rep, s.in, http.StatusOK, obj)
+		return
+	}
 	a.writeStatusSuccess(w, rep, s.in, rq.name, obj)
 }
 
@@ -149,6 +157,9 @@ func (a *api) serveDeleteCollection(w http.ResponseWriter, r *http.Request, rq r
 		return
 	}
 	lopts, err := a.listOptions(r.URL.Query())
+	if err == nil {
+		err = validateList(lopts)
+	}
 	if err != nil {
 		writeError(w, a, rep, err)
 		return
@@ -258,55 +269,31 @@ func (a *api) listOptions(q url.Values) (metav1.ListOptions, error) {
 	if err := runtime.NewParameterCodec(a.scheme).DecodeParameters(q, metav1.SchemeGroupVersion, &opts); err != nil {
 		return opts, apierrors.NewBadRequest(fmt.Sprintf("invalid list options: %v", err))
 	}
-	if opts.Continue != "" {
-		// limit is ignored, as the API allows, so no token was ever issued.
-		return opts, apierrors.NewBadRequest("memcluster: invalid continue token: lists are never paginated here")
-	}
-	fs, err := fields.ParseSelector(opts.FieldSelector)
-	if err != nil {
-		return opts, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector %q: %v", opts.FieldSelector, err))
-	}
-	for _, req := range fs.Requirements() {
-		if req.Field != "metadata.name" && req.Field != "metadata.namespace" {
-			return opts, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
-		}
-	}
 	return opts, nil
 }
 
-// checkListVersion answers the resourceVersion semantics of a list: "" and
-// "0" are the current state; a version the cluster has not reached is a
-// 504 (as kube-apiserver answers after waiting); Exact is served only for
-// the current version (memcluster keeps no history of states): an older
-// one is 410 Expired, and clients list again from the current state.
-func (a *api) checkListVersion(opts metav1.ListOptions) error {
-	if opts.ResourceVersion == "" || opts.ResourceVersion == "0" {
-		if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
-			return apierrors.NewBadRequest("resourceVersionMatch Exact needs a resourceVersion other than 0")
-		}
-		return nil
+// validateList refuses list options kube-apiserver refuses, with its
+// errors (the resourceVersion semantics are the store's: see paginate.go).
+func validateList(opts metav1.ListOptions) error {
+	errs := internalvalidation.ValidateListOptions(&metainternalversion.ListOptions{
+		ResourceVersion: opts.ResourceVersion, ResourceVersionMatch: opts.ResourceVersionMatch,
+		Continue: opts.Continue, Limit: opts.Limit, SendInitialEvents: opts.SendInitialEvents,
+	}, true)
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
 	}
-	want, err := strconv.ParseUint(opts.ResourceVersion, 10, 64)
+	return nil
+}
+
+// setListMeta sets a list's continue token and remaining count.
+func setListMeta(list runtime.Object, lm metav1.ListMeta) error {
+	la, err := meta.ListAccessor(list)
 	if err != nil {
-		return apierrors.NewBadRequest(fmt.Sprintf("invalid resource version %q", opts.ResourceVersion))
+		return apierrors.NewInternalError(err)
 	}
-	a.c.mu.Lock()
-	have := a.c.rv
-	a.c.mu.Unlock()
-	if want > have {
-		return tooLargeRV(want, have)
-	}
-	switch opts.ResourceVersionMatch {
-	case "", metav1.ResourceVersionMatchNotOlderThan:
-		return nil
-	case metav1.ResourceVersionMatchExact:
-		if want != have {
-			return apierrors.NewResourceExpired(fmt.Sprintf("memcluster: resourceVersion %d is not the current one (%d): lists are served at the current version only", want, have))
-		}
-		return nil
-	default:
-		return apierrors.NewBadRequest(fmt.Sprintf("unsupported resourceVersionMatch %q", opts.ResourceVersionMatch))
-	}
+	la.SetContinue(lm.Continue)
+	la.SetRemainingItemCount(lm.RemainingItemCount)
+	return nil
 }
 
 // unsupportedOptions refuses dry runs, which memcluster would otherwise

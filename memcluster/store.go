@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -39,24 +40,31 @@ func (r *Resource[T]) createLocked(obj T, ns string) (T, error) {
 	} else {
 		in.SetNamespace("")
 	}
+	if !r.kind.ClusterScoped {
+		if err := r.c.admitNamespaceLocked(r.kind.groupResource(), in); err != nil {
+			return zero, err
+		}
+	}
 	if in.GetName() == "" && in.GetGenerateName() != "" {
 		if err := r.generateNameLocked(in); err != nil {
 			return zero, err
 		}
 	}
+	in.SetUID(r.c.newUIDLocked())
+	in.SetCreationTimestamp(r.c.now())
 	if r.kind.PrepareCreate != nil {
 		r.kind.PrepareCreate(in)
 	}
-	in.SetUID(r.c.newUIDLocked())
-	in.SetCreationTimestamp(r.c.now())
-	in.SetGeneration(1)
+	if r.kind.Generation != nil {
+		in.SetGeneration(1)
+	}
 	in.SetDeletionTimestamp(nil)
 	in.SetDeletionGracePeriodSeconds(nil)
 	in.SetManagedFields(nil)
 	if r.kind.Default != nil {
 		r.kind.Default(in)
 	}
-	errs := apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	errs := apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, r.kind.nameValidator(), field.NewPath("metadata"))
 	if r.kind.Validate != nil {
 		var none T
 		errs = append(errs, r.kind.Validate(in, none)...)
@@ -68,7 +76,6 @@ func (r *Resource[T]) createLocked(obj T, ns string) (T, error) {
 		return zero, apierrors.NewAlreadyExists(r.kind.groupResource(), in.GetName())
 	}
 	stored := r.commitLocked(watch.Added, in)
-	r.collectIfOrphanedLocked(stored)
 	return deepCopy(stored), nil
 }
 
@@ -133,7 +140,7 @@ func (r *Resource[T]) updateLocked(in T) (T, error) {
 		r.kind.Default(in)
 	}
 	errs := apivalidation.ValidateObjectMetaAccessorUpdate(in, old, field.NewPath("metadata"))
-	errs = append(errs, apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))...)
+	errs = append(errs, apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, r.kind.nameValidator(), field.NewPath("metadata"))...)
 	if r.kind.Validate != nil {
 		errs = append(errs, r.kind.Validate(in, old)...)
 	}
@@ -158,7 +165,6 @@ func (r *Resource[T]) updateLocked(in T) (T, error) {
 		return deepCopy(r.removeLocked(in)), nil
 	}
 	stored := r.commitLocked(watch.Modified, in)
-	r.collectIfOrphanedLocked(stored)
 	return deepCopy(stored), nil
 }
 
@@ -176,12 +182,18 @@ func (r *Resource[T]) updateStatusLocked(in T) (T, error) {
 	var same bool
 	if r.kind.statusUpdate != nil {
 		next = r.kind.statusUpdate(old, in)
+		if r.kind.statusKeep != nil {
+			r.kind.statusKeep(next, old)
+		}
 		same = r.kind.statusEqual(old, next)
 	} else {
 		next = deepCopy(old)
 		r.kind.CopyStatus(next, in)
 		if r.kind.StatusMeta != nil {
 			r.kind.StatusMeta(next, in)
+		}
+		if r.kind.statusKeep != nil {
+			r.kind.statusKeep(next, old)
 		}
 		same = semanticallyEqual(old, next)
 	}
@@ -197,6 +209,9 @@ func (r *Resource[T]) finalizedLocked(obj T) bool {
 	if obj.GetDeletionTimestamp() == nil || len(obj.GetFinalizers()) > 0 {
 		return false
 	}
+	if ns, ok := any(obj).(*corev1.Namespace); ok && len(ns.Spec.Finalizers) > 0 {
+		return false // a namespace also waits for spec.finalizers
+	}
 	g := obj.GetDeletionGracePeriodSeconds()
 	return g == nil || *g == 0
 }
@@ -207,7 +222,7 @@ func (r *Resource[T]) commitLocked(typ watch.EventType, obj T) T {
 	rv := r.c.nextRVLocked()
 	obj.SetResourceVersion(formatRV(rv))
 	key := objectKey(obj)
-	prev := r.objs[key]
+	prev, had := r.objs[key]
 	if typ == watch.Deleted {
 		delete(r.objs, key)
 		delete(r.c.uids, obj.GetUID())
@@ -219,14 +234,18 @@ func (r *Resource[T]) commitLocked(typ watch.EventType, obj T) T {
 	if r.kind.GVK.Group == "" && r.kind.GVK.Kind == "Pod" {
 		r.c.podWrittenLocked(key)
 	}
+	var prevObj Object
+	if had {
+		prevObj = prev
+	}
+	r.c.observeLocked(r, typ, obj, prevObj)
 	return obj
 }
 
-// removeLocked deletes obj from storage and collects its dependents.
+// removeLocked deletes obj (private to the caller) from storage; the
+// garbage collector then looks at its dependents.
 func (r *Resource[T]) removeLocked(obj T) T {
-	stored := r.commitLocked(watch.Deleted, obj)
-	r.c.collectDependentsLocked(stored.GetUID())
-	return stored
+	return r.commitLocked(watch.Deleted, obj)
 }
 
 func objectKey(obj metav1.Object) types.NamespacedName {

@@ -112,6 +112,13 @@ type Options struct {
 	// Progress, if set, is called at every virtual instant the
 	// simulation reaches, for a progress indicator on long plans.
 	Progress func(Progress)
+	// InFlight, for the rest of a rollout in progress, lists the pods of
+	// current ReplicaSets (by ReplicaSet name) that are not available yet:
+	// for each, how long after the start it becomes available. Those
+	// pods come up then, healthy, instead of before the start like the
+	// other current pods. A ReplicaSet gets at most spec.replicas of them;
+	// negative durations count as zero.
+	InFlight map[string][]time.Duration
 }
 
 // DefaultMaxReplicas is the default [Options.MaxReplicas].

@@ -184,8 +184,8 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 		Seed: opts.Seed, Gate: c.sched, OnWrite: func(w memcluster.Write) { c.rec.write(w); c.sched.wrote() },
 		OnRequest:           c.rec.request,
 		NoGarbageCollection: opts.Disable&GarbageCollector != 0,
+		RequireNamespaces:   true, // as on a real cluster: default, kube-system, kube-public and kube-node-lease exist
 	})
-	memcluster.AddCoreKinds(c.mc)
 	kinds := opts.Kinds
 	for _, obj := range opts.Types {
 		kinds = append(kinds, Kind{Example: obj})
@@ -202,6 +202,7 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 		}
 		memcluster.NewResource(c.mc, kind)
 	}
+	memcluster.AddBuiltinKinds(c.mc) // keeps a built-in kind given in Types or Kinds
 	c.mc.SetFaults(opts.Faults)
 	c.cfg = &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: front{rec: c.rec, next: memcluster.NewHandler(c.mc)}},
 		QPS: -1} // no client-side throttling: the cluster answers at once, in virtual time

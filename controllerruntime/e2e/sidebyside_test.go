@@ -60,8 +60,8 @@ func realAPIServer(t *testing.T) *rest.Config {
 // two in step, so that these tests compare what bench users get.
 func memAPIServer(t *testing.T) (*rest.Config, *memcluster.Cluster) {
 	t.Helper()
-	c := memcluster.New(memcluster.Config{Seed: 1})
-	memcluster.AddCoreKinds(c)
+	c := memcluster.New(memcluster.Config{Seed: 1, RequireNamespaces: true})
+	memcluster.AddBuiltinKinds(c)
 	cfg := &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: memcluster.NewHandler(c)}, QPS: -1}
 	return cfg, c
 }
