@@ -93,7 +93,7 @@
 // lists, one line each:
 //
 //   - what stopped, and why (a Manager that timed out waiting for a cache);
-//   - kinds a Manager's controllers wait on: "kind source *v1.StatefulSet
+//   - kinds a Manager's controllers wait on: "kind source *v1alpha1.Widget
 //     not served by the bench: no matches for kind …", a kind not in its
 //     scheme, a cache that does not sync, and the reads waiting for it;
 //   - reconcile workers blocked elsewhere than in the cluster: "worker

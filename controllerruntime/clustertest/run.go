@@ -41,7 +41,7 @@ func (c *Cluster) Advance(d time.Duration) {
 // Otherwise it returns an error wrapping ErrTimeLimit, or ErrStopped as
 // soon as a Manager started with [Cluster.Start] has stopped with an
 // error, that says what is stuck, one line each: the Manager's error;
-// kinds its controllers wait on ("kind source *v1.StatefulSet not served
+// kinds its controllers wait on ("kind source *v1alpha1.Widget not served
 // by the bench: …"); reconcile workers blocked elsewhere than in the
 // cluster, and where; custom resources whose status says they are not
 // ready, by their conditions ("webapp default/shop: Ready=False reason
