@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -111,15 +112,34 @@ func (w watchedCache) GetInformerForKind(ctx context.Context, gvk schema.GroupVe
 func (w watchedCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	name := typeName(obj)
 	w.begin(name, func(st *kindState) { st.reads++ })
-	defer w.begin(name, func(st *kindState) { st.reads-- })
-	return w.Cache.Get(ctx, key, obj, opts...)
+	err := w.Cache.Get(ctx, key, obj, opts...)
+	w.read(name, err)
+	return err
 }
 
 func (w watchedCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	name := typeName(list)
+	name := strings.TrimSuffix(typeName(list), "List")
+	if u, ok := list.(*unstructured.UnstructuredList); ok {
+		gvk := u.GroupVersionKind()
+		name = fmt.Sprintf("*unstructured.Unstructured[%s %s]", gvk.GroupVersion(), strings.TrimSuffix(gvk.Kind, "List"))
+	}
 	w.begin(name, func(st *kindState) { st.reads++ })
-	defer w.begin(name, func(st *kindState) { st.reads-- })
-	return w.Cache.List(ctx, list, opts...)
+	err := w.Cache.List(ctx, list, opts...)
+	w.read(name, err)
+	return err
+}
+
+// read ends a read of kind name: a read the cache refuses for its kind (a
+// kind not served, not in the scheme) tells what a reconciler waits on.
+func (w watchedCache) read(name string, err error) {
+	var noMatch *meta.NoKindMatchError
+	kindErr := errors.As(err, &noMatch) || runtime.IsNotRegisteredError(err)
+	w.begin(name, func(st *kindState) {
+		st.reads--
+		if kindErr {
+			st.err = err
+		}
+	})
 }
 
 // describe says which kinds the caches wait on, one line each.
