@@ -1,6 +1,0 @@
-//go:build !race
-
-package clustertest_test
-
-// raceEnabled reports a -race build.
-const raceEnabled = false
