@@ -1,6 +1,7 @@
 package memcluster
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -56,6 +57,13 @@ type Config struct {
 	// it must be quick and must not call the cluster. The object is the
 	// stored snapshot: read it, never modify it.
 	OnWrite func(Write)
+	// OnRequest, if set, is told about every request the cluster admits
+	// (once it has passed the Gate, with the latency and error injected
+	// into it) and every watch it drops, with the request's context (a
+	// REST request's is its http.Request's, so a caller can tell clients
+	// apart by what it put there). It may be called with the cluster's
+	// lock held: it must be quick and must not call the cluster.
+	OnRequest func(context.Context, Request)
 	// NoGarbageCollection turns the garbage collector off: objects whose
 	// owners are all gone, and dependents of a deleted object, stay until
 	// deleted by hand, and an object deleted with Foreground or Orphan
