@@ -109,6 +109,7 @@ func (r *Resource[T]) orphanLocked(owner types.UID) {
 		next.SetOwnerReferences(slices.DeleteFunc(next.GetOwnerReferences(), func(ref metav1.OwnerReference) bool {
 			return ref.UID == owner
 		}))
+		r.recordUpdateLocked(r.objs[key], next, author{manager: controllerManager}, false) // the garbage collector's patch
 		r.commitLocked(watch.Modified, next)
 	}
 }

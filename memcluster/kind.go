@@ -6,6 +6,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"maps"
 )
@@ -60,6 +61,15 @@ type Kind[T Object] struct {
 	// NoStrategicMerge refuses strategic merge patches with 415
 	// Unsupported Media Type, as kube-apiserver does for custom resources.
 	NoStrategicMerge bool
+	// TypeConverter gives the kind's type to apimachinery's field
+	// managers, for managedFields and server-side apply (a CRD's OpenAPI
+	// schema, say, through managedfields.NewTypeConverter). Nil: the
+	// cluster's [Config.TypeConverter]. A kind that neither has a type
+	// for is not tracked, and an apply to it is answered 415. A kind with
+	// NoStrategicMerge is a custom resource for the field managers too
+	// (kube-apiserver's CRD field manager; its status subresource resets
+	// all but the status).
+	TypeConverter managedfields.TypeConverter
 
 	// statusUpdate, which only the built-in kinds set, does what
 	// CopyStatus and StatusMeta do to a copy of old, without the copy: it

@@ -91,6 +91,11 @@ func (a *api) patchScale(r *http.Request, rq request, s *served) (runtime.Object
 	}
 	var patched []byte
 	switch pt {
+	case types.ApplyYAMLPatchType:
+		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+			Message: "memcluster does not serve server-side apply to the scale subresource; apply spec.replicas to the " + s.in.gvk.Kind + " itself",
+		}}
 	case types.JSONPatchType:
 		patched, err = jsonPatch(orig, data)
 	case types.MergePatchType:
@@ -111,8 +116,10 @@ func (a *api) patchScale(r *http.Request, rq request, s *served) (runtime.Object
 	return writeScale(r, rq, s, sc)
 }
 
-// writeScale sets spec.replicas of the parent to the scale's.
+// writeScale sets spec.replicas of the parent to the scale's, as an
+// update of the parent by the request's field manager.
 func writeScale(r *http.Request, rq request, s *served, sc *autoscalingv1.Scale) (runtime.Object, error) {
+	opts := metav1.UpdateOptions{FieldManager: requestManager(r.URL.Query().Get("fieldManager"), r)}
 	for try := 0; ; try++ {
 		cur, ok := s.peek(rq.namespace, rq.name)
 		if !ok {
@@ -127,7 +134,7 @@ func writeScale(r *http.Request, rq request, s *served, sc *autoscalingv1.Scale)
 		if sc.ResourceVersion != "" {
 			cur.(Object).SetResourceVersion(sc.ResourceVersion)
 		}
-		out, err := s.update(r.Context(), rq.namespace, cur, false)
+		out, err := s.update(r.Context(), rq.namespace, cur, false, opts)
 		if apierrors.IsConflict(err) && sc.ResourceVersion == "" && try < maxScaleRetries {
 			continue
 		}

@@ -17,8 +17,9 @@ import (
 // as the apiserver's RetryGenerateName does.
 const maxGenerateNameTries = 8
 
-// createLocked stores a new object and returns a copy of what was stored.
-func (r *Resource[T]) createLocked(obj T, ns string) (T, error) {
+// createLocked stores a new object, written by a, and returns a copy of
+// what was stored.
+func (r *Resource[T]) createLocked(obj T, ns string, a author) (T, error) {
 	var zero T
 	in, err := r.roundTrip(obj)
 	if err != nil {
@@ -44,6 +45,7 @@ func (r *Resource[T]) createLocked(obj T, ns string) (T, error) {
 			return zero, err
 		}
 	}
+	managed := r.recordCreateLocked(in, a)
 	if r.kind.PrepareCreate != nil {
 		r.kind.PrepareCreate(in)
 	}
@@ -52,7 +54,7 @@ func (r *Resource[T]) createLocked(obj T, ns string) (T, error) {
 	in.SetGeneration(1)
 	in.SetDeletionTimestamp(nil)
 	in.SetDeletionGracePeriodSeconds(nil)
-	in.SetManagedFields(nil)
+	in.SetManagedFields(managed)
 	if r.kind.Default != nil {
 		r.kind.Default(in)
 	}
@@ -106,9 +108,9 @@ func (r *Resource[T]) checkPreconditionsLocked(in T) (T, error) {
 	return old, nil
 }
 
-// updateLocked writes metadata and spec; in must be a private,
+// updateLocked writes metadata and spec, by a; in must be a private,
 // round-tripped copy.
-func (r *Resource[T]) updateLocked(in T) (T, error) {
+func (r *Resource[T]) updateLocked(in T, a author) (T, error) {
 	var zero T
 	old, err := r.checkPreconditionsLocked(in)
 	if err != nil {
@@ -125,13 +127,13 @@ func (r *Resource[T]) updateLocked(in T) (T, error) {
 	in.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
 	in.SetGeneration(old.GetGeneration())
 	in.SetResourceVersion(old.GetResourceVersion())
-	in.SetManagedFields(nil)
 	if r.kind.CopyStatus != nil {
 		r.kind.CopyStatus(in, old)
 	}
 	if r.kind.Default != nil {
 		r.kind.Default(in)
 	}
+	r.recordUpdateLocked(old, in, a, false)
 	errs := apivalidation.ValidateObjectMetaAccessorUpdate(in, old, field.NewPath("metadata"))
 	errs = append(errs, apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))...)
 	if r.kind.Validate != nil {
@@ -162,8 +164,8 @@ func (r *Resource[T]) updateLocked(in T) (T, error) {
 	return deepCopy(stored), nil
 }
 
-// updateStatusLocked writes the status of in and nothing else.
-func (r *Resource[T]) updateStatusLocked(in T) (T, error) {
+// updateStatusLocked writes the status of in and nothing else, by a.
+func (r *Resource[T]) updateStatusLocked(in T, a author) (T, error) {
 	var zero T
 	if r.kind.CopyStatus == nil {
 		return zero, apierrors.NewMethodNotSupported(r.kind.groupResource(), "update/status")
@@ -185,7 +187,14 @@ func (r *Resource[T]) updateStatusLocked(in T) (T, error) {
 		}
 		same = semanticallyEqual(old, next)
 	}
-	if same {
+	if same && !a.applied {
+		return deepCopy(old), nil
+	}
+	if a.applied {
+		next.SetManagedFields(in.GetManagedFields())
+	}
+	r.recordUpdateLocked(old, next, a, true)
+	if same && managedFieldsEqual(old, next) {
 		return deepCopy(old), nil
 	}
 	return deepCopy(r.commitLocked(watch.Modified, next)), nil
