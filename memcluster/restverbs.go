@@ -255,9 +255,13 @@ func readPatch(r *http.Request) (types.PatchType, []byte, error) {
 	switch pt {
 	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType:
 	default:
-		// application/apply-patch+cbor too, as kube-apiserver v1.37
-		// answers it (its CBORServingAndStorage feature is off by default).
-		return "", nil, unsupportedMediaType(mt, []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType), string(types.ApplyYAMLPatchType)})
+		// As kube-apiserver's router answers a patch of another type,
+		// application/apply-patch+cbor included (kube-apiserver v1.37's
+		// CBORServingAndStorage feature is off by default).
+		return "", nil, &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+			Message: "415: Unsupported Media Type",
+		}}
 	}
 	body, err := readBody(r)
 	if err != nil {
