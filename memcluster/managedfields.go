@@ -41,6 +41,11 @@ type tracker struct {
 	// main and status record the writes of the resource and of its
 	// status subresource; main is nil when the kind is not tracked.
 	main, status *managedfields.FieldManager
+	// mainReset and statusReset are the top-level fields (spec, status)
+	// that a write of the resource or of its status resets: the field
+	// manager ignores their changes, so they are left out of both objects
+	// it compares, which gives the same record without converting them.
+	mainReset, statusReset []string
 	// missing says why the kind is not tracked, for the 415 of an apply.
 	missing string
 }
@@ -71,6 +76,7 @@ func (r *Resource[T]) trackerLocked() *tracker {
 			"set Kind.TypeConverter for this kind (for example managedfields.NewDeducedTypeConverter())", from, r.kind.GVK, err)
 		return t
 	}
+	tc = withoutManagedFields{tc}
 	conv := kindConversions[T]{kind: &r.kind}
 	custom := r.kind.NoStrategicMerge
 	newManager := managedfields.NewDefaultFieldManager
@@ -79,19 +85,50 @@ func (r *Resource[T]) trackerLocked() *tracker {
 	}
 	gv := r.kind.GVK.GroupVersion()
 	hasStatus := r.kind.CopyStatus != nil
-	build := func(subresource string) *managedfields.FieldManager {
-		fm, err := newManager(tc, conv, conv, conv, r.kind.GVK, gv, subresource,
-			fieldpath.NewExcludeFilterSetMap(resetFields(r.kind.GVK, custom, hasStatus, subresource)))
+	build := func(subresource string) (*managedfields.FieldManager, []string) {
+		reset := resetFields(r.kind.GVK, custom, hasStatus, subresource)
+		fm, err := newManager(tc, conv, conv, conv, r.kind.GVK, gv, subresource, fieldpath.NewExcludeFilterSetMap(reset))
 		if err != nil { // the converter is not nil: this cannot fail
 			panic(fmt.Sprintf("memcluster: field manager of %s: %v", r.kind.GVK, err))
 		}
-		return fm
+		return fm, topLevel(reset[fieldpath.APIVersion(gv.String())], empty)
 	}
-	t.main = build("")
+	t.main, t.mainReset = build("")
 	if hasStatus {
-		t.status = build("status")
+		t.status, t.statusReset = build("status")
 	}
 	return t
+}
+
+// topLevel returns the top-level fields of set, other than metadata,
+// that example's type has.
+func topLevel(set *fieldpath.Set, example runtime.Object) []string {
+	if set == nil {
+		return nil
+	}
+	var out []string
+	set.Iterate(func(p fieldpath.Path) {
+		if len(p) != 1 || p[0].FieldName == nil || *p[0].FieldName == "metadata" {
+			return
+		}
+		if _, ok := example.(*unstructured.Unstructured); ok || jsonField(reflect.TypeOf(example).Elem(), *p[0].FieldName) != nil {
+			out = append(out, *p[0].FieldName)
+		}
+	})
+	return out
+}
+
+// jsonField returns the index of the field of struct type t that encodes
+// as name, or nil.
+func jsonField(t reflect.Type, name string) []int {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == name && f.IsExported() {
+			return f.Index
+		}
+	}
+	return nil
 }
 
 // resetFields returns the fields a write of the kind (subresource "")
@@ -189,7 +226,7 @@ func (r *Resource[T]) recordCreateLocked(in T, a author) []metav1.ManagedFieldsE
 		r.kind.Default(obj)
 	}
 	live := r.kind.New()
-	return r.recordUpdate(t.main, live, obj, a.manager)
+	return r.recordUpdate(t.main, t.mainReset, live, obj, a.manager)
 }
 
 // recordUpdateLocked sets the managedFields of in, which replaces old
@@ -203,19 +240,20 @@ func (r *Resource[T]) recordUpdateLocked(old, in T, a author, status bool) {
 		in.SetManagedFields(nil)
 	case a.applied:
 	case status:
-		in.SetManagedFields(r.recordUpdate(t.status, old, in, a.manager))
+		in.SetManagedFields(r.recordUpdate(t.status, t.statusReset, old, in, a.manager))
 	default:
-		in.SetManagedFields(r.recordUpdate(t.main, old, in, a.manager))
+		in.SetManagedFields(r.recordUpdate(t.main, t.mainReset, old, in, a.manager))
 	}
 }
 
 // recordUpdate runs fm's update of live into obj by manager and returns
 // the resulting managedFields, with the times of the entries it wrote
 // from the cluster's clock. As kube-apiserver does, a failure keeps the
-// live object's entries.
-func (r *Resource[T]) recordUpdate(fm *managedfields.FieldManager, live, obj T, manager string) []metav1.ManagedFieldsEntry {
+// live object's entries. The top-level fields reset, which the write
+// resets (live and obj have the same), are left out of both.
+func (r *Resource[T]) recordUpdate(fm *managedfields.FieldManager, reset []string, live, obj T, manager string) []metav1.ManagedFieldsEntry {
 	sent := obj.GetManagedFields()
-	out, err := fm.Update(r.withKind(live), r.withKind(obj), manager)
+	out, err := fm.Update(r.forTracking(live, reset), r.forTracking(obj, reset), manager)
 	if err != nil {
 		return live.GetManagedFields()
 	}
@@ -292,6 +330,30 @@ func (r *Resource[T]) withKind(obj T) T {
 	return out
 }
 
+// forTracking returns a shallow copy of obj with the kind's apiVersion
+// and kind, without the top-level fields named in without.
+func (r *Resource[T]) forTracking(obj T, without []string) T {
+	out := shallowCopy(obj)
+	out.GetObjectKind().SetGroupVersionKind(r.kind.GVK)
+	if len(without) == 0 {
+		return out
+	}
+	if u, ok := any(out).(*unstructured.Unstructured); ok {
+		for _, f := range without {
+			delete(u.Object, f)
+		}
+		return out
+	}
+	v := reflect.ValueOf(out).Elem()
+	for _, f := range without {
+		if idx := jsonField(v.Type(), f); idx != nil {
+			fv := v.FieldByIndex(idx)
+			fv.Set(reflect.Zero(fv.Type()))
+		}
+	}
+	return out
+}
+
 // shallowCopy copies the top-level struct (or map) of obj, which is
 // enough to set its TypeMeta without touching obj.
 func shallowCopy[T Object](obj T) T {
@@ -329,6 +391,9 @@ func (k kindConversions[T]) ConvertToVersion(in runtime.Object, target runtime.G
 	}
 	switch obj := in.(type) {
 	case T:
+		if obj.GetObjectKind().GroupVersionKind() == gvk {
+			return obj, nil // the field manager only reads what it converts
+		}
 		out := shallowCopy(obj)
 		out.GetObjectKind().SetGroupVersionKind(gvk)
 		return out, nil
@@ -357,6 +422,28 @@ func (k kindConversions[T]) New(gvk schema.GroupVersionKind) (runtime.Object, er
 	obj := k.kind.New()
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	return obj, nil
+}
+
+// withoutManagedFields converts objects without their managedFields.
+// The field manager reads them from the object itself, and what it
+// computes from the converted objects does not depend on them (it never
+// records them as anyone's); converting them (each entry's fieldsV1 is
+// JSON to parse) was the largest cost of recording a status write.
+type withoutManagedFields struct{ tc managedfields.TypeConverter }
+
+func (w withoutManagedFields) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	if m, ok := obj.(metav1.Object); ok && len(m.GetManagedFields()) > 0 {
+		if o, ok := obj.(Object); ok {
+			c := shallowCopy(o)
+			c.SetManagedFields(nil)
+			obj = c
+		}
+	}
+	return w.tc.ObjectToTyped(obj, opts...)
+}
+
+func (w withoutManagedFields) TypedToObject(tv *typed.TypedValue) (runtime.Object, error) {
+	return w.tc.TypedToObject(tv)
 }
 
 // TypeConverterChain returns a type converter that gives each kind the

@@ -10,7 +10,8 @@ import (
 )
 
 // testSchemas is a hand-written OpenAPI (v2) schema of the parts of
-// apps/v1 Deployments, core/v1 Pods and ConfigMaps that the
+// apps/v1 Deployments and ReplicaSets (whose spec it shares), core/v1
+// Pods and ConfigMaps that the
 // server-side apply tests use, with kube-apiserver's list and map
 // semantics (containers merge by name, ports by containerPort and
 // protocol, env by name, conditions by type, owner references by uid,
@@ -24,6 +25,12 @@ const testSchemas = `{
     "metadata": {"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"},
     "spec": {"$ref": "#/definitions/io.k8s.api.apps.v1.DeploymentSpec"},
     "status": {"$ref": "#/definitions/io.k8s.api.apps.v1.DeploymentStatus"}}},
+"io.k8s.api.apps.v1.ReplicaSet": {"type": "object",
+  "x-kubernetes-group-version-kind": [{"group": "apps", "kind": "ReplicaSet", "version": "v1"}],
+  "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+    "metadata": {"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"},
+    "spec": {"$ref": "#/definitions/io.k8s.api.apps.v1.DeploymentSpec"},
+    "status": {"type": "object"}}},
 "io.k8s.api.apps.v1.DeploymentSpec": {"type": "object",
   "properties": {"replicas": {"type": "integer"}, "paused": {"type": "boolean"},
     "selector": {"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"},
