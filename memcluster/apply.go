@@ -9,19 +9,22 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/yaml"
 )
 
 // applyLocked serves a server-side apply of data (YAML or JSON) to the
 // object called name, in namespace ns ("" for a namespaced kind: the
-// patch's own, or "default"), or to its status. It follows
+// patch's own, or "default"), or to its subresource sub ("status", or
+// "scale" with a patch of the parent's kind that [api.patchScale] made
+// from the Scale). It follows
 // kube-apiserver's apply handler: the field manager merges the patch
 // into the live object (an empty one if there is none, and the apply
 // creates it) and records the fields as opts.FieldManager's; the result
 // is then checked against the request (uid, namespace, name) and
 // written as a create, an update or a status update whose managedFields
 // are the apply's. It reports whether the object was created.
-func (r *Resource[T]) applyLocked(ns, name string, data []byte, opts metav1.PatchOptions, status bool) (T, bool, error) {
+func (r *Resource[T]) applyLocked(ns, name string, data []byte, opts metav1.PatchOptions, sub string) (T, bool, error) {
 	var zero T
 	t := r.trackerLocked()
 	if t.main == nil {
@@ -44,12 +47,9 @@ func (r *Resource[T]) applyLocked(ns, name string, data []byte, opts metav1.Patc
 	}
 	key := types.NamespacedName{Namespace: ns, Name: name}
 	stored, exists := r.objs[key]
-	fm := t.main
-	if status {
-		if !exists {
-			return zero, false, apierrors.NewNotFound(r.kind.groupResource(), name)
-		}
-		fm = t.status
+	fm := map[string]*managedfields.FieldManager{"": t.main, "status": t.status, "scale": t.scale}[sub]
+	if sub != "" && !exists {
+		return zero, false, apierrors.NewNotFound(r.kind.groupResource(), name)
 	}
 	live := r.kind.New()
 	if exists {
@@ -66,6 +66,10 @@ func (r *Resource[T]) applyLocked(ns, name string, data []byte, opts metav1.Patc
 	}
 	in.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 	in.SetManagedFields(r.c.stampTimes(in.GetManagedFields(), live.GetManagedFields()))
+	if sub == "scale" {
+		in.SetManagedFields(scaleEntries(in.GetManagedFields()))
+		removedReplicasAreZero(in)
+	}
 	if uid := in.GetUID(); !exists && uid != "" {
 		return zero, false, apierrors.NewConflict(r.kind.groupResource(), name,
 			fmt.Errorf("uid mismatch: the provided object specified uid %s, and no existing object was found", uid))
@@ -87,7 +91,7 @@ func (r *Resource[T]) applyLocked(ns, name string, data []byte, opts metav1.Patc
 			return zero, false, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding patch: %v", err))
 		}
 	}
-	a := author{manager: opts.FieldManager, applied: true}
+	a := author{manager: opts.FieldManager, applied: true, scale: sub == "scale"}
 	if !exists {
 		out, err := r.createLocked(in, ns, a)
 		return out, err == nil, err
@@ -97,7 +101,7 @@ func (r *Resource[T]) applyLocked(ns, name string, data []byte, opts metav1.Patc
 		return zero, false, err
 	}
 	var out T
-	if status {
+	if sub == "status" {
 		out, err = r.updateStatusLocked(in, a)
 	} else {
 		out, err = r.updateLocked(in, a)

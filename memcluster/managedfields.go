@@ -38,9 +38,10 @@ import (
 // type information), guarded by the cluster's lock.
 type tracker struct {
 	resolved bool
-	// main and status record the writes of the resource and of its
-	// status subresource; main is nil when the kind is not tracked.
-	main, status *managedfields.FieldManager
+	// main, status and scale record the writes of the resource and of
+	// its status and scale subresources; main is nil when the kind is not
+	// tracked.
+	main, status, scale *managedfields.FieldManager
 	// mainReset and statusReset are the top-level fields (spec, status)
 	// that a write of the resource or of its status resets: the field
 	// manager ignores their changes, so they are left out of both objects
@@ -96,6 +97,16 @@ func (r *Resource[T]) trackerLocked() *tracker {
 	t.main, t.mainReset = build("")
 	if hasStatus {
 		t.status, t.statusReset = build("status")
+	}
+	if hasScale(r.kind.GVK) {
+		// A write of the scale is one of spec.replicas: the parent's
+		// field manager, for the subresource, records nothing else.
+		only := map[fieldpath.APIVersion]fieldpath.Filter{fieldpath.APIVersion(gv.String()): fieldpath.NewIncludeMatcherFilter(fieldpath.MakePrefixMatcherOrDie("spec", "replicas"))}
+		fm, err := newManager(tc, conv, conv, conv, r.kind.GVK, gv, "scale", only)
+		if err != nil {
+			panic(fmt.Sprintf("memcluster: field manager of %s/scale: %v", r.kind.GVK, err))
+		}
+		t.scale = fm
 	}
 	return t
 }
@@ -159,11 +170,12 @@ func resetFields(gvk schema.GroupVersionKind, custom, hasStatus bool, subresourc
 }
 
 // author is who makes a write, for metadata.managedFields: its field
-// manager, and whether the object written already carries the
-// managedFields an apply computed.
+// manager, whether the object written already carries the managedFields
+// an apply computed, and whether it writes through the scale subresource.
 type author struct {
 	manager string
 	applied bool
+	scale   bool
 }
 
 // managerOf returns the field manager of a typed client's write: the
@@ -239,6 +251,8 @@ func (r *Resource[T]) recordUpdateLocked(old, in T, a author, status bool) {
 	case t.main == nil:
 		in.SetManagedFields(nil)
 	case a.applied:
+	case a.scale:
+		in.SetManagedFields(scaleEntries(r.recordUpdate(t.scale, t.mainReset, old, in, a.manager)))
 	case status:
 		in.SetManagedFields(r.recordUpdate(t.status, t.statusReset, old, in, a.manager))
 	default:
@@ -291,6 +305,19 @@ func (c *Cluster) stampTimes(got []metav1.ManagedFieldsEntry, before ...[]metav1
 	}
 	sortManagedFields(got)
 	return got
+}
+
+// scaleEntries returns entries with the scale subresource's without a
+// time, as kube-apiserver records them: it maps the entries of the Scale
+// to the parent's, and the parent has no time for a Scale's manager.
+func scaleEntries(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	for i := range entries {
+		if entries[i].Subresource == "scale" {
+			entries[i].Time = nil
+		}
+	}
+	sortManagedFields(entries)
+	return entries
 }
 
 // sortManagedFields orders entries as the library encodes them: by

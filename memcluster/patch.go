@@ -45,19 +45,22 @@ import (
 // controllers use both as preconditions. The field manager of the other
 // patch types is opts.FieldManager, as for [Client.Create].
 func (cl Client[T]) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error) {
-	out, _, err := cl.patch(ctx, name, pt, data, opts, subresources...)
+	if len(subresources) > 0 && (len(subresources) != 1 || subresources[0] != "status") {
+		var zero T
+		return zero, apierrors.NewNotFound(schema.GroupResource{Group: cl.r.kind.GVK.Group, Resource: cl.r.kind.Resource + "/" + strings.Join(subresources, "/")}, name)
+	}
+	out, _, err := cl.patch(ctx, name, pt, data, opts, strings.Join(subresources, ""))
 	return out, err
 }
 
-// patch is Patch, telling also whether an apply created the object.
-func (cl Client[T]) patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, bool, error) {
+// patch is Patch of the resource or its subresource sub ("status", or
+// "scale" for an apply of spec.replicas that [api.patchScale] made),
+// telling also whether an apply created the object.
+func (cl Client[T]) patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub string) (T, bool, error) {
 	var zero T
 	c := cl.r.c
 	verb := VerbPatch
-	status := len(subresources) == 1 && subresources[0] == "status"
-	if len(subresources) > 0 && !status {
-		return zero, false, apierrors.NewNotFound(schema.GroupResource{Group: cl.r.kind.GVK.Group, Resource: cl.r.kind.Resource + "/" + strings.Join(subresources, "/")}, name)
-	}
+	status := sub == "status"
 	switch pt {
 	case types.StrategicMergePatchType, types.MergePatchType, types.JSONPatchType, types.ApplyYAMLPatchType:
 	default:
@@ -80,7 +83,7 @@ func (cl Client[T]) patch(ctx context.Context, name string, pt types.PatchType, 
 	var created bool
 	c.mu.Lock()
 	if pt == types.ApplyYAMLPatchType {
-		out, created, err = cl.r.applyLocked(cl.ns, name, data, opts, status)
+		out, created, err = cl.r.applyLocked(cl.ns, name, data, opts, sub)
 	} else {
 		out, err = cl.r.patchLocked(cl.key(cl.ns, name), pt, data, status, managerOf(opts.FieldManager))
 	}

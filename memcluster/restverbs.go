@@ -93,7 +93,7 @@ func (a *api) serveUpdate(w http.ResponseWriter, r *http.Request, rq request, s 
 		writeError(w, a, rep, err)
 		return
 	}
-	out, err := s.update(r.Context(), rq.namespace, obj, rq.subresource == "status", opts)
+	out, err := s.update(r.Context(), rq.namespace, obj, rq.subresource, opts)
 	if err != nil {
 		writeError(w, a, rep, err)
 		return
@@ -119,7 +119,7 @@ func (a *api) servePatch(w http.ResponseWriter, r *http.Request, rq request, s *
 	if pt != types.ApplyYAMLPatchType { // an apply names its manager
 		opts.FieldManager = requestManager(opts.FieldManager, r)
 	}
-	out, created, err := s.patch(r.Context(), rq.namespace, rq.name, pt, data, rq.subresource == "status", opts)
+	out, created, err := s.patch(r.Context(), rq.namespace, rq.name, pt, data, rq.subresource, opts)
 	if err != nil {
 		writeError(w, a, rep, err)
 		return

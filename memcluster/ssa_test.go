@@ -541,3 +541,42 @@ func TestTypedClientManagerDefaultsToTheProgram(t *testing.T) {
 		t.Errorf("userAgentManager of a long agent: %d bytes; want 128", len(got))
 	}
 }
+
+func TestScaleSubresourceRecords(t *testing.T) {
+	c := newSSACluster(t)
+	mustApply(t, c, "a", webApply+"  replicas: 2\n")
+	rc := newRESTClient(t, c)
+	scale := "/apis/apps/v1/namespaces/ns/deployments/web/scale"
+	send := func(method, query, ct, body string) (int, string) {
+		t.Helper()
+		resp, b := rc.do(req{method: method, path: scale + query, contentType: ct, body: body})
+		return resp.StatusCode, string(b)
+	}
+	const applyScale = "apiVersion: autoscaling/v1\nkind: Scale\nmetadata: {name: web}\nspec: {replicas: 3}\n"
+	if code, body := send("PATCH", "?fieldManager=hpa", "application/apply-patch+yaml", applyScale); code != http.StatusConflict ||
+		!strings.Contains(body, `Apply failed with 1 conflict: conflict with \"a\": .spec.replicas`) {
+		t.Errorf("a conflicting scale apply: %d %s", code, body)
+	}
+	if code, body := send("PATCH", "?fieldManager=hpa&force=true", "application/apply-patch+yaml", applyScale); code != http.StatusOK {
+		t.Fatalf("a forced scale apply: %d %s", code, body)
+	}
+	if code, body := send("PATCH", "?fieldManager=kubectl", "application/merge-patch+json", `{"spec":{"replicas":4}}`); code != http.StatusOK {
+		t.Fatalf("a scale patch: %d %s", code, body)
+	}
+	d := must(c.Deployments("ns").Get(ctxT(t), "web", metav1.GetOptions{}))(t)
+	want := []string{
+		`a/Apply: {"f:spec":{"f:selector":{},"f:template":{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:image":{},"f:name":{}}}}}}}`,
+		`kubectl/Update/scale: {"f:spec":{"f:replicas":{}}}`,
+	}
+	if diff := cmp.Diff(want, fieldsOf(d.ManagedFields)); diff != "" || *d.Spec.Replicas != 4 {
+		t.Errorf("replicas %d, managedFields (-want +got):\n%s", *d.Spec.Replicas, diff)
+	}
+	for _, e := range d.ManagedFields {
+		if (e.Subresource == "scale") != (e.Time == nil) {
+			t.Errorf("%s/%s at %v; want no time exactly for the scale's entries, as kube-apiserver records them", e.Manager, e.Subresource, e.Time)
+		}
+	}
+	if code, _ := send("PATCH", "?fieldManager=hpa", "application/apply-patch+yaml", webApply); code != http.StatusBadRequest {
+		t.Errorf("an apply of a Deployment to the scale: %d; want 400", code)
+	}
+}

@@ -198,7 +198,7 @@ func (c *sideClient) run(t *testing.T, ns, name string, st ssaStep, last string)
 	case "get":
 		code, answer = c.raw(t, "GET", path, "", "", nil)
 	case "update":
-		gc, cur := c.raw(t, "GET", base+"/"+name, "", "", nil)
+		gc, cur := c.raw(t, "GET", path, "", "", nil)
 		if gc != http.StatusOK {
 			t.Fatalf("%s: get %s for an update: %d %s", c.name, name, gc, cur)
 		}
@@ -503,6 +503,15 @@ func ssaSequences() []ssaSequence {
 		{"typed client-go status apply", []ssaStep{apply("a", depApply), {do: "typed-apply", sub: "status", manager: "ctrl", typed: func(name string) any {
 			return appsv1ac.Deployment(name, "").WithStatus(appsv1ac.DeploymentStatus().WithReplicas(1).WithObservedGeneration(1))
 		}}}},
+		{"scale by update and merge patch", []ssaStep{apply("a", fullReplicas(2)),
+			{do: "update", sub: "scale", manager: "scaler", edit: func(o map[string]any) { setPath(o, int64(4), "spec", "replicas") }}, get,
+			{do: "merge", sub: "scale", body: `{"spec":{"replicas":5}}`}, get, apply("a", fullReplicas(2))}},
+		{"scale by apply", []ssaStep{apply("a", fullReplicas(2)),
+			{do: "apply", sub: "scale", manager: "hpa", body: "apiVersion: autoscaling/v1\nkind: Scale\nmetadata: {name: NAME}\nspec: {replicas: 3}\n"},
+			{do: "apply", sub: "scale", manager: "hpa", force: true, body: "apiVersion: autoscaling/v1\nkind: Scale\nmetadata: {name: NAME}\nspec: {replicas: 3}\n"}, get,
+			{do: "apply", sub: "scale", manager: "hpa", body: "apiVersion: autoscaling/v1\nkind: Scale\nmetadata: {name: NAME}\nspec: {replicas: 3}\n"},
+			{do: "apply", sub: "scale", manager: "hpa", body: "apiVersion: autoscaling/v1\nkind: Scale\nmetadata: {name: NAME}\n"}, get}},
+		{"scale apply of another kind", []ssaStep{apply("a", depApply), {do: "apply", sub: "scale", manager: "hpa", body: depApply}}},
 		{"apply after the fields were reset", []ssaStep{create, {do: "merge", manager: "m", body: `{"metadata":{"managedFields":[{}]}}`}, apply("a", replicas(1)), get}},
 	}
 }
