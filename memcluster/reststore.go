@@ -155,6 +155,13 @@ func (r *Resource[T]) update(ctx context.Context, ns string, obj runtime.Object,
 	if err != nil {
 		return nil, err
 	}
+	if mf := t.GetManagedFields(); mf != nil && len(mf) == 0 {
+		// An empty list sent as JSON clears managedFields, as kube-apiserver
+		// decodes it; its equivalent of one empty entry survives the round
+		// trip every write makes (which, as a client's encoding would, drops
+		// an empty list).
+		t.SetManagedFields([]metav1.ManagedFieldsEntry{{}})
+	}
 	cl := r.Namespace(ns)
 	switch sub {
 	case "status":

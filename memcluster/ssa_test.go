@@ -580,3 +580,27 @@ func TestScaleSubresourceRecords(t *testing.T) {
 		t.Errorf("an apply of a Deployment to the scale: %d; want 400", code)
 	}
 }
+
+func TestUpdateWithAnEmptyListOverREST(t *testing.T) {
+	c := newSSACluster(t)
+	rc := newRESTClient(t, c)
+	cm := "/api/v1/namespaces/ns/configmaps"
+	if resp, b := rc.do(req{method: "POST", path: cm + "?fieldManager=maker", body: `{"metadata":{"name":"c"},"data":{"k":"v"}}`}); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d %s", resp.StatusCode, b)
+	}
+	// JSON's empty list clears managedFields, as kube-apiserver decodes it.
+	resp, b := rc.do(req{method: "PUT", path: cm + "/c?fieldManager=u", body: `{"metadata":{"name":"c","managedFields":[]},"data":{"k":"v"}}`})
+	var got corev1.ConfigMap
+	if err := json.Unmarshal(b, &got); err != nil || resp.StatusCode != http.StatusOK || got.ManagedFields != nil {
+		t.Errorf("update with managedFields []: %d %v %s", resp.StatusCode, err, b)
+	}
+	// A Go client's empty list is encoded as no list (omitempty): a
+	// typed Client's keeps the record, as it would on a real cluster.
+	d := must(c.Deployments("ns").Create(ctxT(t), deployment("web"), metav1.CreateOptions{FieldManager: "maker"}))(t)
+	d.ManagedFields = []metav1.ManagedFieldsEntry{}
+	d.Labels = map[string]string{"l": "1"}
+	d = must(c.Deployments("ns").Update(ctxT(t), d, metav1.UpdateOptions{FieldManager: "u"}))(t)
+	if len(d.ManagedFields) != 2 {
+		t.Errorf("a typed update with an empty list: %v; want maker's and u's entries", fieldsOf(d.ManagedFields))
+	}
+}

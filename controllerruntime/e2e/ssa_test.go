@@ -477,6 +477,12 @@ func ssaSequences() []ssaSequence {
 					}
 				}
 			}), force("c", replicas(3))}},
+		{"update with managedFields [] and [{}]", []ssaStep{apply("a", depApply),
+			update("u", func(o map[string]any) { setPath(o, []any{}, "metadata", "managedFields") }),
+			update("u", func(o map[string]any) {
+				setPath(o, []any{map[string]any{}}, "metadata", "managedFields")
+				setPath(o, "1", "metadata", "labels", "l")
+			}), get}},
 		{"update entries of one manager merge", []ssaStep{create,
 			update("editor", func(o map[string]any) { setPath(o, "1", "metadata", "labels", "one") }),
 			update("editor", func(o map[string]any) { setPath(o, "2", "metadata", "labels", "two") })}},
