@@ -171,11 +171,14 @@ func resetFields(gvk schema.GroupVersionKind, custom, hasStatus bool, subresourc
 
 // author is who makes a write, for metadata.managedFields: its field
 // manager, whether the object written already carries the managedFields
-// an apply computed, and whether it writes through the scale subresource.
+// an apply computed, whether it writes through the scale subresource,
+// and whether it changes nothing but the status (the kubelet: its record
+// then leaves the unchanged metadata out of the compared objects).
 type author struct {
-	manager string
-	applied bool
-	scale   bool
+	manager    string
+	applied    bool
+	scale      bool
+	statusOnly bool
 }
 
 // managerOf returns the field manager of a typed client's write: the
@@ -238,7 +241,7 @@ func (r *Resource[T]) recordCreateLocked(in T, a author) []metav1.ManagedFieldsE
 		r.kind.Default(obj)
 	}
 	live := r.kind.New()
-	return r.recordUpdate(t.main, t.mainReset, live, obj, a.manager)
+	return r.recordUpdate(t.main, t.mainReset, false, live, obj, a.manager)
 }
 
 // recordUpdateLocked sets the managedFields of in, which replaces old
@@ -252,11 +255,11 @@ func (r *Resource[T]) recordUpdateLocked(old, in T, a author, status bool) {
 		in.SetManagedFields(nil)
 	case a.applied:
 	case a.scale:
-		in.SetManagedFields(scaleEntries(r.recordUpdate(t.scale, t.mainReset, old, in, a.manager)))
+		in.SetManagedFields(scaleEntries(r.recordUpdate(t.scale, t.mainReset, false, old, in, a.manager)))
 	case status:
-		in.SetManagedFields(r.recordUpdate(t.status, t.statusReset, old, in, a.manager))
+		in.SetManagedFields(r.recordUpdate(t.status, t.statusReset, a.statusOnly, old, in, a.manager))
 	default:
-		in.SetManagedFields(r.recordUpdate(t.main, t.mainReset, old, in, a.manager))
+		in.SetManagedFields(r.recordUpdate(t.main, t.mainReset, false, old, in, a.manager))
 	}
 }
 
@@ -264,10 +267,12 @@ func (r *Resource[T]) recordUpdateLocked(old, in T, a author, status bool) {
 // the resulting managedFields, with the times of the entries it wrote
 // from the cluster's clock. As kube-apiserver does, a failure keeps the
 // live object's entries. The top-level fields reset, which the write
-// resets (live and obj have the same), are left out of both.
-func (r *Resource[T]) recordUpdate(fm *managedfields.FieldManager, reset []string, live, obj T, manager string) []metav1.ManagedFieldsEntry {
+// resets (live and obj have the same), are left out of both, and so is
+// the rest of the metadata if bare (which the write does not change
+// either).
+func (r *Resource[T]) recordUpdate(fm *managedfields.FieldManager, reset []string, bare bool, live, obj T, manager string) []metav1.ManagedFieldsEntry {
 	sent := obj.GetManagedFields()
-	out, err := fm.Update(r.forTracking(live, reset), r.forTracking(obj, reset), manager)
+	out, err := fm.Update(r.forTracking(live, reset, bare), r.forTracking(obj, reset, bare), manager)
 	if err != nil {
 		return live.GetManagedFields()
 	}
@@ -358,16 +363,23 @@ func (r *Resource[T]) withKind(obj T) T {
 }
 
 // forTracking returns a shallow copy of obj with the kind's apiVersion
-// and kind, without the top-level fields named in without.
-func (r *Resource[T]) forTracking(obj T, without []string) T {
+// and kind, without the top-level fields named in without, and, if bare,
+// without its metadata but what the field manager reads (the name,
+// namespace, uid and managedFields).
+func (r *Resource[T]) forTracking(obj T, without []string, bare bool) T {
 	out := shallowCopy(obj)
 	out.GetObjectKind().SetGroupVersionKind(r.kind.GVK)
-	if len(without) == 0 {
+	if len(without) == 0 && !bare {
 		return out
 	}
+	kept := metav1.ObjectMeta{Name: out.GetName(), Namespace: out.GetNamespace(), UID: out.GetUID(), ManagedFields: out.GetManagedFields()}
 	if u, ok := any(out).(*unstructured.Unstructured); ok {
 		for _, f := range without {
 			delete(u.Object, f)
+		}
+		if bare {
+			md, _ := u.Object["metadata"].(map[string]any)
+			u.Object["metadata"] = map[string]any{"name": md["name"], "namespace": md["namespace"], "uid": md["uid"], "managedFields": md["managedFields"]}
 		}
 		return out
 	}
@@ -378,14 +390,24 @@ func (r *Resource[T]) forTracking(obj T, without []string) T {
 			fv.Set(reflect.Zero(fv.Type()))
 		}
 	}
+	if idx := jsonField(v.Type(), "metadata"); bare && idx != nil {
+		if fv := v.FieldByIndex(idx); fv.Type() == reflect.TypeFor[metav1.ObjectMeta]() {
+			fv.Set(reflect.ValueOf(kept))
+		}
+	}
 	return out
 }
 
-// shallowCopy copies the top-level struct (or map) of obj, which is
-// enough to set its TypeMeta without touching obj.
+// shallowCopy copies the top-level struct (or map) of obj, and the
+// metadata map of an unstructured one: enough to set its TypeMeta and
+// metadata fields without touching obj.
 func shallowCopy[T Object](obj T) T {
 	if u, ok := any(obj).(*unstructured.Unstructured); ok {
-		return any(&unstructured.Unstructured{Object: maps.Clone(u.Object)}).(T)
+		c := maps.Clone(u.Object)
+		if md, ok := c["metadata"].(map[string]any); ok {
+			c["metadata"] = maps.Clone(md)
+		}
+		return any(&unstructured.Unstructured{Object: c}).(T)
 	}
 	v := reflect.ValueOf(obj)
 	out := reflect.New(v.Type().Elem())
