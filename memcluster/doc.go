@@ -213,8 +213,9 @@
 //     the status of a custom resource).
 //   - Times are the cluster's clock at whole seconds. A managedFields list
 //     sent with an update replaces the record; a list of one empty entry
-//     clears it, and an object without one records nothing until its next
-//     apply.
+//     (or an empty JSON list) clears it, and an object without one records
+//     nothing until its next apply. application/apply-patch+cbor is
+//     answered 415, as by kube-apiserver v1.37 with its default features.
 //
 // Recording costs CPU on every write of a tracked kind, several times
 // what an untracked write costs (converting the objects to typed values
