@@ -5,7 +5,6 @@ package e2e
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -39,13 +38,12 @@ import (
 type ssaStep struct {
 	do       string // apply, create, update, merge, json, smp, get, typed-apply
 	resource string // "deployments" (default) or "configmaps"
-	sub      string // "" or "status"
+	sub      string // "", "status" or "scale"
 	manager  string // the fieldManager parameter, if any
 	force    bool
 	body     string                   // YAML for apply, create; JSON for patches; NAME is the sequence's object
 	edit     func(obj map[string]any) // update: the object read back, edited
 	ct       string                   // Content-Type, if not the verb's
-	query    string                   // more query parameters
 	typed    func(name string) any    // typed-apply: an apply configuration
 }
 
@@ -179,9 +177,6 @@ func (c *sideClient) run(t *testing.T, ns, name string, st ssaStep, last string)
 		q.Set("force", "true")
 	}
 	query := q.Encode()
-	if st.query != "" {
-		query = strings.TrimPrefix(query+"&"+st.query, "&")
-	}
 	body := []byte(strings.ReplaceAll(st.body, "NAME", name))
 	var code int
 	var answer []byte
@@ -330,8 +325,6 @@ func yamlToJSON(t *testing.T, b []byte) []byte {
 	}
 	return j
 }
-
-var _ = context.Background
 
 // full returns a complete Deployment as a manager applies it (the
 // selector, the template's labels and its container "app"), with more
