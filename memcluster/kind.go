@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"maps"
 
@@ -70,6 +71,15 @@ type Kind[T Object] struct {
 	// short names ("sts"), and "kubectl get all" shows the kinds of the
 	// category "all". Nil: none.
 	ShortNames, Categories []string
+	// TypeConverter gives the kind's type to apimachinery's field
+	// managers, for managedFields and server-side apply (a CRD's OpenAPI
+	// schema, say, through managedfields.NewTypeConverter). Nil: the
+	// cluster's [Config.TypeConverter]. A kind that neither has a type
+	// for is not tracked, and an apply to it is answered 415. A kind with
+	// NoStrategicMerge is a custom resource for the field managers too
+	// (kube-apiserver's CRD field manager; its status subresource resets
+	// all but the status).
+	TypeConverter managedfields.TypeConverter
 
 	// validName validates metadata.name (prefix: a generateName); nil
 	// means a DNS subdomain, as for most kinds.

@@ -151,7 +151,7 @@ func (c *Cluster) createInitialNamespaces() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, name := range initialNamespaces {
-		if _, err := c.namespaces.createLocked(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, ""); err != nil {
+		if _, err := c.namespaces.createLocked(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, "", author{manager: "kube-apiserver"}); err != nil { // as kube-apiserver records its own
 			panic("memcluster: creating namespace " + name + ": " + err.Error()) // valid, and the cluster is empty
 		}
 	}

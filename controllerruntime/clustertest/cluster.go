@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/applyconfigurations"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -137,10 +139,12 @@ func start(t testing.TB, opts Options) (*Cluster, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Cluster{t: t, scheme: scheme, opts: opts, start: time.Now(), ctx: ctx, cancel: cancel,
 		sched: newScheduler(!opts.Concurrent), rec: newRecorder()}
+	builtinTypes := memcluster.LazyTypeConverter(func() managedfields.TypeConverter { return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme) })
 	c.mc = memcluster.New(memcluster.Config{
 		Seed: opts.Seed, Gate: c.sched, OnWrite: func(w memcluster.Write) { c.rec.write(w); c.sched.wrote() },
 		NoGarbageCollection: opts.Disable&GarbageCollector != 0,
 		RequireNamespaces:   true, // as on a real cluster: default, kube-system, kube-public and kube-node-lease exist
+		TypeConverter:       memcluster.TypeConverterChain(builtinTypes, managedfields.NewDeducedTypeConverter()), // SSA: client-go's schemas, else deduced
 	})
 	kinds := opts.Kinds
 	for _, obj := range opts.Types {
