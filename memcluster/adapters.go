@@ -32,10 +32,6 @@ type ControllerClient struct {
 	FieldManager string
 }
 
-// controllerManager is the field manager of kube-controller-manager's
-// controllers: the prefix of their User-Agent.
-const controllerManager = "kube-controller-manager"
-
 func (a ControllerClient) manager() string {
 	if a.FieldManager == "" {
 		return controllerManager

@@ -3,6 +3,7 @@ package memcluster
 import (
 	"fmt"
 	"net/http"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,8 +57,14 @@ func (r *Resource[T]) applyLocked(ns, name string, data []byte, opts metav1.Patc
 		live = stored
 	}
 	force := opts.Force != nil && *opts.Force
+	if sub == "scale" {
+		live = r.beforeFirstScaleApplyLocked(live)
+	}
 	obj, err := fm.Apply(r.withKind(live), patch, opts.FieldManager, force)
 	if err != nil {
+		if sub == "scale" {
+			err = asScaleConflict(err, r.kind.GVK.GroupVersion().String())
+		}
 		return zero, false, applyError(err)
 	}
 	in, ok := obj.(T)
@@ -107,6 +114,43 @@ func (r *Resource[T]) applyLocked(ns, name string, data []byte, opts metav1.Patc
 		out, err = r.updateLocked(in, a)
 	}
 	return out, false, err
+}
+
+// beforeFirstScaleApplyLocked returns live as an apply of its scale
+// subresource starts from. kube-apiserver gives the Scale only the
+// parent's entries that own spec.replicas; with none, its field manager
+// treats the Scale as never applied and first records its fields (a
+// replicas other than 0) as "before-first-apply"'s, with which the apply
+// then conflicts unless forced.
+func (r *Resource[T]) beforeFirstScaleApplyLocked(live T) T {
+	t := r.trackerLocked()
+	if r.scaleTracked(live) || scaleOf(live).Spec.Replicas == 0 {
+		return live
+	}
+	before := withoutReplicas(live).(T)
+	out := shallowCopy(live)
+	out.SetManagedFields(scaleEntries(r.recordUpdate(t.scale, t.mainReset, false, before, live, "before-first-apply")))
+	return out
+}
+
+// asScaleConflict words a conflict of an apply of the scale subresource
+// as kube-apiserver does: the managers it names have the version of the
+// Scale (autoscaling/v1), not parentVersion.
+func asScaleConflict(err error, parentVersion string) error {
+	st, ok := err.(apierrors.APIStatus)
+	if !ok || st.Status().Reason != metav1.StatusReasonConflict {
+		return err
+	}
+	s := st.Status()
+	fix := func(m string) string { return strings.ReplaceAll(m, " using "+parentVersion, " using autoscaling/v1") }
+	s.Message = fix(s.Message)
+	if s.Details != nil {
+		s.Details = s.Details.DeepCopy()
+		for i := range s.Details.Causes {
+			s.Details.Causes[i].Message = fix(s.Details.Causes[i].Message)
+		}
+	}
+	return &apierrors.StatusError{ErrStatus: s}
 }
 
 // applicable returns the 415 that answers an apply to a kind the

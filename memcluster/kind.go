@@ -107,6 +107,11 @@ type Kind[T Object] struct {
 	// semantically equal but for the resourceVersion, comparing only the
 	// parts statusUpdate replaced (the rest is shared).
 	statusEqual func(old, next T) bool
+	// fieldManagerView, if set, adds to a copy of an object being created
+	// or updated, as sent and defaulted, what kube-apiserver's conversion
+	// to the served version puts in the object its field manager compares
+	// (a DaemonSet's template generation annotation, "0" when not sent).
+	fieldManagerView func(obj T)
 	// statusKeep, if set, runs on every status write after the status is
 	// taken over: it may fill in, in next (private to the write), what
 	// the status strategy keeps from old when a write leaves it out.

@@ -1,6 +1,7 @@
 package memcluster
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"maps"
@@ -39,9 +40,10 @@ import (
 type tracker struct {
 	resolved bool
 	// main, status and scale record the writes of the resource and of
-	// its status and scale subresources; main is nil when the kind is not
+	// its status and scale subresources, finalize (namespaces only) those
+	// of namespaces/<name>/finalize; main is nil when the kind is not
 	// tracked.
-	main, status, scale *managedfields.FieldManager
+	main, status, scale, finalize *managedfields.FieldManager
 	// mainReset and statusReset are the top-level fields (spec, status)
 	// that a write of the resource or of its status resets: the field
 	// manager ignores their changes, so they are left out of both objects
@@ -98,6 +100,9 @@ func (r *Resource[T]) trackerLocked() *tracker {
 	if hasStatus {
 		t.status, t.statusReset = build("status")
 	}
+	if r.kind.GVK.GroupKind() == namespaceGK {
+		t.finalize, _ = build("finalize") // resets what the main resource resets
+	}
 	if hasScale(r.kind.GVK) {
 		// A write of the scale is one of spec.replicas: the parent's
 		// field manager, for the subresource, records nothing else.
@@ -145,16 +150,17 @@ func jsonField(t reflect.Type, name string) []int {
 // resetFields returns the fields a write of the kind (subresource "")
 // or of its status subresource resets, which are not recorded as the
 // writer's: kube-apiserver's strategies' GetResetFields. A kind with a
-// status subresource resets the status on the main resource and the spec
-// on the status one; deployments/status also resets the labels,
-// pods/status the deletionTimestamp and the ownerReferences, and the
-// status of a custom resource all but the status.
+// status subresource resets the status on the main resource (and on
+// namespaces/finalize) and the spec on the status one; deployments/status
+// also resets the labels, pods/status the deletionTimestamp and the
+// ownerReferences, and the status of a custom resource all but the
+// status.
 func resetFields(gvk schema.GroupVersionKind, custom, hasStatus bool, subresource string) map[fieldpath.APIVersion]*fieldpath.Set {
 	if !hasStatus {
 		return nil
 	}
 	v := fieldpath.APIVersion(gvk.GroupVersion().String())
-	if subresource == "" {
+	if subresource == "" || subresource == "finalize" {
 		return map[fieldpath.APIVersion]*fieldpath.Set{v: fieldpath.NewSet(fieldpath.MakePathOrDie("status"))}
 	}
 	paths := []fieldpath.Path{fieldpath.MakePathOrDie("spec")}
@@ -180,6 +186,17 @@ type author struct {
 	scale      bool
 	statusOnly bool
 }
+
+// The managers of the writes the cluster makes itself, as a real
+// cluster records them: kube-controller-manager's controllers (the
+// prefix of their User-Agent), kube-apiserver's own writes through its
+// loopback client (the namespaces it starts with, an eviction's update
+// of a budget), and the kubelet's.
+const (
+	controllerManager = "kube-controller-manager"
+	apiserverManager  = "kube-apiserver"
+	kubeletManager    = "kubelet"
+)
 
 // managerOf returns the field manager of a typed client's write: the
 // options' one, else the program's name, as client-go's default
@@ -240,24 +257,59 @@ func (r *Resource[T]) recordCreateLocked(in T, a author) []metav1.ManagedFieldsE
 	if r.kind.Default != nil {
 		r.kind.Default(obj)
 	}
+	if r.kind.fieldManagerView != nil {
+		r.kind.fieldManagerView(obj)
+	}
 	live := r.kind.New()
 	return r.recordUpdate(t.main, t.mainReset, false, live, obj, a.manager)
 }
 
+// recordUpdateAsSentLocked returns the managedFields of an update of old
+// to in (as sent, before the kind's PrepareUpdate) by a, recorded as
+// kube-apiserver records an update: on the object as decoded, with its
+// defaults, before its strategy prepares it (keeping a namespace's
+// finalizers, a Service's allocations, a DaemonSet's template
+// generation). ok is false where recording the prepared object, as
+// [Resource.recordUpdateLocked] does, gives the same: a kind without a
+// PrepareUpdate or a conversion view, an untracked kind, an apply.
+func (r *Resource[T]) recordUpdateAsSentLocked(old, in T, a author) (managed []metav1.ManagedFieldsEntry, ok bool) {
+	if r.kind.PrepareUpdate == nil && r.kind.fieldManagerView == nil || a.applied {
+		return nil, false
+	}
+	if r.trackerLocked().main == nil {
+		return nil, false
+	}
+	obj := deepCopy(in)
+	if r.kind.Default != nil {
+		r.kind.Default(obj)
+	}
+	if r.kind.fieldManagerView != nil {
+		r.kind.fieldManagerView(obj)
+	}
+	r.recordUpdateLocked(old, obj, a, "")
+	return obj.GetManagedFields(), true
+}
+
 // recordUpdateLocked sets the managedFields of in, which replaces old
-// (status: through the status subresource), for a write by a: the
-// library's record of the update, or, when a is an apply, what in
-// already carries. Without tracking, in has none.
-func (r *Resource[T]) recordUpdateLocked(old, in T, a author, status bool) {
+// through the subresource sub ("", "status" or "finalize"), for a write
+// by a: the library's record of the update, or, when a is an apply, what
+// in already carries. Without tracking, in has none.
+func (r *Resource[T]) recordUpdateLocked(old, in T, a author, sub string) {
 	t := r.trackerLocked()
 	switch {
 	case t.main == nil:
 		in.SetManagedFields(nil)
 	case a.applied:
+	case a.scale && !r.scaleTracked(old):
+		// kube-apiserver's Scale has no managedFields then, and its field
+		// manager does not start tracking on an update.
+		in.SetManagedFields(old.GetManagedFields())
 	case a.scale:
 		in.SetManagedFields(scaleEntries(r.recordUpdate(t.scale, t.mainReset, false, old, in, a.manager)))
-	case status:
+	case sub == "status":
 		in.SetManagedFields(r.recordUpdate(t.status, t.statusReset, a.statusOnly, old, in, a.manager))
+	case sub == "finalize" && t.finalize != nil:
+		in.SetManagedFields(r.recordUpdate(t.finalize, t.mainReset, false, old, in, a.manager))
 	default:
 		in.SetManagedFields(r.recordUpdate(t.main, t.mainReset, false, old, in, a.manager))
 	}
@@ -310,6 +362,24 @@ func (c *Cluster) stampTimes(got []metav1.ManagedFieldsEntry, before ...[]metav1
 	}
 	sortManagedFields(got)
 	return got
+}
+
+// scaleTracked reports whether kube-apiserver's Scale of obj has
+// managedFields: whether an entry of obj's version owns spec.replicas,
+// the only entries it maps to the Scale.
+func (r *Resource[T]) scaleTracked(obj T) bool {
+	replicas := fieldpath.MakePathOrDie("spec", "replicas")
+	version := r.kind.GVK.GroupVersion().String()
+	for _, e := range obj.GetManagedFields() {
+		if e.APIVersion != version || e.FieldsV1 == nil {
+			continue
+		}
+		var set fieldpath.Set
+		if err := set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err == nil && set.Has(replicas) {
+			return true
+		}
+	}
+	return false
 }
 
 // scaleEntries returns entries with the scale subresource's without a

@@ -210,10 +210,43 @@ func removedReplicasAreZero(obj any) {
 		if o.Spec.Replicas == nil {
 			o.Spec.Replicas = ptrTo[int32](0)
 		}
+	case *appsv1.StatefulSet:
+		if o.Spec.Replicas == nil {
+			o.Spec.Replicas = ptrTo[int32](0)
+		}
+	case *corev1.ReplicationController:
+		if o.Spec.Replicas == nil {
+			o.Spec.Replicas = ptrTo[int32](0)
+		}
 	}
 }
 
-// scaleOf returns the Scale of a Deployment or ReplicaSet.
+// withoutReplicas returns a copy of obj (a Deployment, ReplicaSet,
+// StatefulSet or ReplicationController) without spec.replicas.
+func withoutReplicas(obj runtime.Object) runtime.Object {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		c := *o
+		c.Spec.Replicas = nil
+		return &c
+	case *appsv1.ReplicaSet:
+		c := *o
+		c.Spec.Replicas = nil
+		return &c
+	case *appsv1.StatefulSet:
+		c := *o
+		c.Spec.Replicas = nil
+		return &c
+	case *corev1.ReplicationController:
+		c := *o
+		c.Spec.Replicas = nil
+		return &c
+	}
+	return obj
+}
+
+// scaleOf returns the Scale of a Deployment, ReplicaSet, StatefulSet or
+// ReplicationController.
 func scaleOf(obj runtime.Object) *autoscalingv1.Scale {
 	var sc autoscalingv1.Scale
 	var replicas *int32

@@ -604,3 +604,43 @@ func TestUpdateWithAnEmptyListOverREST(t *testing.T) {
 		t.Errorf("a typed update with an empty list: %v; want maker's and u's entries", fieldsOf(d.ManagedFields))
 	}
 }
+
+func TestScaleOfUnownedReplicas(t *testing.T) {
+	// Applied without replicas (defaulted to 1, and nobody's), as
+	// GitOps tools apply what an autoscaler scales: kube-apiserver's Scale
+	// then has no managedFields.
+	c := newSSACluster(t)
+	mustApply(t, c, "a", webApply)
+	rc := newRESTClient(t, c)
+	scale := "/apis/apps/v1/namespaces/ns/deployments/web/scale"
+	send := func(method, query, ct, body string) (int, string) {
+		t.Helper()
+		resp, b := rc.do(req{method: method, path: scale + query, contentType: ct, body: body})
+		return resp.StatusCode, string(b)
+	}
+	applied := `a/Apply: {"f:spec":{"f:selector":{},"f:template":{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:image":{},"f:name":{}}}}}}}`
+	// An update of the scale is then not recorded.
+	if code, body := send("PATCH", "?fieldManager=hpa", "application/merge-patch+json", `{"spec":{"replicas":3}}`); code != http.StatusOK {
+		t.Fatalf("a scale patch: %d %s", code, body)
+	}
+	d := must(c.Deployments("ns").Get(ctxT(t), "web", metav1.GetOptions{}))(t)
+	if diff := cmp.Diff([]string{applied}, fieldsOf(d.ManagedFields)); diff != "" || *d.Spec.Replicas != 3 {
+		t.Errorf("replicas %d, managedFields after a scale update (-want +got):\n%s", *d.Spec.Replicas, diff)
+	}
+	// An apply first gives its replicas to "before-first-apply", and so
+	// conflicts with it, named with the Scale's version.
+	const applyScale = "apiVersion: autoscaling/v1\nkind: Scale\nmetadata: {name: web}\nspec: {replicas: 4}\n"
+	if code, body := send("PATCH", "?fieldManager=hpa", "application/apply-patch+yaml", applyScale); code != http.StatusConflict ||
+		!strings.Contains(body, `conflict with \"before-first-apply\" with subresource \"scale\" using autoscaling/v1: .spec.replicas`) {
+		t.Errorf("a scale apply: %d %s; want a conflict with before-first-apply", code, body)
+	}
+	if code, body := send("PATCH", "?fieldManager=hpa", "application/apply-patch+yaml", strings.Replace(applyScale, "4", "3", 1)); code != http.StatusOK {
+		t.Fatalf("a scale apply of the same replicas: %d %s", code, body)
+	}
+	d = must(c.Deployments("ns").Get(ctxT(t), "web", metav1.GetOptions{}))(t)
+	// (Sorted by operation, then time: the scale's entries have none.)
+	want := []string{`hpa/Apply/scale: {"f:spec":{"f:replicas":{}}}`, applied, `before-first-apply/Update/scale: {"f:spec":{"f:replicas":{}}}`}
+	if diff := cmp.Diff(want, fieldsOf(d.ManagedFields)); diff != "" {
+		t.Errorf("managedFields after a scale apply of the same replicas (-want +got):\n%s", diff)
+	}
+}

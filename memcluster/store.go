@@ -123,6 +123,7 @@ func (r *Resource[T]) updateLocked(in T, a author) (T, error) {
 	if err != nil {
 		return zero, err
 	}
+	managed, recorded := r.recordUpdateAsSentLocked(old, in, a)
 	if r.kind.PrepareUpdate != nil {
 		if errs := r.kind.PrepareUpdate(in, old); len(errs) > 0 {
 			return zero, apierrors.NewInvalid(r.kind.groupKind(), in.GetName(), errs)
@@ -140,7 +141,11 @@ func (r *Resource[T]) updateLocked(in T, a author) (T, error) {
 	if r.kind.Default != nil {
 		r.kind.Default(in)
 	}
-	r.recordUpdateLocked(old, in, a, false)
+	if recorded {
+		in.SetManagedFields(managed)
+	} else {
+		r.recordUpdateLocked(old, in, a, "")
+	}
 	errs := apivalidation.ValidateObjectMetaAccessorUpdate(in, old, field.NewPath("metadata"))
 	errs = append(errs, apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, r.kind.nameValidator(), field.NewPath("metadata"))...)
 	if r.kind.Validate != nil {
@@ -205,7 +210,7 @@ func (r *Resource[T]) updateStatusLocked(in T, a author) (T, error) {
 	if a.applied {
 		next.SetManagedFields(in.GetManagedFields())
 	}
-	r.recordUpdateLocked(old, next, a, true)
+	r.recordUpdateLocked(old, next, a, "status")
 	if same && managedFieldsEqual(old, next) {
 		return deepCopy(old), nil
 	}
