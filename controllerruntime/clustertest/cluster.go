@@ -143,8 +143,12 @@ func start(t testing.TB, opts Options) (*Cluster, error) {
 	c.mc = memcluster.New(memcluster.Config{
 		Seed: opts.Seed, Gate: c.sched, OnWrite: func(w memcluster.Write) { c.rec.write(w); c.sched.wrote() },
 		NoGarbageCollection: opts.Disable&GarbageCollector != 0,
-		RequireNamespaces:   true, // as on a real cluster: default, kube-system, kube-public and kube-node-lease exist
-		TypeConverter:       memcluster.TypeConverterChain(builtinTypes, managedfields.NewDeducedTypeConverter()), // SSA: client-go's schemas, else deduced
+		// As on a real cluster: default, kube-system, kube-public and
+		// kube-node-lease exist.
+		RequireNamespaces: true,
+		// Server-side apply and managedFields: client-go's schemas, else
+		// deduced types.
+		TypeConverter: memcluster.TypeConverterChain(builtinTypes, managedfields.NewDeducedTypeConverter()),
 	})
 	kinds := opts.Kinds
 	for _, obj := range opts.Types {
