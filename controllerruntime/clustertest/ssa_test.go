@@ -8,12 +8,15 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -221,6 +224,90 @@ func TestServerSideApplyCustomKind(t *testing.T) {
 		}
 		if got.Spec.Replicas != 2 || !got.Status.Ready || !slices.Equal(managers(&got), []string{"owner/Apply", "owner/Apply/status"}) {
 			t.Errorf("App %+v %+v managers %v", got.Spec, got.Status, managers(&got))
+		}
+	})
+}
+
+// TestServerSideApplyStatefulSetAndJob applies the kinds operators own
+// besides Deployments with controller-runtime's client.Apply: the bench
+// gives them client-go's schemas, so their lists merge by key (a second
+// manager's container joins the applier's), and the API defaults stay
+// nobody's. A StatefulSet is then scaled through its scale subresource;
+// a Job's status is applied, and its server-set selector and labels are
+// not its applier's.
+func TestServerSideApplyStatefulSetAndJob(t *testing.T) {
+	clustertest.Test(t, clustertest.Options{Seed: 1}, func(t *testing.T, c *clustertest.Cluster) {
+		ctx := t.Context()
+		cl := c.Client()
+		labels := map[string]string{"app": "db"}
+		sts := appsv1ac.StatefulSet("db", "default").WithSpec(appsv1ac.StatefulSetSpec().
+			WithServiceName("db").WithReplicas(2).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(labels)).
+			WithTemplate(corev1ac.PodTemplateSpec().WithLabels(labels).
+				WithSpec(corev1ac.PodSpec().WithContainers(corev1ac.Container().WithName("db").WithImage("postgres:17")))))
+		if err := cl.Apply(ctx, sts, client.FieldOwner("db-operator")); err != nil {
+			t.Fatal(err)
+		}
+		sidecar := appsv1ac.StatefulSet("db", "default").WithSpec(appsv1ac.StatefulSetSpec().
+			WithTemplate(corev1ac.PodTemplateSpec().WithSpec(corev1ac.PodSpec().
+				WithContainers(corev1ac.Container().WithName("exporter").WithImage("exporter:1")))))
+		if err := cl.Apply(ctx, sidecar, client.FieldOwner("injector")); err != nil {
+			t.Fatal(err)
+		}
+		var s appsv1.StatefulSet
+		if err := cl.Get(ctx, types.NamespacedName{Namespace: "default", Name: "db"}, &s); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, ct := range s.Spec.Template.Spec.Containers {
+			names = append(names, ct.Name)
+		}
+		if !slices.Equal(names, []string{"db", "exporter"}) || s.Spec.PodManagementPolicy != appsv1.OrderedReadyPodManagement {
+			t.Errorf("containers %v (want both, merged by name), podManagementPolicy %q (want the default)", names, s.Spec.PodManagementPolicy)
+		}
+		if diff := cmp.Diff([]string{"db-operator/Apply", "injector/Apply"}, managers(&s)); diff != "" {
+			t.Errorf("StatefulSet managers (-want +got):\n%s", diff)
+		}
+		spec := fieldsOf(t, &s, "db-operator", "")["f:spec"].(map[string]any)
+		if _, ok := spec["f:replicas"]; !ok {
+			t.Errorf("db-operator's fields %v; want spec.replicas", spec)
+		}
+		if _, ok := spec["f:podManagementPolicy"]; ok {
+			t.Errorf("db-operator's fields %v; a default is nobody's", spec)
+		}
+		scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 3}}
+		if err := cl.SubResource("scale").Update(ctx, &s, client.WithSubResourceBody(scale), client.FieldOwner("autoscaler")); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.Get(ctx, types.NamespacedName{Namespace: "default", Name: "db"}, &s); err != nil {
+			t.Fatal(err)
+		}
+		if *s.Spec.Replicas != 3 || !slices.Contains(managers(&s), "autoscaler/Update/scale") {
+			t.Errorf("after a scale update: replicas %d, managers %v", *s.Spec.Replicas, managers(&s))
+		}
+
+		job := batchv1ac.Job("migrate", "default").WithSpec(batchv1ac.JobSpec().WithBackoffLimit(2).
+			WithTemplate(corev1ac.PodTemplateSpec().WithSpec(corev1ac.PodSpec().WithRestartPolicy(corev1.RestartPolicyNever).
+				WithContainers(corev1ac.Container().WithName("migrate").WithImage("migrate:1")))))
+		if err := cl.Apply(ctx, job, client.FieldOwner("db-operator")); err != nil {
+			t.Fatal(err)
+		}
+		status := batchv1ac.Job("migrate", "default").WithStatus(batchv1ac.JobStatus().WithActive(1))
+		if err := cl.SubResource("status").Apply(ctx, status, client.FieldOwner("job-runner")); err != nil {
+			t.Fatal(err)
+		}
+		var j batchv1.Job
+		if err := cl.Get(ctx, types.NamespacedName{Namespace: "default", Name: "migrate"}, &j); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"db-operator/Apply", "job-runner/Apply/status"}, managers(&j)); diff != "" {
+			t.Errorf("Job managers (-want +got):\n%s", diff)
+		}
+		if j.Spec.Selector == nil || j.Status.Active != 1 {
+			t.Errorf("Job selector %v (want the server's), active %d", j.Spec.Selector, j.Status.Active)
+		}
+		if _, ok := fieldsOf(t, &j, "db-operator", "")["f:spec"].(map[string]any)["f:selector"]; ok {
+			t.Errorf("the Job's server-set selector is its applier's")
 		}
 	})
 }
