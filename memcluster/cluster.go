@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 )
 
 // Object is what the cluster stores: a pointer to an API type such as
@@ -88,6 +89,19 @@ type Config struct {
 	// objects may be created in any namespace (creating one in a
 	// namespace that is being deleted is refused either way).
 	RequireNamespaces bool
+	// TypeConverter gives the types of the cluster's kinds to
+	// apimachinery's field managers: with it the cluster records
+	// metadata.managedFields and serves server-side apply, as
+	// kube-apiserver does (see "Server-side apply" in the package
+	// documentation). A kind's [Kind.TypeConverter] takes precedence. For
+	// the built-in kinds, pass k8s.io/client-go/applyconfigurations'
+	// NewTypeConverter(scheme) (wrapped in [LazyTypeConverter] to parse its
+	// schemas at the first write only); [TypeConverterChain] adds a
+	// fallback, such as managedfields.NewDeducedTypeConverter(), for the
+	// kinds it has no type for. Nil: no kind is tracked (unless its own
+	// converter is set), server-side apply is answered 415, and writes cost
+	// nothing more, which simulations at scale want.
+	TypeConverter managedfields.TypeConverter
 }
 
 func (c Config) withDefaults() Config {

@@ -234,7 +234,9 @@ func (c *Cluster) spendBudgetLocked(pdb *policyv1.PodDisruptionBudget, pod strin
 		next.Status.DisruptedPods = map[string]metav1.Time{}
 	}
 	next.Status.DisruptedPods[pod] = now
-	c.pdbStoreLocked().commitLocked(watch.Modified, next)
+	pdbs := c.pdbStoreLocked()
+	pdbs.recordUpdateLocked(pdb, next, author{manager: apiserverManager, statusOnly: true}, "status") // kube-apiserver's UpdateStatus through its loopback client
+	pdbs.commitLocked(watch.Modified, next)
 	return nil
 }
 

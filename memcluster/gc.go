@@ -45,10 +45,12 @@ type collector interface {
 	// deleteKeyLocked deletes an object as a client's Delete would.
 	deleteKeyLocked(key types.NamespacedName, opts metav1.DeleteOptions) error
 	// setOwnerRefsLocked stores the object with refs as its owner
-	// references and nothing else changed.
+	// references and nothing else changed, a patch of the garbage
+	// collector's (recorded as kube-controller-manager's).
 	setOwnerRefsLocked(key types.NamespacedName, refs []metav1.OwnerReference)
-	// dropFinalizerLocked removes a finalizer; an object being deleted
-	// leaves storage with its last one.
+	// dropFinalizerLocked removes a finalizer, as a patch of the garbage
+	// collector's; an object being deleted leaves storage with its last
+	// one.
 	dropFinalizerLocked(key types.NamespacedName, finalizer string)
 	// keysInLocked returns the keys of the objects in namespace ns, sorted.
 	keysInLocked(ns string) []types.NamespacedName
@@ -336,6 +338,7 @@ func (r *Resource[T]) setOwnerRefsLocked(key types.NamespacedName, refs []metav1
 	if semanticallyEqual(old, next) {
 		return
 	}
+	r.recordUpdateLocked(old, next, author{manager: controllerManager}, "")
 	r.commitLocked(watch.Modified, next)
 }
 
@@ -350,6 +353,7 @@ func (r *Resource[T]) dropFinalizerLocked(key types.NamespacedName, finalizer st
 		fs = nil
 	}
 	next.SetFinalizers(fs)
+	r.recordUpdateLocked(old, next, author{manager: controllerManager}, "")
 	if r.finalizedLocked(next) {
 		r.removeLocked(next)
 		return

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"maps"
 
@@ -70,6 +71,15 @@ type Kind[T Object] struct {
 	// short names ("sts"), and "kubectl get all" shows the kinds of the
 	// category "all". Nil: none.
 	ShortNames, Categories []string
+	// TypeConverter gives the kind's type to apimachinery's field
+	// managers, for managedFields and server-side apply (a CRD's OpenAPI
+	// schema, say, through managedfields.NewTypeConverter). Nil: the
+	// cluster's [Config.TypeConverter]. A kind that neither has a type
+	// for is not tracked, and an apply to it is answered 415. A kind with
+	// NoStrategicMerge is a custom resource for the field managers too
+	// (kube-apiserver's CRD field manager; its status subresource resets
+	// all but the status).
+	TypeConverter managedfields.TypeConverter
 
 	// validName validates metadata.name (prefix: a generateName); nil
 	// means a DNS subdomain, as for most kinds.
@@ -97,6 +107,11 @@ type Kind[T Object] struct {
 	// semantically equal but for the resourceVersion, comparing only the
 	// parts statusUpdate replaced (the rest is shared).
 	statusEqual func(old, next T) bool
+	// fieldManagerView, if set, adds to a copy of an object being created
+	// or updated, as sent and defaulted, what kube-apiserver's conversion
+	// to the served version puts in the object its field manager compares
+	// (a DaemonSet's template generation annotation, "0" when not sent).
+	fieldManagerView func(obj T)
 	// statusKeep, if set, runs on every status write after the status is
 	// taken over: it may fill in, in next (private to the write), what
 	// the status strategy keeps from old when a write leaves it out.

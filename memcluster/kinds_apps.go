@@ -151,6 +151,15 @@ func daemonSetKind() Kind[*appsv1.DaemonSet] {
 		setTemplateGeneration(ds, g)
 		return nil
 	}
+	// kube-apiserver keeps the template generation in its internal type
+	// and writes it into the annotation when it converts to apps/v1, as
+	// for the object its field manager compares: the creator of a
+	// DaemonSet owns the annotation, sent or not.
+	k.fieldManagerView = func(ds *appsv1.DaemonSet) {
+		if _, ok := ds.Annotations[templateGenerationAnnotation]; !ok {
+			setTemplateGeneration(ds, 0)
+		}
+	}
 	specGeneration(&k, func(ds *appsv1.DaemonSet) *appsv1.DaemonSetSpec { return &ds.Spec })
 	withStatus(&k, func(ds *appsv1.DaemonSet) *appsv1.DaemonSetStatus { return &ds.Status }, false, nil)
 	return k

@@ -427,6 +427,7 @@ func (k *Kubelet) syncPodLocked(key types.NamespacedName, p *corev1.Pod, now tim
 	next := *p
 	next.Spec.NodeName = node
 	next.Status = status
+	k.c.pods.recordUpdateLocked(p, &next, author{manager: kubeletManager, statusOnly: true}, "status") // as a kubelet's status writes are recorded
 	stored := k.c.pods.commitLocked(watch.Modified, &next)
 	return st.settle(stored.ResourceVersion, due)
 }

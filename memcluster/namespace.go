@@ -151,7 +151,8 @@ func (c *Cluster) createInitialNamespaces() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, name := range initialNamespaces {
-		if _, err := c.namespaces.createLocked(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, ""); err != nil {
+		// kube-apiserver creates them itself, through its loopback client.
+		if _, err := c.namespaces.createLocked(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, "", author{manager: apiserverManager}); err != nil {
 			panic("memcluster: creating namespace " + name + ": " + err.Error()) // valid, and the cluster is empty
 		}
 	}
@@ -246,8 +247,10 @@ func (c *Cluster) deleteNamespaceLocked(key types.NamespacedName, opts metav1.De
 // as PUT namespaces/<name>/finalize does: the status is kept, and a
 // namespace being deleted with no finalizer left leaves storage. The
 // namespace controller calls it once the namespace is empty; with the
-// controller off (see Config.NoNamespaceController), so can you.
-func (c *Cluster) FinalizeNamespace(ctx context.Context, ns *corev1.Namespace, _ metav1.UpdateOptions) (*corev1.Namespace, error) {
+// controller off (see Config.NoNamespaceController), so can you. The
+// field manager is opts.FieldManager, as for [Client.Update], recorded
+// for the subresource "finalize".
+func (c *Cluster) FinalizeNamespace(ctx context.Context, ns *corev1.Namespace, opts metav1.UpdateOptions) (*corev1.Namespace, error) {
 	if ns == nil {
 		return nil, apierrors.NewBadRequest("memcluster: finalize of a nil namespace")
 	}
@@ -261,7 +264,7 @@ func (c *Cluster) FinalizeNamespace(ctx context.Context, ns *corev1.Namespace, _
 		return nil, err
 	}
 	c.mu.Lock()
-	out, err := c.finalizeNamespaceLocked(in)
+	out, err := c.finalizeNamespaceLocked(in, managerOf(opts.FieldManager))
 	c.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -273,8 +276,8 @@ func (c *Cluster) FinalizeNamespace(ctx context.Context, ns *corev1.Namespace, _
 }
 
 // finalizeNamespaceLocked is the namespaces/finalize update of in, a
-// private round-tripped copy.
-func (c *Cluster) finalizeNamespaceLocked(in *corev1.Namespace) (*corev1.Namespace, error) {
+// private round-tripped copy, by a.
+func (c *Cluster) finalizeNamespaceLocked(in *corev1.Namespace, a author) (*corev1.Namespace, error) {
 	r := c.namespaces
 	old, err := r.checkPreconditionsLocked(in)
 	if err != nil {
@@ -282,9 +285,10 @@ func (c *Cluster) finalizeNamespaceLocked(in *corev1.Namespace) (*corev1.Namespa
 	}
 	in.UID, in.CreationTimestamp, in.Generation = old.UID, old.CreationTimestamp, old.Generation
 	in.DeletionTimestamp, in.DeletionGracePeriodSeconds = old.DeletionTimestamp, old.DeletionGracePeriodSeconds
-	in.ResourceVersion, in.ManagedFields = old.ResourceVersion, nil
+	in.ResourceVersion = old.ResourceVersion
 	in.Status = *old.Status.DeepCopy()
 	defaultNamespace(in)
+	r.recordUpdateLocked(old, in, a, "finalize")
 	errs := apivalidation.ValidateObjectMetaAccessorUpdate(in, old, field.NewPath("metadata"))
 	errs = append(errs, validateNamespaceFinalizers(in.Spec.Finalizers, true)...)
 	if len(errs) > 0 {
@@ -379,7 +383,7 @@ func (c *Cluster) syncNamespaceLocked(name string) {
 		next.Spec.Finalizers = append(next.Spec.Finalizers, corev1.FinalizerName(f))
 	}
 	// The controller's own finalize: valid, and at the stored version.
-	if _, err := c.finalizeNamespaceLocked(next); err != nil {
+	if _, err := c.finalizeNamespaceLocked(next, author{manager: controllerManager}); err != nil {
 		panic("memcluster: namespace controller: finalize: " + err.Error())
 	}
 }
@@ -501,6 +505,7 @@ func (c *Cluster) setNamespaceConditionsLocked(key types.NamespacedName, failure
 	if semanticallyEqual(ns, next) {
 		return
 	}
+	c.namespaces.recordUpdateLocked(ns, next, author{manager: controllerManager, statusOnly: true}, "status") // the controller's UpdateStatus
 	c.namespaces.commitLocked(watch.Modified, next)
 }
 
@@ -518,7 +523,13 @@ func (a *api) serveFinalize(w http.ResponseWriter, r *http.Request, rq request, 
 		writeError(w, a, rep, err)
 		return
 	}
-	out, err := a.c.FinalizeNamespace(r.Context(), obj.(*corev1.Namespace), metav1.UpdateOptions{})
+	var opts metav1.UpdateOptions
+	if err := a.writeOptions(r, &opts); err != nil {
+		writeError(w, a, rep, err)
+		return
+	}
+	opts.FieldManager = requestManager(opts.FieldManager, r)
+	out, err := a.c.FinalizeNamespace(r.Context(), obj.(*corev1.Namespace), opts)
 	if err != nil {
 		writeError(w, a, rep, err)
 		return

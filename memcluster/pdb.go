@@ -164,6 +164,7 @@ func (c *Cluster) syncDisruptionLocked(ns string) {
 		if semanticallyEqual(pdb, next) {
 			continue
 		}
+		pdbs.recordUpdateLocked(pdb, next, author{manager: controllerManager, statusOnly: true}, "status") // the controller's UpdateStatus
 		pdbs.commitLocked(watch.Modified, next)
 	}
 }

@@ -164,7 +164,7 @@ func (c *Cluster) rejectionEventLocked(p *corev1.Pod, r Rejection, node string, 
 		ReportingController: "kubelet",
 		ReportingInstance:   node,
 	}
-	if _, err := res.createLocked(ev, p.Namespace); err != nil {
+	if _, err := res.createLocked(ev, p.Namespace, author{manager: kubeletManager}); err != nil { // the kubelet's event recorder
 		// A second rejection of the same pod at the same instant: the
 		// first event says it all.
 		return

@@ -8,6 +8,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,6 +30,7 @@ type Resource[T Object] struct {
 	norm     *normalizer                // nil: every round trip goes through JSON
 	gcPolicy gcPolicy                   // the default propagation of deletes
 	fields   fieldSelection[T]          // how field selectors are answered
+	track    tracker                    // guarded by c.mu; see managedfields.go
 }
 
 // NewResource adds a kind to the cluster and returns its storage. Adding a
@@ -112,19 +114,26 @@ func (cl Client[T]) List(ctx context.Context, opts metav1.ListOptions) ([]T, str
 
 // Create stores a new object. The server sets uid, creationTimestamp,
 // generation 1 and the resourceVersion, resets the status, fills
-// metadata.name from generateName, applies defaults and validates.
-func (cl Client[T]) Create(ctx context.Context, obj T, _ metav1.CreateOptions) (T, error) {
+// metadata.name from generateName, applies defaults and validates. On a
+// tracked kind (see [Config.TypeConverter]) it records the fields set as
+// managed by opts.FieldManager; an empty one is the program's name, as
+// kube-apiserver names a client-go client that sets none (from its
+// default User-Agent).
+func (cl Client[T]) Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error) {
 	var zero T
 	c := cl.r.c
 	if isNil(obj) {
 		return zero, apierrors.NewBadRequest("memcluster: create of a nil object")
+	}
+	if errs := metav1validation.ValidateCreateOptions(&opts); len(errs) > 0 {
+		return zero, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "CreateOptions"}, "", errs)
 	}
 	after, err := c.admit(ctx, VerbCreate, cl.r.kind.groupResource(), cl.namespaceOf(obj), obj.GetName())
 	if err != nil {
 		return zero, err
 	}
 	c.mu.Lock()
-	out, err := cl.r.createLocked(obj, cl.ns)
+	out, err := cl.r.createLocked(obj, cl.ns, managerOf(opts.FieldManager))
 	c.mu.Unlock()
 	if err != nil {
 		return zero, err
@@ -138,26 +147,32 @@ func (cl Client[T]) Create(ctx context.Context, obj T, _ metav1.CreateOptions) (
 // Update replaces the object's metadata and spec; its status is kept. A
 // non-empty resourceVersion that is not the stored one fails with
 // Conflict; an empty one updates unconditionally, as the apiserver allows
-// for these kinds. An update that changes nothing writes nothing.
-func (cl Client[T]) Update(ctx context.Context, obj T, _ metav1.UpdateOptions) (T, error) {
-	return cl.replace(ctx, VerbUpdate, obj, cl.r.updateLocked)
+// for these kinds. An update that changes nothing writes nothing. The
+// field manager is opts.FieldManager, as for [Client.Create].
+func (cl Client[T]) Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
+	a := managerOf(opts.FieldManager)
+	return cl.replace(ctx, VerbUpdate, obj, opts, func(in T) (T, error) { return cl.r.updateLocked(in, a) })
 }
 
 // UpdateStatus replaces the object's status and nothing else, with the
-// same resourceVersion check as [Client.Update].
-func (cl Client[T]) UpdateStatus(ctx context.Context, obj T, _ metav1.UpdateOptions) (T, error) {
-	return cl.replace(ctx, VerbUpdateStatus, obj, cl.r.updateStatusLocked)
+// same resourceVersion check and field manager as [Client.Update].
+func (cl Client[T]) UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
+	a := managerOf(opts.FieldManager)
+	return cl.replace(ctx, VerbUpdateStatus, obj, opts, func(in T) (T, error) { return cl.r.updateStatusLocked(in, a) })
 }
 
 // replace runs one replace-style write: admission (fault injection), the
 // JSON round trip every stored object goes through, then write under the
 // cluster lock. A fault injected after the write is returned instead of
 // the result, as a lost response would be.
-func (cl Client[T]) replace(ctx context.Context, verb Verb, obj T, write func(T) (T, error)) (T, error) {
+func (cl Client[T]) replace(ctx context.Context, verb Verb, obj T, opts metav1.UpdateOptions, write func(T) (T, error)) (T, error) {
 	var zero T
 	c := cl.r.c
 	if isNil(obj) {
 		return zero, apierrors.NewBadRequest(fmt.Sprintf("memcluster: %s of a nil object", verb))
+	}
+	if errs := metav1validation.ValidateUpdateOptions(&opts); len(errs) > 0 {
+		return zero, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "UpdateOptions"}, "", errs)
 	}
 	after, err := c.admit(ctx, verb, cl.r.kind.groupResource(), cl.namespaceOf(obj), obj.GetName())
 	if err != nil {

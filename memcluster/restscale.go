@@ -11,9 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
 )
 
 // The scale subresource (autoscaling/v1 Scale) of Deployments,
@@ -97,6 +100,8 @@ func (a *api) patchScale(r *http.Request, rq request, s *served) (runtime.Object
 	}
 	var patched []byte
 	switch pt {
+	case types.ApplyYAMLPatchType:
+		return a.applyScale(r, rq, s, data)
 	case types.JSONPatchType:
 		patched, err = jsonPatch(orig, data)
 	case types.MergePatchType:
@@ -117,8 +122,54 @@ func (a *api) patchScale(r *http.Request, rq request, s *served) (runtime.Object
 	return writeScale(r, rq, s, sc)
 }
 
-// writeScale sets spec.replicas of the parent to the scale's.
+// applyScale serves an apply of a Scale: an apply of the parent's
+// spec.replicas (of none if the Scale has none), recorded as the scale
+// subresource's, as kube-apiserver maps the Scale's managedFields to its
+// parent's.
+func (a *api) applyScale(r *http.Request, rq request, s *served, data []byte) (runtime.Object, error) {
+	var opts metav1.PatchOptions
+	if err := a.writeOptions(r, &opts); err != nil {
+		return nil, err
+	}
+	if errs := metav1validation.ValidatePatchOptions(&opts, types.ApplyYAMLPatchType); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs)
+	}
+	if _, err := yaml.YAMLToJSON(data); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("error encoding patch: %v", err))
+	}
+	sc := &unstructured.Unstructured{Object: map[string]any{}}
+	if err := yaml.Unmarshal(data, &sc.Object); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+	}
+	if gvk := sc.GroupVersionKind(); gvk != autoscalingv1.SchemeGroupVersion.WithKind("Scale") {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid object type: %v", gvk))
+	}
+	if sc.GetManagedFields() != nil {
+		return nil, apierrors.NewBadRequest("metadata.managedFields must be nil")
+	}
+	meta := map[string]any{}
+	for _, f := range []string{"name", "namespace", "uid", "resourceVersion"} {
+		if v, ok := sc.Object["metadata"].(map[string]any)[f]; ok {
+			meta[f] = v
+		}
+	}
+	parent := map[string]any{"apiVersion": s.in.gvk.GroupVersion().String(), "kind": s.in.gvk.Kind, "metadata": meta}
+	if replicas, ok, _ := unstructured.NestedFieldNoCopy(sc.Object, "spec", "replicas"); ok {
+		parent["spec"] = map[string]any{"replicas": replicas}
+	}
+	body, err := json.Marshal(parent)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+	}
+	out, _, err := s.patch(r.Context(), rq.namespace, rq.name, types.ApplyYAMLPatchType, body, "scale", opts)
+	return out, err
+}
+
+// writeScale sets spec.replicas of the parent to the scale's, as an
+// update of the parent's scale subresource by the request's field
+// manager.
 func writeScale(r *http.Request, rq request, s *served, sc *autoscalingv1.Scale) (runtime.Object, error) {
+	opts := metav1.UpdateOptions{FieldManager: requestManager(r.URL.Query().Get("fieldManager"), r)}
 	for try := 0; ; try++ {
 		cur, ok := s.peek(rq.namespace, rq.name)
 		if !ok {
@@ -137,7 +188,7 @@ func writeScale(r *http.Request, rq request, s *served, sc *autoscalingv1.Scale)
 		if sc.ResourceVersion != "" {
 			cur.(Object).SetResourceVersion(sc.ResourceVersion)
 		}
-		out, err := s.update(r.Context(), rq.namespace, cur, false)
+		out, err := s.update(r.Context(), rq.namespace, cur, "scale", opts)
 		if apierrors.IsConflict(err) && sc.ResourceVersion == "" && try < maxScaleRetries {
 			continue
 		}
@@ -145,7 +196,57 @@ func writeScale(r *http.Request, rq request, s *served, sc *autoscalingv1.Scale)
 	}
 }
 
-// scaleOf returns the Scale of a Deployment or ReplicaSet.
+// removedReplicasAreZero sets spec.replicas to 0 where an apply of the
+// scale removed it (its manager no longer applies it and nobody else
+// has it): kube-apiserver's Scale then has replicas 0, which it writes
+// to the parent.
+func removedReplicasAreZero(obj any) {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		if o.Spec.Replicas == nil {
+			o.Spec.Replicas = ptrTo[int32](0)
+		}
+	case *appsv1.ReplicaSet:
+		if o.Spec.Replicas == nil {
+			o.Spec.Replicas = ptrTo[int32](0)
+		}
+	case *appsv1.StatefulSet:
+		if o.Spec.Replicas == nil {
+			o.Spec.Replicas = ptrTo[int32](0)
+		}
+	case *corev1.ReplicationController:
+		if o.Spec.Replicas == nil {
+			o.Spec.Replicas = ptrTo[int32](0)
+		}
+	}
+}
+
+// withoutReplicas returns a copy of obj (a Deployment, ReplicaSet,
+// StatefulSet or ReplicationController) without spec.replicas.
+func withoutReplicas(obj runtime.Object) runtime.Object {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		c := *o
+		c.Spec.Replicas = nil
+		return &c
+	case *appsv1.ReplicaSet:
+		c := *o
+		c.Spec.Replicas = nil
+		return &c
+	case *appsv1.StatefulSet:
+		c := *o
+		c.Spec.Replicas = nil
+		return &c
+	case *corev1.ReplicationController:
+		c := *o
+		c.Spec.Replicas = nil
+		return &c
+	}
+	return obj
+}
+
+// scaleOf returns the Scale of a Deployment, ReplicaSet, StatefulSet or
+// ReplicationController.
 func scaleOf(obj runtime.Object) *autoscalingv1.Scale {
 	var sc autoscalingv1.Scale
 	var replicas *int32

@@ -38,9 +38,12 @@ type restStore interface {
 	// initial events, ending with the "k8s.io/initial-events-end"
 	// bookmark, to send before the watch's own.
 	watchList(ctx context.Context, ns string, opts metav1.ListOptions) ([]watch.Event, watch.Interface, error)
-	create(ctx context.Context, ns string, obj runtime.Object) (runtime.Object, error)
-	update(ctx context.Context, ns string, obj runtime.Object, status bool) (runtime.Object, error)
-	patch(ctx context.Context, ns, name string, pt types.PatchType, data []byte, status bool) (runtime.Object, error)
+	create(ctx context.Context, ns string, obj runtime.Object, opts metav1.CreateOptions) (runtime.Object, error)
+	// update and patch write an object or its subresource sub: "status",
+	// or "scale" (its spec.replicas, recorded as the subresource's).
+	update(ctx context.Context, ns string, obj runtime.Object, sub string, opts metav1.UpdateOptions) (runtime.Object, error)
+	// patch patches an object; created tells whether an apply created it.
+	patch(ctx context.Context, ns, name string, pt types.PatchType, data []byte, sub string, opts metav1.PatchOptions) (obj runtime.Object, created bool, err error)
 	// remove deletes an object; it returns the object as stored after the
 	// delete if it is still there (being deleted), else as it was before.
 	remove(ctx context.Context, ns, name string, opts metav1.DeleteOptions) (obj runtime.Object, gone bool, err error)
@@ -143,31 +146,40 @@ func (r *Resource[T]) typed(obj runtime.Object) (T, error) {
 	return t, nil
 }
 
-func (r *Resource[T]) create(ctx context.Context, ns string, obj runtime.Object) (runtime.Object, error) {
+func (r *Resource[T]) create(ctx context.Context, ns string, obj runtime.Object, opts metav1.CreateOptions) (runtime.Object, error) {
 	t, err := r.typed(obj)
 	if err != nil {
 		return nil, err
 	}
-	return r.Namespace(ns).Create(ctx, t, metav1.CreateOptions{})
+	return r.Namespace(ns).Create(ctx, t, opts)
 }
 
-func (r *Resource[T]) update(ctx context.Context, ns string, obj runtime.Object, status bool) (runtime.Object, error) {
+func (r *Resource[T]) update(ctx context.Context, ns string, obj runtime.Object, sub string, opts metav1.UpdateOptions) (runtime.Object, error) {
 	t, err := r.typed(obj)
 	if err != nil {
 		return nil, err
 	}
-	if status {
-		return r.Namespace(ns).UpdateStatus(ctx, t, metav1.UpdateOptions{})
+	if mf := t.GetManagedFields(); mf != nil && len(mf) == 0 {
+		// An empty list sent as JSON clears managedFields, as kube-apiserver
+		// decodes it; its equivalent of one empty entry survives the round
+		// trip every write makes (which, as a client's encoding would, drops
+		// an empty list).
+		t.SetManagedFields([]metav1.ManagedFieldsEntry{{}})
 	}
-	return r.Namespace(ns).Update(ctx, t, metav1.UpdateOptions{})
+	cl := r.Namespace(ns)
+	switch sub {
+	case "status":
+		return cl.UpdateStatus(ctx, t, opts)
+	case "scale":
+		a := managerOf(opts.FieldManager)
+		a.scale = true
+		return cl.replace(ctx, VerbUpdate, t, opts, func(in T) (T, error) { return r.updateLocked(in, a) })
+	}
+	return cl.Update(ctx, t, opts)
 }
 
-func (r *Resource[T]) patch(ctx context.Context, ns, name string, pt types.PatchType, data []byte, status bool) (runtime.Object, error) {
-	var sub []string
-	if status {
-		sub = []string{"status"}
-	}
-	return r.Namespace(ns).Patch(ctx, name, pt, data, metav1.PatchOptions{}, sub...)
+func (r *Resource[T]) patch(ctx context.Context, ns, name string, pt types.PatchType, data []byte, sub string, opts metav1.PatchOptions) (runtime.Object, bool, error) {
+	return r.Namespace(ns).patch(ctx, name, pt, data, opts, sub)
 }
 
 func (r *Resource[T]) remove(ctx context.Context, ns, name string, opts metav1.DeleteOptions) (runtime.Object, bool, error) {

@@ -18,8 +18,9 @@ import (
 // as the apiserver's RetryGenerateName does.
 const maxGenerateNameTries = 8
 
-// createLocked stores a new object and returns a copy of what was stored.
-func (r *Resource[T]) createLocked(obj T, ns string) (T, error) {
+// createLocked stores a new object, written by a, and returns a copy of
+// what was stored.
+func (r *Resource[T]) createLocked(obj T, ns string, a author) (T, error) {
 	var zero T
 	in, err := r.roundTrip(obj)
 	if err != nil {
@@ -50,6 +51,7 @@ func (r *Resource[T]) createLocked(obj T, ns string) (T, error) {
 			return zero, err
 		}
 	}
+	managed := r.recordCreateLocked(in, a)
 	in.SetUID(r.c.newUIDLocked())
 	in.SetCreationTimestamp(r.c.now())
 	if r.kind.PrepareCreate != nil {
@@ -60,7 +62,7 @@ func (r *Resource[T]) createLocked(obj T, ns string) (T, error) {
 	}
 	in.SetDeletionTimestamp(nil)
 	in.SetDeletionGracePeriodSeconds(nil)
-	in.SetManagedFields(nil)
+	in.SetManagedFields(managed)
 	if r.kind.Default != nil {
 		r.kind.Default(in)
 	}
@@ -113,14 +115,15 @@ func (r *Resource[T]) checkPreconditionsLocked(in T) (T, error) {
 	return old, nil
 }
 
-// updateLocked writes metadata and spec; in must be a private,
+// updateLocked writes metadata and spec, by a; in must be a private,
 // round-tripped copy.
-func (r *Resource[T]) updateLocked(in T) (T, error) {
+func (r *Resource[T]) updateLocked(in T, a author) (T, error) {
 	var zero T
 	old, err := r.checkPreconditionsLocked(in)
 	if err != nil {
 		return zero, err
 	}
+	managed, recorded := r.recordUpdateAsSentLocked(old, in, a)
 	if r.kind.PrepareUpdate != nil {
 		if errs := r.kind.PrepareUpdate(in, old); len(errs) > 0 {
 			return zero, apierrors.NewInvalid(r.kind.groupKind(), in.GetName(), errs)
@@ -132,12 +135,16 @@ func (r *Resource[T]) updateLocked(in T) (T, error) {
 	in.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
 	in.SetGeneration(old.GetGeneration())
 	in.SetResourceVersion(old.GetResourceVersion())
-	in.SetManagedFields(nil)
 	if r.kind.CopyStatus != nil {
 		r.kind.CopyStatus(in, old)
 	}
 	if r.kind.Default != nil {
 		r.kind.Default(in)
+	}
+	if recorded {
+		in.SetManagedFields(managed)
+	} else {
+		r.recordUpdateLocked(old, in, a, "")
 	}
 	errs := apivalidation.ValidateObjectMetaAccessorUpdate(in, old, field.NewPath("metadata"))
 	errs = append(errs, apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, r.kind.nameValidator(), field.NewPath("metadata"))...)
@@ -168,8 +175,8 @@ func (r *Resource[T]) updateLocked(in T) (T, error) {
 	return deepCopy(stored), nil
 }
 
-// updateStatusLocked writes the status of in and nothing else.
-func (r *Resource[T]) updateStatusLocked(in T) (T, error) {
+// updateStatusLocked writes the status of in and nothing else, by a.
+func (r *Resource[T]) updateStatusLocked(in T, a author) (T, error) {
 	var zero T
 	if r.kind.CopyStatus == nil {
 		return zero, apierrors.NewMethodNotSupported(r.kind.groupResource(), "update/status")
@@ -197,7 +204,14 @@ func (r *Resource[T]) updateStatusLocked(in T) (T, error) {
 		}
 		same = semanticallyEqual(old, next)
 	}
-	if same {
+	if same && !a.applied {
+		return deepCopy(old), nil
+	}
+	if a.applied {
+		next.SetManagedFields(in.GetManagedFields())
+	}
+	r.recordUpdateLocked(old, next, a, "status")
+	if same && managedFieldsEqual(old, next) {
 		return deepCopy(old), nil
 	}
 	return deepCopy(r.commitLocked(watch.Modified, next)), nil

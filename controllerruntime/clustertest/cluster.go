@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/applyconfigurations"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -180,11 +182,17 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 		c.bubble = currentBubble()
 	}
 	c.sched.onHalt = func(msg string) { c.fail(errors.New(msg)) }
+	builtinTypes := memcluster.LazyTypeConverter(func() managedfields.TypeConverter { return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme) })
 	c.mc = memcluster.New(memcluster.Config{
 		Seed: opts.Seed, Gate: c.sched, OnWrite: func(w memcluster.Write) { c.rec.write(w); c.sched.wrote() },
 		OnRequest:           c.rec.request,
 		NoGarbageCollection: opts.Disable&GarbageCollector != 0,
-		RequireNamespaces:   true, // as on a real cluster: default, kube-system, kube-public and kube-node-lease exist
+		// As on a real cluster: default, kube-system, kube-public and
+		// kube-node-lease exist.
+		RequireNamespaces: true,
+		// Server-side apply and managedFields: client-go's schemas, else
+		// deduced types.
+		TypeConverter: memcluster.TypeConverterChain(builtinTypes, managedfields.NewDeducedTypeConverter()),
 	})
 	kinds := opts.Kinds
 	for _, obj := range opts.Types {

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/applyconfigurations"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -60,7 +63,9 @@ func realAPIServer(t *testing.T) *rest.Config {
 // two in step, so that these tests compare what bench users get.
 func memAPIServer(t *testing.T) (*rest.Config, *memcluster.Cluster) {
 	t.Helper()
-	c := memcluster.New(memcluster.Config{Seed: 1, RequireNamespaces: true})
+	builtinTypes := memcluster.LazyTypeConverter(func() managedfields.TypeConverter { return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme) })
+	c := memcluster.New(memcluster.Config{Seed: 1, RequireNamespaces: true,
+		TypeConverter: memcluster.TypeConverterChain(builtinTypes, managedfields.NewDeducedTypeConverter())})
 	memcluster.AddBuiltinKinds(c)
 	cfg := &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: memcluster.NewHandler(c)}, QPS: -1}
 	return cfg, c

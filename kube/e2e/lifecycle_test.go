@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -21,7 +22,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
 	"github.com/ctrlkit/ctrlkit/memcluster"
@@ -32,7 +36,9 @@ import (
 // disruption controllers) and to memcluster set up as the test bench sets
 // it up, and compares what each side answers and ends up with: namespace
 // termination, foreground and orphan deletion, eviction with a
-// PodDisruptionBudget, field selectors and pagination. The real side is polled until its controllers
+// PodDisruptionBudget, field selectors and pagination, and the
+// managedFields of what the controllers and kube-apiserver itself wrote
+// along the way. The real side is polled until its controllers
 // have done their part; memcluster's run inside the request.
 func TestLifecycleSideBySide(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -49,7 +55,9 @@ func TestLifecycleSideBySide(t *testing.T) {
 			t.Log(err)
 		}
 	}()
-	mem := memcluster.New(memcluster.Config{Seed: 1, RequireNamespaces: true}) // as clustertest configures it
+	builtinTypes := memcluster.LazyTypeConverter(func() managedfields.TypeConverter { return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme) })
+	mem := memcluster.New(memcluster.Config{Seed: 1, RequireNamespaces: true, // as clustertest configures it
+		TypeConverter: memcluster.TypeConverterChain(builtinTypes, managedfields.NewDeducedTypeConverter())})
 	memcluster.AddCoreKinds(mem)
 	memCfg := &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: memcluster.NewHandler(mem)}, QPS: -1}
 	sides := []struct {
@@ -176,6 +184,40 @@ func objText(kind string, o metav1.Object) string {
 		}
 	}
 	return s
+}
+
+// uidPattern matches a UID, which differs between the sides.
+var uidPattern = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
+// fieldsText describes an object's managedFields: each entry's manager,
+// operation, subresource and fields (an owner reference's key without
+// its UID), without its time (the two sides write at different
+// moments), in a fixed order.
+func fieldsText(o metav1.Object) string {
+	var out []string
+	for _, e := range o.GetManagedFields() {
+		s := e.Manager + " " + string(e.Operation)
+		if e.Subresource != "" {
+			s += " /" + e.Subresource
+		}
+		if e.FieldsV1 != nil {
+			s += " " + uidPattern.ReplaceAllString(string(e.FieldsV1.Raw), "UID")
+		}
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return "managedFields[" + strings.Join(out, "; ") + "]"
+}
+
+// noteFields notes the managedFields of an object, or why it could not
+// be read.
+func (r *lifeRun) noteFields(label string, get func() (metav1.Object, error)) {
+	o, err := get()
+	if err != nil {
+		r.note("%s: %s", label, errText(err))
+		return
+	}
+	r.note("%s: %s", label, fieldsText(o))
 }
 
 // world lists the deployments, replica sets, pods and config maps of the
@@ -313,6 +355,10 @@ func namespaceTermination(r *lifeRun) {
 	ns, err := r.cs.CoreV1().Namespaces().Get(r.ctx, r.ns, metav1.GetOptions{})
 	r.must(err)
 	r.note("namespace as created: finalizers=%v label=%t %s", ns.Spec.Finalizers, ns.Labels[corev1.LabelMetadataName] == r.ns, namespaceConditions(ns))
+	r.note("namespace as created: %s", fieldsText(ns))
+	r.noteFields("namespace default, which kube-apiserver created", func() (metav1.Object, error) {
+		return r.cs.CoreV1().Namespaces().Get(r.ctx, "default", metav1.GetOptions{})
+	})
 	_, err = cms.Create(r.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
 	r.must(err)
 	_, err = r.cs.CoreV1().ConfigMaps(r.ns+"-missing").Create(r.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
@@ -330,6 +376,9 @@ func namespaceTermination(r *lifeRun) {
 		return s, slices.ContainsFunc(ns.Status.Conditions, func(c corev1.NamespaceCondition) bool {
 			return c.Type == corev1.NamespaceFinalizersRemaining && c.Status == corev1.ConditionTrue
 		})
+	})
+	r.noteFields("the terminating namespace, its conditions written by the namespace controller", func() (metav1.Object, error) {
+		return r.cs.CoreV1().Namespaces().Get(r.ctx, r.ns, metav1.GetOptions{})
 	})
 	r.dropFinalizers("configmap", "held")
 	r.eventually("once the finalizer is gone", func() (string, bool) {
@@ -359,6 +408,10 @@ func foregroundDeletion(r *lifeRun) {
 		w := r.world()
 		return w, !strings.Contains(w, "pod/a ") && strings.Contains(w, "pod/held deleting") && strings.Contains(w, "configmap/side deleting")
 	})
+	r.noteFields("the replica set deleted in the foreground", func() (metav1.Object, error) {
+		return r.cs.AppsV1().ReplicaSets(r.ns).Get(r.ctx, "web-1", metav1.GetOptions{})
+	})
+	r.noteFields("the held pod", func() (metav1.Object, error) { return r.cs.CoreV1().Pods(r.ns).Get(r.ctx, "held", metav1.GetOptions{}) })
 	r.dropFinalizers("pod", "held")
 	r.eventually("the blocking one gone", func() (string, bool) {
 		w := r.world()
@@ -383,12 +436,30 @@ func orphanDeletion(r *lifeRun) {
 		w := r.world()
 		return w, !strings.Contains(w, "deployment/")
 	})
+	r.noteFields("the replica set the garbage collector orphaned", func() (metav1.Object, error) {
+		return r.cs.AppsV1().ReplicaSets(r.ns).Get(r.ctx, "web-1", metav1.GetOptions{})
+	})
 	yes := true
 	r.must(r.cs.AppsV1().ReplicaSets(r.ns).Delete(r.ctx, "web-1", metav1.DeleteOptions{OrphanDependents: &yes}))
 	r.eventually("orphaned by the legacy orphanDependents", func() (string, bool) {
 		w := r.world()
 		return w, !strings.Contains(w, "replicaset/")
 	})
+	r.noteFields("the pod the garbage collector orphaned", func() (metav1.Object, error) { return r.cs.CoreV1().Pods(r.ns).Get(r.ctx, "a", metav1.GetOptions{}) })
+	// An owner created with the orphan finalizer and one of its own: the
+	// collector drops the orphan finalizer, which its creator set.
+	keeper := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "keeper", Finalizers: []string{metav1.FinalizerOrphanDependents, "example.com/hold"}}}
+	_, err = r.cs.CoreV1().ConfigMaps(r.ns).Create(r.ctx, keeper, metav1.CreateOptions{})
+	r.must(err)
+	r.must(r.cs.CoreV1().ConfigMaps(r.ns).Delete(r.ctx, "keeper", metav1.DeleteOptions{}))
+	r.eventually("the orphan finalizer dropped", func() (string, bool) {
+		cm, err := r.cs.CoreV1().ConfigMaps(r.ns).Get(r.ctx, "keeper", metav1.GetOptions{})
+		if err != nil {
+			return errText(err), false
+		}
+		return objText("configmap", cm) + " " + fieldsText(cm), !slices.Contains(cm.Finalizers, metav1.FinalizerOrphanDependents)
+	})
+	r.dropFinalizers("configmap", "keeper")
 	bg := metav1.DeletePropagationBackground
 	r.note("both orphanDependents and a policy: %s", errText(r.cs.CoreV1().Pods(r.ns).Delete(r.ctx, "a", metav1.DeleteOptions{OrphanDependents: &yes, PropagationPolicy: &bg})))
 }
@@ -442,10 +513,13 @@ func evictionWithPDB(r *lifeRun) {
 		})
 	}
 	budget("budget computed", func(b *policyv1.PodDisruptionBudget) bool { return b.Status.CurrentHealthy == 3 })
+	budgetFields := func() (metav1.Object, error) { return pdbs.Get(r.ctx, "web", metav1.GetOptions{}) }
+	r.noteFields("budget computed", budgetFields)
 	r.note("evict a: %s", r.postEviction("a"))
 	budget("budget after the eviction", func(b *policyv1.PodDisruptionBudget) bool {
 		return b.Status.ExpectedPods == 2 && b.Status.CurrentHealthy == 2 && len(b.Status.DisruptedPods) == 0
 	})
+	r.noteFields("budget after the eviction", budgetFields)
 	r.note("evict b: %s", r.postEviction("b"))
 	r.note("evict b with client-go: %s", errText(r.cs.PolicyV1().Evictions(r.ns).Evict(r.ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: r.ns}})))
 	_, err = pods.Create(r.ctx, lifePod("pending", nil), metav1.CreateOptions{})
@@ -468,6 +542,25 @@ func evictionWithPDB(r *lifeRun) {
 		}
 		return fmt.Sprint(out), len(l.Items) == 2
 	})
+	// A pod no budget covers, held by a finalizer: the eviction gives it
+	// the DisruptionTarget condition, then deletes it.
+	held := lifePod("held", nil, "example.com/hold")
+	held.Labels = map[string]string{"app": "solo"}
+	_, err = pods.Create(r.ctx, held, metav1.CreateOptions{})
+	r.must(err)
+	r.note("evict a held pod: %s", r.postEviction("held"))
+	r.eventually("the evicted held pod", func() (string, bool) {
+		p, err := pods.Get(r.ctx, "held", metav1.GetOptions{})
+		if err != nil {
+			return errText(err), false
+		}
+		var conds []string
+		for _, c := range p.Status.Conditions {
+			conds = append(conds, fmt.Sprintf("%s=%s/%s", c.Type, c.Status, c.Reason))
+		}
+		return fmt.Sprintf("%s conditions=%v %s", objText("pod", p), conds, fieldsText(p)), p.DeletionTimestamp != nil
+	})
+	r.dropFinalizers("pod", "held")
 }
 
 func selectorsAndPages(r *lifeRun) {
