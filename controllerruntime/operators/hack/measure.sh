@@ -2,7 +2,8 @@
 # measure.sh runs operator test suites on the bench and on envtest and
 # prints, per suite, a Markdown table row: specs passed (of those run, and
 # how many were skipped) on each, the wall time of each run of the test
-# binary (build excluded), and the startup time (Ginkgo's BeforeSuite, or what a plain suite's TestMain
+# binary (build excluded), and the startup time (Ginkgo's BeforeSuite,
+# or what a plain suite's TestMain
 # logs as "... started in D").
 #
 #   measure.sh                      this repository's three operator suites
