@@ -37,17 +37,17 @@ run() {
   sed -i 's/\x1b\[[0-9;]*m//g' "$out"
   local passed ran skipped startup
   if grep -q '^Ran [0-9]* of [0-9]* Specs' "$out"; then
-    passed=$(grep -oE '[0-9]+ Passed' "$out" | tail -1 | grep -oE '[0-9]+')
-    ran=$(grep -oE '^Ran [0-9]+' "$out" | tail -1 | grep -oE '[0-9]+')
-    skipped=$(grep -oE '[0-9]+ Skipped' "$out" | tail -1 | grep -oE '[0-9]+')
-    startup=$(grep -oE '\[BeforeSuite\] PASSED \[[0-9.]+ seconds\]' "$out" | grep -oE '[0-9.]+' | head -1)
+    passed=$(grep -oE '[0-9]+ Passed' "$out" | tail -1 | grep -oE '[0-9]+' || true)
+    ran=$(grep -oE '^Ran [0-9]+' "$out" | tail -1 | grep -oE '[0-9]+' || true)
+    skipped=$(grep -oE '[0-9]+ Skipped' "$out" | tail -1 | grep -oE '[0-9]+' || true)
+    startup=$(grep -oE '\[BeforeSuite\] PASSED \[[0-9.]+ seconds\]' "$out" | grep -oE '[0-9.]+' | head -1 || true)
   else
     passed=$(grep -c -- '^--- PASS' "$out" || true)
     ran=$(( passed + $(grep -c -- '^--- FAIL' "$out" || true) ))
     skipped=$(grep -c -- '^--- SKIP' "$out" || true)
     # A Go duration: 1.2s, 340.5ms, 80µs.
     startup=$(grep -oE 'started in [0-9.]+(ms|µs|s)' "$out" | head -1 | sed 's/started in //' |
-      awk '/ms$/ {sub(/ms/, ""); print $0/1000; next} /µs$/ {sub(/µs/, ""); print $0/1e6; next} {sub(/s/, ""); print}')
+      awk '/ms$/ {sub(/ms/, ""); print $0/1000; next} /µs$/ {sub(/µs/, ""); print $0/1e6; next} {sub(/s/, ""); print}' || true)
   fi
   printf '%s/%s:%s %.2f %s\n' "$passed" "$ran" "${skipped:-0}" "$(echo "$end - $start" | bc)" "${startup:+$(printf '%.2f' "$startup")}"
 }
@@ -58,11 +58,16 @@ specs() {
   if [ "$s" -gt 0 ]; then echo "${1%%:*}, $s skipped"; else echo "${1%%:*}"; fi
 }
 
+# secs S prints "S s", or "-" for nothing measured.
+secs() {
+  if [ -n "$1" ]; then echo "$1 s"; else echo "-"; fi
+}
+
 row() {
   local name=$1 bench=$2 env=$3 envvar=${4:-}
   read -r bp bw bs < <(run "$bench" "")
   read -r ep ew es < <(run "$env" "$envvar")
-  echo "| $name | $(specs "$ep") | $(specs "$bp") | $ew s | $bw s | ${es:--} s | ${bs:--} s |"
+  echo "| $name | $(specs "$ep") | $(specs "$bp") | $ew s | $bw s | $(secs "$es") | $(secs "$bs") |"
 }
 
 echo "| suite | specs passed/run on envtest | on the bench | wall, envtest | wall, bench | startup, envtest | startup, bench |"
