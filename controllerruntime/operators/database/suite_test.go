@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -40,6 +41,10 @@ func TestControllers(t *testing.T) {
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	ctx, cancel = context.WithCancel(context.TODO())
+	// As kubebuilder's generated controller tests do: a machine busy with
+	// other builds (and -race) can take more than Eventually's default
+	// second for a reconcile, on envtest and on the bench alike.
+	SetDefaultEventuallyTimeout(10 * time.Second)
 
 	Expect(AddToScheme(scheme.Scheme)).To(Succeed())
 
