@@ -14,7 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// The specs poll with Eventually's defaults: one second, every 10 ms.
+// The specs poll every 10 ms (Eventually's default), for up to 10 s (the
+// suite's default).
 
 var _ = Describe("Site controller", func() {
 	var key types.NamespacedName
