@@ -51,6 +51,14 @@ type scheduler struct {
 	recent    []string  // the last steps before a livelock is declared
 	halted    error     // set once a livelock is declared: every step fails with it
 	onHalt    func(msg string)
+
+	// Exploration (see explore.go): nil choose keeps the canonical order.
+	choose *chooser
+	// quiet, if set, is called by the scheduler's goroutine at every
+	// instant where everything is blocked, before the next step is let
+	// through (with no lock of the scheduler held): where Explore checks
+	// its properties.
+	quiet func(step uint64)
 }
 
 // The scheduler declares a livelock after livelockSteps steps at one
@@ -130,12 +138,26 @@ func (s *scheduler) wake() {
 func (s *scheduler) run(ctx context.Context) {
 	for {
 		synctest.Wait()
+		if s.quiet != nil {
+			s.mu.Lock()
+			step := s.steps
+			s.mu.Unlock()
+			s.quiet(step)
+		}
 		s.mu.Lock()
 		if len(s.pending) > 0 {
 			i := 0
-			for j := range s.pending {
-				if compareSteps(s.pending[j], s.pending[i]) < 0 {
-					i = j
+			if s.choose != nil && len(s.pending) > 1 {
+				// Sorted, so that a choice is an index in the canonical
+				// order (0 is the canonical step); stable, so that alike
+				// steps keep their arrival order as below.
+				slices.SortStableFunc(s.pending, compareSteps)
+				i = s.choose.pick(s.steps+1, s.pending)
+			} else {
+				for j := range s.pending {
+					if compareSteps(s.pending[j], s.pending[i]) < 0 {
+						i = j
+					}
 				}
 			}
 			w := s.pending[i]
@@ -210,10 +232,17 @@ func (s *scheduler) countLocked(w *waiter) string {
 
 // haltLocked makes every step from now on fail with errLivelock, the
 // pending ones too.
-func (s *scheduler) haltLocked() {
-	s.halted = errLivelock
+func (s *scheduler) haltLocked() { s.haltWithLocked(errLivelock) }
+
+// haltWithLocked makes every step from now on fail with err, the pending
+// ones too.
+func (s *scheduler) haltWithLocked(err error) {
+	if s.halted != nil {
+		return
+	}
+	s.halted = err
 	for _, w := range s.pending {
-		w.err = errLivelock
+		w.err = err
 		close(w.go_)
 	}
 	s.pending = nil

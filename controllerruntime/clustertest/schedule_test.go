@@ -1,0 +1,105 @@
+package clustertest_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ctrlkit/ctrlkit/controllerruntime/clustertest"
+)
+
+// rollout runs the operator on three Apps, rolls them to a new image and
+// returns the trace and the schedule the bench followed.
+func rollout(t *testing.T, opts clustertest.Options) (trace []string, schedule clustertest.Schedule) {
+	t.Helper()
+	clustertest.Test(t, opts, func(t *testing.T, c *clustertest.Cluster) {
+		startOperator(t, c)
+		c.Advance(time.Second)
+		for i := range 3 {
+			if err := c.Client().Create(t.Context(), newApp(fmt.Sprintf("app-%d", i), "nginx:1", 3)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.MustRunUntil("apps ready", appsReady(t, c, 3), time.Hour)
+		if err := c.Check(); err != nil {
+			t.Error(err)
+		}
+		trace, schedule = c.Trace(), c.Schedule()
+	})
+	return trace, schedule
+}
+
+func TestInterleaveSameSeedSameTrace(t *testing.T) {
+	opts := benchOptions(t, 11)
+	opts.Interleave = true
+	first, sched := rollout(t, opts)
+	if len(sched) == 0 {
+		t.Fatal("an interleaved bench made no choice other than the canonical one")
+	}
+	for run := range 2 {
+		again, sched2 := rollout(t, opts)
+		if !slices.Equal(first, again) {
+			t.Fatalf("run %d: the trace differs %s", run+2, firstDifference(first, again))
+		}
+		if sched.String() != sched2.String() {
+			t.Fatalf("run %d: schedule %q, first %q", run+2, sched2, sched)
+		}
+	}
+}
+
+func TestInterleaveChangesTheOrder(t *testing.T) {
+	schedules := map[string]uint64{}
+	for seed := uint64(1); seed <= 3; seed++ {
+		canonical, none := rollout(t, benchOptions(t, seed))
+		if len(none) != 0 {
+			t.Fatalf("seed %d: the canonical order made choices: %v", seed, none)
+		}
+		opts := benchOptions(t, seed)
+		opts.Interleave = true
+		trace, sched := rollout(t, opts)
+		if len(sched) == 0 {
+			t.Errorf("seed %d: no choice other than the canonical one", seed)
+		}
+		if prev, ok := schedules[sched.String()]; ok {
+			t.Errorf("seeds %d and %d made the same choices %q", prev, seed, sched)
+		}
+		schedules[sched.String()] = seed
+		if slices.Equal(trace, canonical) {
+			t.Errorf("seed %d: the interleaved trace is the canonical one, after %d choices", seed, len(sched))
+		}
+	}
+}
+
+func TestScheduleReplaysExactly(t *testing.T) {
+	opts := benchOptions(t, 5)
+	opts.Interleave = true
+	first, sched := rollout(t, opts)
+	replay := benchOptions(t, 5)
+	replay.Schedule = sched.String()
+	again, sched2 := rollout(t, replay)
+	if !slices.Equal(first, again) {
+		t.Fatalf("the replay of %q differs %s", sched, firstDifference(first, again))
+	}
+	if sched.String() != sched2.String() {
+		t.Fatalf("the replay made the choices %q, the run %q", sched2, sched)
+	}
+}
+
+func TestParseSchedule(t *testing.T) {
+	s, err := clustertest.ParseSchedule("12:1, 40:3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (clustertest.Schedule{{Step: 12, Index: 1}, {Step: 40, Index: 3}}); !slices.Equal(s, want) {
+		t.Fatalf("got %v, want %v", s, want)
+	}
+	if s.String() != "12:1,40:3" {
+		t.Fatalf("String: %q", s)
+	}
+	for _, bad := range []string{"12", "x:1", "0:1", "3:0", "3:-1", "5:1,4:1", "5:1,5:2"} {
+		if _, err := clustertest.ParseSchedule(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
