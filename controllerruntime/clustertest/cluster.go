@@ -89,6 +89,8 @@ type Options struct {
 	// one [Explore] prints): the same test with the same Options runs
 	// exactly as the bench that made it. It overrides Interleave.
 	Schedule string
+
+	onWrite func(memcluster.Write) // Explore's properties: every stored write
 }
 
 // Kind is one of your own kinds, as in [Options.Kinds].
@@ -200,7 +202,13 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	c.sched.onHalt = func(msg string) { c.fail(errors.New(msg)) }
 	builtinTypes := memcluster.LazyTypeConverter(func() managedfields.TypeConverter { return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme) })
 	c.mc = memcluster.New(memcluster.Config{
-		Seed: opts.Seed, Gate: c.sched, OnWrite: func(w memcluster.Write) { c.rec.write(w); c.sched.wrote() },
+		Seed: opts.Seed, Gate: c.sched, OnWrite: func(w memcluster.Write) {
+			c.rec.write(w)
+			c.sched.wrote()
+			if opts.onWrite != nil {
+				opts.onWrite(w)
+			}
+		},
 		OnRequest:           c.rec.request,
 		NoGarbageCollection: opts.Disable&GarbageCollector != 0,
 		// As on a real cluster: default, kube-system, kube-public and

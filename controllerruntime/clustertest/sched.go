@@ -57,7 +57,7 @@ type scheduler struct {
 	// quiet, if set, is called by the scheduler's goroutine at every
 	// instant where everything is blocked, before the next step is let
 	// through (with no lock of the scheduler held): where Explore checks
-	// its properties.
+	// its properties. Set with mu held.
 	quiet func(step uint64)
 }
 
@@ -138,11 +138,11 @@ func (s *scheduler) wake() {
 func (s *scheduler) run(ctx context.Context) {
 	for {
 		synctest.Wait()
-		if s.quiet != nil {
-			s.mu.Lock()
-			step := s.steps
-			s.mu.Unlock()
-			s.quiet(step)
+		s.mu.Lock()
+		quiet, step := s.quiet, s.steps
+		s.mu.Unlock()
+		if quiet != nil {
+			quiet(step)
 		}
 		s.mu.Lock()
 		if len(s.pending) > 0 {

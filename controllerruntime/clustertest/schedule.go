@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+
+	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
 // A Schedule is the order in which a bench let its steps through, as the
@@ -115,7 +117,7 @@ func (c *chooser) pick(step uint64, ready []*waiter) int {
 		i = k % n // a schedule shrunk or replayed on a changed test may ask for more than are ready
 	}
 	if i != 0 {
-		c.made = append(c.made, made{Choice: Choice{Step: step, Index: i}, chose: stepText(ready[i]), passed: stepText(ready[0])})
+		c.made = append(c.made, made{Choice: Choice{Step: step, Index: i}, chose: choiceText(ready[i]), passed: choiceText(ready[0])})
 	}
 	return i
 }
@@ -142,17 +144,24 @@ func (c *Cluster) Schedule() Schedule {
 	return c.sched.choose.schedule()
 }
 
+// reordering is a choice made that differs from the canonical order,
+// readable.
+type reordering struct {
+	step uint64
+	text string
+}
+
 // reorderings describes the choices made so far that differ from the
-// canonical order, one line each.
-func (c *Cluster) reorderings() []string {
+// canonical order.
+func (c *Cluster) reorderings() []reordering {
 	c.sched.mu.Lock()
 	defer c.sched.mu.Unlock()
 	if c.sched.choose == nil {
 		return nil
 	}
-	var out []string
+	var out []reordering
 	for _, m := range c.sched.choose.made {
-		out = append(out, fmt.Sprintf("step %d: %s, before %s", m.Step, m.chose, m.passed))
+		out = append(out, reordering{m.Step, fmt.Sprintf("step %d: %s, before %s", m.Step, m.chose, m.passed)})
 	}
 	return out
 }
@@ -177,4 +186,13 @@ func chooserFor(opts Options) (*chooser, error) {
 		return randomChooser(opts.Seed), nil
 	}
 	return nil, nil
+}
+
+// choiceText describes a step for the report of a reordering: a delivery
+// names its watch's client.
+func choiceText(w *waiter) string {
+	if w.step.Kind == memcluster.StepDelivery && w.client != "" {
+		return stepText(w) + " (" + w.client + ")"
+	}
+	return stepText(w)
 }

@@ -1,0 +1,175 @@
+package clustertest_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/ctrlkit/ctrlkit/controllerruntime/clustertest"
+)
+
+// childReconciler gives each App a Deployment, found by label in the
+// Manager's cache. With generateName (the mistake) a reconcile that runs
+// before the cache has seen its previous create makes a second one; with
+// the App's name (the fix) the second create is refused.
+type childReconciler struct {
+	client.Client
+	generateName bool
+}
+
+func (r *childReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var app App
+	if err := r.Get(ctx, req.NamespacedName, &app); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	var ds appsv1.DeploymentList
+	if err := r.List(ctx, &ds, client.InNamespace(app.Namespace), client.MatchingLabels{"app": app.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(ds.Items) == 0 {
+		labels := map[string]string{"app": app.Name}
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Labels: labels}}
+		if r.generateName {
+			d.GenerateName = app.Name + "-"
+		} else {
+			d.Name = app.Name
+		}
+		replicas := app.Spec.Replicas
+		d.Spec = appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: app.Spec.Image}}}}}
+		if err := controllerutil.SetControllerReference(&app, d, r.Scheme()); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.Create(ctx, d); client.IgnoreAlreadyExists(err) != nil {
+			return ctrl.Result{}, err
+		}
+		ds.Items = append(ds.Items, *d)
+	}
+	d := ds.Items[0]
+	ready := d.Status.AvailableReplicas == app.Spec.Replicas && d.Status.UpdatedReplicas == app.Spec.Replicas
+	if app.Status.Ready != ready || app.Status.ObservedGeneration != app.Generation {
+		app.Status.Ready, app.Status.ObservedGeneration = ready, app.Generation
+		if err := r.Status().Update(ctx, &app); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// childScenario creates two Apps and waits until both are ready.
+func childScenario(generateName bool) clustertest.Scenario {
+	return func(t testing.TB, c *clustertest.Cluster) {
+		mgr := c.NewManager(ctrl.Options{})
+		r := &childReconciler{Client: mgr.GetClient(), generateName: generateName}
+		if err := ctrl.NewControllerManagedBy(mgr).For(&App{}).Owns(&appsv1.Deployment{}).Complete(r); err != nil {
+			t.Fatal(err)
+		}
+		c.Start(mgr)
+		c.Advance(time.Second)
+		for i := range 2 {
+			if err := c.Client().Create(t.Context(), newApp(fmt.Sprintf("app-%d", i), "nginx:1", 2)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.MustRunUntil("apps ready", func() bool {
+			var l AppList
+			if err := c.Client().List(t.Context(), &l); err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, a := range l.Items {
+				if a.Status.Ready {
+					n++
+				}
+			}
+			return n == 2
+		}, time.Hour)
+	}
+}
+
+// oneChildPerApp is the user's property: an App has at most one
+// Deployment.
+var oneChildPerApp = clustertest.Property{Name: "one deployment per app", Always: func(s *clustertest.State) error {
+	owners := map[string][]string{}
+	for _, d := range clustertest.ObjectsOf[*appsv1.Deployment](s, "deployments") {
+		if ref := metav1.GetControllerOfNoCopy(d); ref != nil && ref.Kind == "App" {
+			owners[ref.Name] = append(owners[ref.Name], d.Name)
+		}
+	}
+	for app, ds := range owners {
+		if len(ds) > 1 {
+			return fmt.Errorf("app default/%s has %d deployments: %s", app, len(ds), strings.Join(ds, ", "))
+		}
+	}
+	return nil
+}}
+
+func childOptions(t *testing.T) clustertest.ExploreOptions {
+	return clustertest.ExploreOptions{
+		Options: clustertest.Options{Scheme: appScheme(t), Types: []client.Object{&App{}}},
+		Seeds:   40,
+		Properties: []clustertest.Property{oneChildPerApp, clustertest.DeploymentsCheck(), clustertest.NoExtraPods(),
+			clustertest.NoLostPods(), clustertest.Converges(time.Hour)},
+	}
+}
+
+func TestExploreFindsACreateFromAStaleCache(t *testing.T) {
+	opts := childOptions(t)
+	opts.ExpectViolation = true
+	var report string
+	opts.Logf = func(format string, args ...any) { report = fmt.Sprintf(format, args...) }
+	v := clustertest.Explore(t, opts, childScenario(true))
+	if v == nil {
+		t.FailNow()
+	}
+	t.Logf("found:\n%s", report)
+	if v.Property != "one deployment per app" {
+		t.Fatalf("violated %q (%s), want the one-child property", v.Property, v.Message)
+	}
+	if len(v.Schedule) == 0 || len(v.Schedule) > 12 {
+		t.Errorf("shrunk to %d choices (%q), want 1 to 12", len(v.Schedule), v.Schedule)
+	}
+	if len(v.Steps) != len(v.Schedule) {
+		t.Errorf("%d steps that matter for %d choices", len(v.Steps), len(v.Schedule))
+	}
+	for _, want := range []string{v.Replay, "the steps that matter", v.Message} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report does not say %q:\n%s", want, report)
+		}
+	}
+	// The replay breaks the same property with the same trace, twice.
+	var traces [][]string
+	for range 2 {
+		r := childOptions(t)
+		r.Replay, r.ExpectViolation, r.Logf = v.Replay, true, func(string, ...any) {}
+		w := clustertest.Explore(t, r, childScenario(true))
+		if w == nil {
+			t.FailNow()
+		}
+		if w.Property != v.Property || w.Message != v.Message {
+			t.Fatalf("the replay violated %q (%s), want %q (%s)", w.Property, w.Message, v.Property, v.Message)
+		}
+		traces = append(traces, w.Trace)
+	}
+	if !slices.Equal(traces[0], traces[1]) || !slices.Equal(traces[0], v.Trace) {
+		t.Errorf("replays differ: %s", firstDifference(traces[0], traces[1]))
+	}
+}
+
+func TestExploreFindsNothingInTheFixedOperator(t *testing.T) {
+	opts := childOptions(t)
+	if v := clustertest.Explore(t, opts, childScenario(false)); v != nil {
+		t.Logf("schedule %q", v.Schedule)
+	}
+}
