@@ -65,7 +65,7 @@ type Violation struct {
 	// before request create pods in default from replicaset-controller".
 	Steps []string
 	// Trace is the bench's trace up to the violation.
-	Trace   []string
+	Trace    []string
 	Explored int    // seeds run before it was found
 	Shrinks  int    // benches run to shrink it
 	Test     string // the test's name, for the replay command
