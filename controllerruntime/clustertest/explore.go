@@ -25,8 +25,9 @@ type ExploreOptions struct {
 	// Schedule, per run.
 	Options Options
 	// Seeds is how many seeds to run, from FirstSeed (default 1). Zero
-	// means 100, or the number in the environment variable
-	// CLUSTERTEST_SEEDS when set (for long runs before a release).
+	// means 100. The environment variable CLUSTERTEST_SEEDS, when set,
+	// overrides it: a test explores a few seeds in the default suite, and
+	// thousands before a release.
 	Seeds     int
 	FirstSeed uint64
 	// Parallel is how many benches run at once; zero means GOMAXPROCS.
@@ -66,9 +67,10 @@ type Violation struct {
 	Steps []string
 	// Trace is the bench's trace up to the violation.
 	Trace    []string
-	Explored int    // seeds run before it was found
+	Explored int    // seeds up to and with the one that broke it
 	Shrinks  int    // benches run to shrink it
 	Test     string // the test's name, for the replay command
+	Replayed bool   // found by a replay (ExploreOptions.Replay), not explored
 }
 
 // Report is the violation's report, as Explore prints it.
@@ -78,9 +80,13 @@ func (v *Violation) Report() string {
 	if v.Step > 0 {
 		at = fmt.Sprintf("after step %d", v.Step)
 	}
-	fmt.Fprintf(&b, "clustertest: property %q violated %s, seed %d (%d seeds explored):\n    %s\n", v.Property, at, v.Seed, v.Explored, indent(v.Message))
-	fmt.Fprintf(&b, "shrunk from %d reorderings to %d in %d runs; replay it with\n    CLUSTERTEST_REPLAY=%q go test -run '^%s$'\nor ExploreOptions{Replay: %q}\n",
-		len(v.Found), len(v.Schedule), v.Shrinks, v.Replay, cmp.Or(v.Test, "<the test>"), v.Replay)
+	if v.Replayed {
+		fmt.Fprintf(&b, "clustertest: property %q violated %s, replaying %s:\n    %s\n", v.Property, at, v.Replay, indent(v.Message))
+	} else {
+		fmt.Fprintf(&b, "clustertest: property %q violated %s, seed %d (the %d. seed explored):\n    %s\n", v.Property, at, v.Seed, v.Explored, indent(v.Message))
+		fmt.Fprintf(&b, "shrunk from %d reorderings to %d in %d runs; replay it with\n    CLUSTERTEST_REPLAY=%q go test -run '^%s$'\nor ExploreOptions{Replay: %q}\n",
+			len(v.Found), len(v.Schedule), v.Shrinks, v.Replay, cmp.Or(v.Test, "<the test>"), v.Replay)
+	}
 	if len(v.Steps) == 0 {
 		b.WriteString("the canonical order breaks it (no reordering needed)\n")
 	} else {
@@ -169,7 +175,8 @@ func Explore(t *testing.T, opts ExploreOptions, scenario Scenario) *Violation {
 		out := runBench(t, opts, scenario, seed, s, true)
 		if out.violation != nil {
 			v = out.violation
-			v.Found, v.Schedule = s, s
+			v.Found, v.Schedule, v.Replayed = s, s, true
+			finish(v)
 		}
 	} else {
 		v = explore(t, opts, scenario)
@@ -198,11 +205,11 @@ func exploredText(opts ExploreOptions, replay string) string {
 }
 
 func seedCount(opts ExploreOptions) int {
-	if opts.Seeds > 0 {
-		return opts.Seeds
-	}
 	if n, err := strconv.Atoi(os.Getenv("CLUSTERTEST_SEEDS")); err == nil && n > 0 {
 		return n
+	}
+	if opts.Seeds > 0 {
+		return opts.Seeds
 	}
 	return 100
 }
@@ -259,7 +266,7 @@ func explore(t *testing.T, opts ExploreOptions, scenario Scenario) *Violation {
 		return nil
 	}
 	v := lowest.out.violation
-	v.Explored = int(next - first)
+	v.Explored = int(lowest.seed - first + 1)
 	v.Found = lowest.out.schedule
 	return shrink(t, opts, scenario, v)
 }

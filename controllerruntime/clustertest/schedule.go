@@ -83,7 +83,7 @@ type chooser struct {
 // made is a choice the chooser made, and what it meant.
 type made struct {
 	Choice
-	chose, passed string // the step let through, and the canonical one it went before
+	chose, passed string // the step let through, and those it went before
 }
 
 // Exploration rates: each seed departs from the canonical order at one of
@@ -117,7 +117,14 @@ func (c *chooser) pick(step uint64, ready []*waiter) int {
 		i = k % n // a schedule shrunk or replayed on a changed test may ask for more than are ready
 	}
 	if i != 0 {
-		c.made = append(c.made, made{Choice: Choice{Step: step, Index: i}, chose: choiceText(ready[i]), passed: choiceText(ready[0])})
+		var passed []string
+		for _, w := range ready[:min(i, 3)] {
+			passed = append(passed, choiceText(w))
+		}
+		if i > 3 {
+			passed = append(passed, fmt.Sprintf("%d more", i-3))
+		}
+		c.made = append(c.made, made{Choice: Choice{Step: step, Index: i}, chose: choiceText(ready[i]), passed: strings.Join(passed, "; ")})
 	}
 	return i
 }
