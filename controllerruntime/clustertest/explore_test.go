@@ -3,7 +3,9 @@ package clustertest_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -173,3 +175,24 @@ func TestExploreFindsNothingInTheFixedOperator(t *testing.T) {
 		t.Logf("schedule %q", v.Schedule)
 	}
 }
+
+// TestExploreThroughput measures seeds per second with one bench at a time
+// and with two (CLUSTERTEST_THROUGHPUT=N seeds; skipped otherwise).
+func TestExploreThroughput(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("CLUSTERTEST_THROUGHPUT"))
+	if n <= 0 {
+		t.Skip("CLUSTERTEST_THROUGHPUT=<seeds> measures exploration throughput")
+	}
+	for _, parallel := range []int{1, 2} {
+		opts := childOptions(t)
+		opts.Seeds, opts.Parallel = n, parallel
+		start, cpu := time.Now(), cpuSeconds()
+		if v := clustertest.Explore(t, opts, childScenario(false)); v != nil {
+			t.Fatal(v.Message)
+		}
+		d, used := time.Since(start), cpuSeconds()-cpu
+		t.Logf("parallel %d: %d seeds in %v wall, %.1fs CPU: %.1f seeds/s wall, %.1f seeds per CPU-second", parallel, n, d.Round(time.Millisecond),
+			used, float64(n)/d.Seconds(), float64(n)/used)
+	}
+}
+

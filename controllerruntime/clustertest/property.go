@@ -2,6 +2,7 @@ package clustertest
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/ctrlkit/ctrlkit/memcluster"
+	"github.com/ctrlkit/ctrlkit/planner"
 )
 
 // A Property is an invariant [Explore] checks on every bench.
@@ -169,17 +171,57 @@ func (k *checker) atEnd() {
 }
 
 // DeploymentsCheck is planner.Check ([Cluster.Check]) as a property:
-// checked at every step that wrote a Deployment or a ReplicaSet, so that
-// the report's trace ends at the violation.
+// checked, for each Deployment, at every step that wrote it or one of its
+// ReplicaSets, so that the report's trace ends at the violation.
 func DeploymentsCheck() Property {
 	return Property{Name: "planner.Check", Always: func(s *State) error {
+		var keys []types.NamespacedName
 		for _, w := range s.writes {
-			if w.Resource == "deployments" || w.Resource == "replicasets" {
-				return s.c.Check()
+			key := types.NamespacedName{Namespace: w.Object.GetNamespace(), Name: w.Object.GetName()}
+			switch w.Resource {
+			case "deployments":
+			case "replicasets":
+				ref := metav1.GetControllerOfNoCopy(w.Object)
+				if ref == nil || ref.Kind != "Deployment" {
+					continue
+				}
+				key.Name = ref.Name
+			default:
+				continue
+			}
+			if !slices.Contains(keys, key) {
+				keys = append(keys, key)
 			}
 		}
-		return nil
+		var errs []error
+		for _, key := range keys {
+			errs = append(errs, s.c.checkDeployment(key)...)
+		}
+		return errors.Join(errs...)
 	}}
+}
+
+// checkDeployment is Check for one Deployment.
+func (c *Cluster) checkDeployment(key types.NamespacedName) []error {
+	c.rec.mu.Lock()
+	snaps, whys := c.rec.snaps[key], c.rec.whys[key]
+	c.rec.mu.Unlock()
+	if len(snaps) == 0 {
+		return nil
+	}
+	trace, err := planner.TraceFrom(snaps)
+	if err != nil {
+		return []error{fmt.Errorf("deployment %s: %w", key, err)}
+	}
+	var errs []error
+	for _, v := range planner.Check(trace, snaps[len(snaps)-1].Deployment) {
+		msg := fmt.Sprintf("deployment %s: %s at +%v: %s", key, v.Code, v.Time.Sub(c.rec.start), v.Message)
+		if v.Step < len(whys) {
+			msg += whys[v.Step].String()
+		}
+		errs = append(errs, errors.New(msg))
+	}
+	return errs
 }
 
 // NoExtraPods fails when a pod is created for a ReplicaSet that had
