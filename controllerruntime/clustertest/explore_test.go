@@ -195,4 +195,3 @@ func TestExploreThroughput(t *testing.T) {
 			used, float64(n)/d.Seconds(), float64(n)/used)
 	}
 }
-
