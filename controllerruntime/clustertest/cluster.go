@@ -89,6 +89,9 @@ type Options struct {
 	// one [Explore] prints): the same test with the same Options runs
 	// exactly as the bench that made it. It overrides Interleave.
 	Schedule string
+	// Perturb lets Seed, with Interleave, also perturb the cluster at any
+	// step: watches that lag, watches that close (see [Perturbations]).
+	Perturb Perturbations
 
 	onWrite func(memcluster.Write) // Explore's properties: every stored write
 }
@@ -200,6 +203,7 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 		c.bubble = currentBubble()
 	}
 	c.sched.onHalt = func(msg string) { c.fail(errors.New(msg)) }
+	c.sched.note = c.rec.note
 	builtinTypes := memcluster.LazyTypeConverter(func() managedfields.TypeConverter { return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme) })
 	c.mc = memcluster.New(memcluster.Config{
 		Seed: opts.Seed, Gate: c.sched, OnWrite: func(w memcluster.Write) {

@@ -83,8 +83,8 @@ func (v *Violation) Report() string {
 	if v.Replayed {
 		fmt.Fprintf(&b, "clustertest: property %q violated %s, replaying %s:\n    %s\n", v.Property, at, v.Replay, indent(v.Message))
 	} else {
-		fmt.Fprintf(&b, "clustertest: property %q violated %s, seed %d (the %d. seed explored):\n    %s\n", v.Property, at, v.Seed, v.Explored, indent(v.Message))
-		fmt.Fprintf(&b, "shrunk from %d reorderings to %d in %d runs; replay it with\n    CLUSTERTEST_REPLAY=%q go test -run '^%s$'\nor ExploreOptions{Replay: %q}\n",
+		fmt.Fprintf(&b, "clustertest: property %q violated %s, seed %d (found after %d seeds):\n    %s\n", v.Property, at, v.Seed, v.Explored, indent(v.Message))
+		fmt.Fprintf(&b, "shrunk from %d choices (reorderings, perturbations) to %d in %d runs; replay it with\n    CLUSTERTEST_REPLAY=%q go test -run '^%s$'\nor ExploreOptions{Replay: %q}\n",
 			len(v.Found), len(v.Schedule), v.Shrinks, v.Replay, cmp.Or(v.Test, "<the test>"), v.Replay)
 	}
 	if len(v.Steps) == 0 {

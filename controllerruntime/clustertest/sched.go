@@ -52,8 +52,12 @@ type scheduler struct {
 	halted    error     // set once a livelock is declared: every step fails with it
 	onHalt    func(msg string)
 
-	// Exploration (see explore.go): nil choose keeps the canonical order.
-	choose *chooser
+	// Exploration (see schedule.go): nil choose keeps the canonical
+	// order.
+	choose    *chooser
+	held      map[uint64]time.Time // watches held back (lagging), until when
+	heldTimer *time.Timer          // wakes the loop when the first hold ends
+	note      func(text string)    // adds a line to the trace (called without mu)
 	// quiet, if set, is called by the scheduler's goroutine at every
 	// instant where everything is blocked, before the next step is let
 	// through (with no lock of the scheduler held): where Explore checks
@@ -145,15 +149,14 @@ func (s *scheduler) run(ctx context.Context) {
 			quiet(step)
 		}
 		s.mu.Lock()
-		if len(s.pending) > 0 {
+		if s.choose != nil {
+			if s.exploreLocked() {
+				continue // a step went, or a watch was held back: look again
+			}
+			// Nothing ready (but what is held back): idle.
+		} else if len(s.pending) > 0 {
 			i := 0
-			if s.choose != nil && len(s.pending) > 1 {
-				// Sorted, so that a choice is an index in the canonical
-				// order (0 is the canonical step); stable, so that alike
-				// steps keep their arrival order as below.
-				slices.SortStableFunc(s.pending, compareSteps)
-				i = s.choose.pick(s.steps+1, s.pending)
-			} else {
+			{
 				for j := range s.pending {
 					if compareSteps(s.pending[j], s.pending[i]) < 0 {
 						i = j

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
@@ -25,18 +27,59 @@ import (
 // keeps its order).
 type Schedule []Choice
 
-// Choice is one entry of a [Schedule].
+// Choice is one entry of a [Schedule]: at step Step, let the ready step
+// of index Index go first, or, with a Perturbation, perturb it:
+//
+//   - PerturbLag: hold back the watch the ready delivery of index Index
+//     is for, for Lag of virtual time (its client's cache lags behind
+//     the cluster, its own writes included); the step is then chosen
+//     among the others (a further Choice of the same Step, or the
+//     canonical one);
+//   - PerturbWatchClose: end the watch the ready delivery of index Index
+//     is for, without delivering it (the server closed the watch; its
+//     client watches again from what it has seen). This is the step.
 type Choice struct {
-	Step  uint64
-	Index int
+	Step    uint64
+	Index   int
+	Perturb Perturbations // one of them, or 0 for a reordering
+	Lag     time.Duration // PerturbLag's
 }
 
-// String is the form ParseSchedule reads: "12:1,40:2", or "" for the
-// canonical order.
+func (c Choice) String() string {
+	switch c.Perturb {
+	case PerturbLag:
+		return fmt.Sprintf("%d:lag%d=%v", c.Step, c.Index, c.Lag)
+	case PerturbWatchClose:
+		return fmt.Sprintf("%d:close%d", c.Step, c.Index)
+	}
+	return fmt.Sprintf("%d:%d", c.Step, c.Index)
+}
+
+// Perturbations are what [Options.Perturb] lets the seed do besides
+// reordering, each at any step: a set of flags.
+type Perturbations uint8
+
+// The perturbations.
+const (
+	// PerturbLag holds back one watch's deliveries for a while (50 ms to
+	// 10 s of virtual time): an informer behind the API server, and
+	// behind its own client's writes.
+	PerturbLag Perturbations = 1 << iota
+	// PerturbWatchClose ends a watch before one of its deliveries: its
+	// client (a reflector) watches again from the last resourceVersion it
+	// saw.
+	PerturbWatchClose
+
+	// AllPerturbations is every perturbation.
+	AllPerturbations = PerturbLag | PerturbWatchClose
+)
+
+// String is the form ParseSchedule reads: "12:1,40:lag0=2s,41:close1",
+// or "" for the canonical order.
 func (s Schedule) String() string {
 	parts := make([]string, len(s))
 	for i, c := range s {
-		parts[i] = fmt.Sprintf("%d:%d", c.Step, c.Index)
+		parts[i] = c.String()
 	}
 	return strings.Join(parts, ",")
 }
@@ -57,14 +100,33 @@ func ParseSchedule(text string) (Schedule, error) {
 		if err != nil || n == 0 {
 			return nil, fmt.Errorf("clustertest: schedule %q: step %q is not a number from 1", text, step)
 		}
+		c := Choice{Step: n}
+		least := 1
+		switch {
+		case strings.HasPrefix(index, "lag"):
+			i, lag, ok := strings.Cut(strings.TrimPrefix(index, "lag"), "=")
+			d, err := time.ParseDuration(lag)
+			if !ok || err != nil || d <= 0 {
+				return nil, fmt.Errorf("clustertest: schedule %q: %q is not lag<index>=<duration>", text, part)
+			}
+			c.Perturb, c.Lag, index, least = PerturbLag, d, i, 0
+		case strings.HasPrefix(index, "close"):
+			c.Perturb, index, least = PerturbWatchClose, strings.TrimPrefix(index, "close"), 0
+		}
 		i, err := strconv.Atoi(index)
-		if err != nil || i < 1 {
-			return nil, fmt.Errorf("clustertest: schedule %q: index %q is not a number from 1", text, index)
+		if err != nil || i < least {
+			return nil, fmt.Errorf("clustertest: schedule %q: index %q is not a number from %d", text, index, least)
 		}
-		if len(out) > 0 && out[len(out)-1].Step >= n {
-			return nil, fmt.Errorf("clustertest: schedule %q: steps are not increasing at %d", text, n)
+		c.Index = i
+		if len(out) > 0 {
+			// Several choices of one step: lags first, then at most one
+			// that lets a step go.
+			last := out[len(out)-1]
+			if last.Step > n || (last.Step == n && last.Perturb != PerturbLag) {
+				return nil, fmt.Errorf("clustertest: schedule %q: steps are not in order at %q", text, part)
+			}
 		}
-		out = append(out, Choice{Step: n, Index: i})
+		out = append(out, c)
 	}
 	return out, nil
 }
@@ -74,10 +136,11 @@ func ParseSchedule(text string) (Schedule, error) {
 // records the choices it made that differ from the canonical order. The
 // scheduler calls it with its lock held.
 type chooser struct {
-	rnd   *rand.Rand // nil: replay fixed
-	rate  float64    // how often rnd departs from the canonical order
-	fixed map[uint64]int
-	made  []made
+	rnd     *rand.Rand // nil: replay fixed
+	rate    float64    // how often rnd departs from the canonical order
+	perturb Perturbations
+	fixed   map[uint64][]Choice // by step, in order
+	made    []made
 }
 
 // made is a choice the chooser made, and what it meant.
@@ -91,42 +154,161 @@ type made struct {
 // and others a lot.
 var interleaveRates = []float64{0.02, 0.1, 0.3, 1}
 
-func randomChooser(seed uint64) *chooser {
+// Perturbation rates, per step with a delivery ready, and the lags drawn.
+const (
+	lagRate   = 0.01
+	closeRate = 0.005
+)
+
+var lags = []time.Duration{50 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second, 10 * time.Second}
+
+func randomChooser(seed uint64, perturb Perturbations) *chooser {
 	rnd := rand.New(rand.NewPCG(seed, 0x636c7573746572)) // "cluster": not the seed's other streams
-	return &chooser{rnd: rnd, rate: interleaveRates[rnd.IntN(len(interleaveRates))]}
+	return &chooser{rnd: rnd, rate: interleaveRates[rnd.IntN(len(interleaveRates))], perturb: perturb}
 }
 
 func fixedChooser(s Schedule) *chooser {
-	c := &chooser{fixed: map[uint64]int{}}
+	c := &chooser{fixed: map[uint64][]Choice{}}
 	for _, ch := range s {
-		c.fixed[ch.Step] = ch.Index
+		c.fixed[ch.Step] = append(c.fixed[ch.Step], ch)
 	}
 	return c
 }
 
-// pick returns the index in ready (sorted canonically, more than one) of
-// the step to let through as step number step.
-func (c *chooser) pick(step uint64, ready []*waiter) int {
+// pick chooses what to do at step number step, among ready (sorted
+// canonically, not empty): a Choice whose Index is in range.
+func (c *chooser) pick(step uint64, ready []*waiter) Choice {
 	n := len(ready)
-	i := 0
+	ch := Choice{Step: step}
 	if c.rnd != nil {
-		if c.rnd.Float64() < c.rate {
-			i = 1 + c.rnd.IntN(n-1)
+		var deliveries []int
+		if c.perturb != 0 {
+			for i, w := range ready {
+				if w.step.Kind == memcluster.StepDelivery {
+					deliveries = append(deliveries, i)
+				}
+			}
 		}
-	} else if k, ok := c.fixed[step]; ok {
-		i = k % n // a schedule shrunk or replayed on a changed test may ask for more than are ready
+		switch r := c.rnd.Float64(); {
+		case len(deliveries) > 0 && c.perturb&PerturbLag != 0 && r < lagRate:
+			ch.Perturb, ch.Index, ch.Lag = PerturbLag, deliveries[c.rnd.IntN(len(deliveries))], lags[c.rnd.IntN(len(lags))]
+		case len(deliveries) > 0 && c.perturb&PerturbWatchClose != 0 && r < lagRate+closeRate:
+			ch.Perturb, ch.Index = PerturbWatchClose, deliveries[c.rnd.IntN(len(deliveries))]
+		case n > 1 && c.rnd.Float64() < c.rate:
+			ch.Index = 1 + c.rnd.IntN(n-1)
+		}
+	} else if fs := c.fixed[step]; len(fs) > 0 {
+		// A schedule shrunk, or replayed on a changed test, may ask for
+		// more than are ready, or perturb what is not a delivery.
+		ch = fs[0]
+		c.fixed[step] = fs[1:]
+		ch.Index %= n
+		if ch.Perturb != 0 && ready[ch.Index].step.Kind != memcluster.StepDelivery {
+			ch = Choice{Step: step}
+		}
 	}
-	if i != 0 {
-		var passed []string
-		for _, w := range ready[:min(i, 3)] {
-			passed = append(passed, choiceText(w))
+	if ch.Index != 0 || ch.Perturb != 0 {
+		m := made{Choice: ch, chose: choiceText(ready[ch.Index])}
+		if ch.Perturb == 0 {
+			var passed []string
+			for _, w := range ready[:min(ch.Index, 3)] {
+				passed = append(passed, choiceText(w))
+			}
+			if ch.Index > 3 {
+				passed = append(passed, fmt.Sprintf("%d more", ch.Index-3))
+			}
+			m.passed = strings.Join(passed, "; ")
 		}
-		if i > 3 {
-			passed = append(passed, fmt.Sprintf("%d more", i-3))
-		}
-		c.made = append(c.made, made{Choice: Choice{Step: step, Index: i}, chose: choiceText(ready[i]), passed: strings.Join(passed, "; ")})
+		c.made = append(c.made, m)
 	}
-	return i
+	return ch
+}
+
+// errWatchClosed ends a watch the chooser closes.
+var errWatchClosed = errors.New("clustertest: watch closed (explored)")
+
+// exploreLocked takes the next step with the chooser. Called with s.mu
+// held, it returns true once it has released it, having let a step
+// through or held a watch back; false (mu still held) when nothing is
+// ready but deliveries held back, for which it sets a timer.
+func (s *scheduler) exploreLocked() bool {
+	now := time.Now()
+	var ready []*waiter
+	var next time.Time // the end of the first hold with a delivery waiting
+	for _, w := range s.pending {
+		if w.step.Kind == memcluster.StepDelivery {
+			if until, ok := s.held[w.step.Watch]; ok {
+				if now.Before(until) {
+					if next.IsZero() || until.Before(next) {
+						next = until
+					}
+					continue
+				}
+				delete(s.held, w.step.Watch)
+				s.changedLocked() // its events are on their way again
+			}
+		}
+		ready = append(ready, w)
+	}
+	if len(ready) == 0 {
+		if !next.IsZero() {
+			if s.heldTimer != nil {
+				s.heldTimer.Stop()
+			}
+			s.heldTimer = time.AfterFunc(next.Sub(now), s.wake)
+		}
+		return false
+	}
+	// Sorted, so that a choice is an index in the canonical order (0 is
+	// the canonical step); stable, so that alike steps keep their arrival
+	// order, as in the canonical order.
+	slices.SortStableFunc(ready, compareSteps)
+	ch := s.choose.pick(s.steps+1, ready)
+	w := ready[ch.Index]
+	note := s.note
+	if ch.Perturb == PerturbLag {
+		if s.held == nil {
+			s.held = map[uint64]time.Time{}
+		}
+		s.held[w.step.Watch] = now.Add(ch.Lag)
+		s.mu.Unlock()
+		if note != nil {
+			note(fmt.Sprintf("watch %d of %s%s held back %v (explored)", w.step.Watch, w.step.Resource, byClient(w), ch.Lag))
+		}
+		return true
+	}
+	s.pending = slices.DeleteFunc(s.pending, func(p *waiter) bool { return p == w })
+	s.steps++
+	s.current = w
+	if ch.Perturb == PerturbWatchClose {
+		w.err = errWatchClosed
+		s.mu.Unlock()
+		if note != nil {
+			note(fmt.Sprintf("watch %d of %s%s closed (explored)", w.step.Watch, w.step.Resource, byClient(w)))
+		}
+		close(w.go_)
+		return true
+	}
+	if msg := s.countLocked(w); msg != "" {
+		s.haltLocked()
+		w.err = errLivelock
+		close(w.go_)
+		s.mu.Unlock()
+		if s.onHalt != nil {
+			s.onHalt(msg)
+		}
+		return true
+	}
+	s.mu.Unlock()
+	close(w.go_)
+	return true
+}
+
+func byClient(w *waiter) string {
+	if w.client == "" {
+		return ""
+	}
+	return " by " + w.client
 }
 
 // schedule returns the choices made so far.
@@ -168,7 +350,16 @@ func (c *Cluster) reorderings() []reordering {
 	}
 	var out []reordering
 	for _, m := range c.sched.choose.made {
-		out = append(out, reordering{m.Step, fmt.Sprintf("step %d: %s, before %s", m.Step, m.chose, m.passed)})
+		var text string
+		switch m.Perturb {
+		case PerturbLag:
+			text = fmt.Sprintf("step %d: the watch of %s held back %v", m.Step, m.chose, m.Lag)
+		case PerturbWatchClose:
+			text = fmt.Sprintf("step %d: the watch of %s closed instead", m.Step, m.chose)
+		default:
+			text = fmt.Sprintf("step %d: %s, before %s", m.Step, m.chose, m.passed)
+		}
+		out = append(out, reordering{m.Step, text})
 	}
 	return out
 }
@@ -190,7 +381,7 @@ func chooserFor(opts Options) (*chooser, error) {
 		if opts.Concurrent {
 			return nil, errors.New("clustertest: Options.Interleave needs the steps in order, not Concurrent")
 		}
-		return randomChooser(opts.Seed), nil
+		return randomChooser(opts.Seed, opts.Perturb), nil
 	}
 	return nil, nil
 }
@@ -202,4 +393,11 @@ func choiceText(w *waiter) string {
 		return stepText(w) + " (" + w.client + ")"
 	}
 	return stepText(w)
+}
+
+// note adds a line to the trace, at the current time.
+func (r *recorder) note(text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.add(r.at() + " " + text)
 }

@@ -3,6 +3,7 @@ package clustertest_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,6 +99,67 @@ func TestParseSchedule(t *testing.T) {
 		t.Fatalf("String: %q", s)
 	}
 	for _, bad := range []string{"12", "x:1", "0:1", "3:0", "3:-1", "5:1,4:1", "5:1,5:2"} {
+		if _, err := clustertest.ParseSchedule(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// TestPerturbationsReplayExactly: with Perturb, the seed holds watches
+// back and closes them; the operator still rolls out, the trace says so,
+// and the schedule replays the run exactly.
+func TestPerturbationsReplayExactly(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		opts := benchOptions(t, seed)
+		opts.Interleave, opts.Perturb = true, clustertest.AllPerturbations
+		trace, sched := rollout(t, opts)
+		var lag, closed bool
+		for _, c := range sched {
+			lag = lag || c.Perturb == clustertest.PerturbLag
+			closed = closed || c.Perturb == clustertest.PerturbWatchClose
+		}
+		if !lag || !closed {
+			continue
+		}
+		joined := strings.Join(trace, "\n")
+		for _, want := range []string{"held back", "closed (explored)"} {
+			if !strings.Contains(joined, want) {
+				t.Errorf("seed %d, schedule %q: the trace does not say %q", seed, sched, want)
+			}
+		}
+		replay := benchOptions(t, seed)
+		replay.Schedule = sched.String()
+		again, sched2 := rollout(t, replay)
+		if !slices.Equal(trace, again) {
+			t.Fatalf("seed %d: the replay of %q differs %s", seed, sched, firstDifference(trace, again))
+		}
+		if sched.String() != sched2.String() {
+			t.Fatalf("seed %d: the replay made the choices %q, the run %q", seed, sched2, sched)
+		}
+		t.Logf("seed %d: %d choices, replayed: %s", seed, len(sched), sched)
+		return
+	}
+	t.Fatal("no seed of 20 both held a watch back and closed one")
+}
+
+func TestParseSchedulePerturbations(t *testing.T) {
+	s, err := clustertest.ParseSchedule("7:lag0=2s,7:lag3=50ms,7:2,9:close1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := clustertest.Schedule{
+		{Step: 7, Index: 0, Perturb: clustertest.PerturbLag, Lag: 2 * time.Second},
+		{Step: 7, Index: 3, Perturb: clustertest.PerturbLag, Lag: 50 * time.Millisecond},
+		{Step: 7, Index: 2},
+		{Step: 9, Index: 1, Perturb: clustertest.PerturbWatchClose},
+	}
+	if !slices.Equal(s, want) {
+		t.Fatalf("got %v, want %v", s, want)
+	}
+	if s.String() != "7:lag0=2s,7:lag3=50ms,7:2,9:close1" {
+		t.Fatalf("String: %q", s)
+	}
+	for _, bad := range []string{"7:lag1", "7:lag1=x", "7:lag1=-1s", "7:closex", "7:1,7:2", "7:close1,7:1"} {
 		if _, err := clustertest.ParseSchedule(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
