@@ -44,6 +44,7 @@ type Property struct {
 // State is the cluster's stored state at a step, for [Property.Always].
 type State struct {
 	c      *Cluster
+	k      *checker // nil outside Explore's checks
 	step   uint64
 	writes []Written
 }
@@ -106,6 +107,56 @@ type checker struct {
 	mu     sync.Mutex
 	c      *Cluster  // set once the cluster has started
 	writes []Written // since the last check
+
+	// The spec.replicas of each ReplicaSet, and the range it took at the
+	// current instant (for NoExtraPods and NoLostPods: a controller's
+	// sync decides on the spec it read at the start of the instant).
+	instant time.Time
+	specs   map[types.UID]int32
+	ranges  map[types.UID][2]int32
+}
+
+// track follows the ReplicaSets' spec.replicas through the step's writes.
+func (k *checker) track(writes []Written) {
+	if now := time.Now(); !now.Equal(k.instant) {
+		k.instant = now
+		clear(k.ranges)
+	}
+	if k.specs == nil {
+		k.specs, k.ranges = map[types.UID]int32{}, map[types.UID][2]int32{}
+	}
+	for _, w := range writes {
+		rs, ok := w.Object.(*appsv1.ReplicaSet)
+		if !ok {
+			continue
+		}
+		n := replicasOf(rs)
+		r, ok := k.ranges[rs.UID]
+		if !ok {
+			r = [2]int32{n, n}
+			if old, ok := k.specs[rs.UID]; ok {
+				r = [2]int32{min(n, old), max(n, old)}
+			}
+		}
+		k.ranges[rs.UID] = [2]int32{min(r[0], n), max(r[1], n)}
+		k.specs[rs.UID] = n
+		if w.Type == watch.Deleted {
+			delete(k.specs, rs.UID)
+		}
+	}
+}
+
+// replicasRange is the least and the most spec.replicas rs had at the
+// current instant.
+func (s *State) replicasRange(rs *appsv1.ReplicaSet) (lo, hi int32) {
+	n := replicasOf(rs)
+	if s.k == nil {
+		return n, n
+	}
+	if r, ok := s.k.ranges[rs.UID]; ok {
+		return r[0], r[1]
+	}
+	return n, n
 }
 
 // attach makes k check c's steps.
@@ -142,7 +193,8 @@ func (k *checker) quiet(step uint64) {
 	if len(writes) == 0 || k.p.violated() {
 		return
 	}
-	s := &State{c: k.c, step: step, writes: writes}
+	k.track(writes)
+	s := &State{c: k.c, k: k, step: step, writes: writes}
 	for _, prop := range k.props {
 		if prop.Always == nil {
 			continue
@@ -226,7 +278,11 @@ func (c *Cluster) checkDeployment(key types.NamespacedName) []error {
 
 // NoExtraPods fails when a pod is created for a ReplicaSet that had
 // spec.replicas active pods already (not terminating, not finished): the
-// mistake of a controller that reads a cache behind its own creates.
+// mistake of a controller that reads a cache behind its own creates. The
+// largest spec.replicas the ReplicaSet had at the current instant counts
+// (a sync that decided on it at the start of the instant may still be
+// creating pods the ReplicaSet no longer wants, as upstream's slow-start
+// batches do).
 func NoExtraPods() Property {
 	return Property{Name: "no extra pods", Always: func(s *State) error {
 		for _, w := range s.writes {
@@ -237,7 +293,7 @@ func NoExtraPods() Property {
 			if rs == nil {
 				continue
 			}
-			if n, want := activePods(s, rs), replicasOf(rs); n > want {
+			if n, want := activePods(s, rs), replicasHigh(s, rs); n > want {
 				return fmt.Errorf("pod %s/%s created by %s for replicaset %s, which has %d active pods for spec.replicas %d",
 					w.Object.GetNamespace(), w.Object.GetName(), cmp.Or(w.By, "?"), rs.Name, n, want)
 			}
@@ -249,8 +305,8 @@ func NoExtraPods() Property {
 // NoLostPods fails when the ReplicaSet controller deletes a pod of a
 // ReplicaSet that then has fewer active pods than spec.replicas: the
 // mistake of a controller that deletes again after an ambiguous error.
-// (A scale-down that races a scale-up could be reported too: the
-// controller acting on a spec older than the one stored.)
+// The least spec.replicas the ReplicaSet had at the current instant
+// counts (a scale-down decided before a scale-up at the same instant).
 func NoLostPods() Property {
 	return Property{Name: "no lost pods", Always: func(s *State) error {
 		for _, w := range s.writes {
@@ -264,7 +320,7 @@ func NoLostPods() Property {
 			if rs == nil || rs.DeletionTimestamp != nil {
 				continue
 			}
-			if n, want := activePods(s, rs), replicasOf(rs); n < want {
+			if n, want := activePods(s, rs), replicasLow(s, rs); n < want {
 				return fmt.Errorf("pod %s/%s deleted by %s from replicaset %s, which has %d active pods left for spec.replicas %d",
 					w.Object.GetNamespace(), w.Object.GetName(), w.By, rs.Name, n, want)
 			}
@@ -350,3 +406,6 @@ func replicasOfDeployment(d *appsv1.Deployment) int32 {
 	}
 	return *d.Spec.Replicas
 }
+
+func replicasHigh(s *State, rs *appsv1.ReplicaSet) int32 { _, hi := s.replicasRange(rs); return hi }
+func replicasLow(s *State, rs *appsv1.ReplicaSet) int32  { lo, _ := s.replicasRange(rs); return lo }
