@@ -171,9 +171,9 @@ func TestExploreFindsACreateFromAStaleCache(t *testing.T) {
 
 func TestExploreFindsNothingInTheFixedOperator(t *testing.T) {
 	opts := childOptions(t)
-	if v := clustertest.Explore(t, opts, childScenario(false)); v != nil {
-		t.Logf("schedule %q", v.Schedule)
-	}
+	opts.Seeds = 20 // the mistake is found within 6 (CLUSTERTEST_SEEDS for more)
+	opts.Options.Perturb = clustertest.AllPerturbations
+	clustertest.Explore(t, opts, childScenario(false))
 }
 
 // TestExploreThroughput measures seeds per second with one bench at a time

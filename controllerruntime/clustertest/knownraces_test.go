@@ -128,6 +128,9 @@ type knownRace struct {
 	scenario clustertest.Scenario
 	perturb  clustertest.Perturbations
 	want     string // the property the race breaks
+	// replay is what TestExploreFindsKnownRaces found with the fix off
+	// (on this bench, as it is: explore again after a change to it).
+	replay string
 }
 
 var knownRaces = []knownRace{
@@ -135,13 +138,15 @@ var knownRaces = []knownRace{
 		scenario: rolloutScenario(appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}, 3,
 			change{0, "web:2"}, change{3 * time.Second, "web:3"}),
 		perturb: clustertest.PerturbLag,
-		want:    noRecreateOverlap.Name},
+		want:    noRecreateOverlap.Name,
+		replay:  "seed=4 schedule=12:1,15:1"},
 	{name: "new status observed before scale-down", off: &testhooks.TrustNewStatus,
 		scenario: rolloutScenario(appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
 			RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: ptrTo(intstr.FromInt32(1)), MaxUnavailable: ptrTo(intstr.FromInt32(1))}}, 4,
 			change{2 * time.Second, "web:2"}, change{4 * time.Second, "web:1"}, change{0, "web:2"}),
 		perturb: clustertest.PerturbLag,
-		want:    "planner.Check"},
+		want:    "planner.Check",
+		replay:  "seed=38 schedule=46:lag2=500ms,118:lag1=10s"},
 }
 
 func ptrTo[T any](v T) *T { return &v }
@@ -174,6 +179,30 @@ func TestExploreFindsKnownRaces(t *testing.T) {
 			}
 			opts.ExpectViolation = false
 			opts.Seeds = v.Explored
+			clustertest.Explore(t, opts, r.scenario)
+		})
+	}
+}
+
+// TestKnownRaceReplays replays what exploration found for each known race:
+// with the fix off the race breaks its property, with it on the same
+// schedule breaks nothing.
+func TestKnownRaceReplays(t *testing.T) {
+	for _, r := range knownRaces {
+		t.Run(r.name, func(t *testing.T) {
+			opts := knownRaceOptions(t, 1)
+			opts.Replay, opts.ExpectViolation = r.replay, true
+			opts.Logf = func(string, ...any) {}
+			r.off.Store(true)
+			v := clustertest.Explore(t, opts, r.scenario)
+			r.off.Store(false)
+			if v != nil && v.Property != r.want {
+				t.Errorf("violated %q (%s), want %q", v.Property, v.Message, r.want)
+			}
+			if t.Failed() {
+				t.Fatalf("the replay %q no longer shows the race: the bench's steps moved; run CLUSTERTEST_KNOWN_RACES=1 go test -run TestExploreFindsKnownRaces and keep its replay line", r.replay)
+			}
+			opts.ExpectViolation = false
 			clustertest.Explore(t, opts, r.scenario)
 		})
 	}
