@@ -145,9 +145,11 @@
 // drawn from the seed at any step: a watch held back for 50 ms to 10 s
 // (an informer behind the API server and behind its own client's
 // writes), a watch closed (its client watches again from the last
-// resourceVersion it saw). The seed still draws what it drew before
+// resourceVersion it saw), a restart of what [Cluster.StartRestartable]
+// started (your Manager, rebuilt from scratch: empty caches, queues and
+// memory). The seed still draws what it drew before
 // (faults, the kubelet's timing, names). A schedule is the list of the
-// choices that differ from the canonical order, "12:1,40:lag0=2s,41:close1"
+// choices that differ from the canonical order, "12:1,40:lag0=2s,41:close1,57:restart0"
 // ([Schedule]); seed and schedule replay a bench exactly
 // ([Options.Schedule], [ExploreOptions.Replay], CLUSTERTEST_REPLAY).
 //

@@ -58,6 +58,8 @@ type scheduler struct {
 	held      map[uint64]time.Time // watches held back (lagging), until when
 	heldTimer *time.Timer          // wakes the loop when the first hold ends
 	note      func(text string)    // adds a line to the trace (called without mu)
+	// What Cluster.StartRestartable started, for PerturbRestart.
+	restartables []*restartable
 	// quiet, if set, is called by the scheduler's goroutine at every
 	// instant where everything is blocked, before the next step is let
 	// through (with no lock of the scheduler held): where Explore checks

@@ -38,6 +38,9 @@ type Schedule []Choice
 //   - PerturbWatchClose: end the watch the ready delivery of index Index
 //     is for, without delivering it (the server closed the watch; its
 //     client watches again from what it has seen). This is the step.
+//   - PerturbRestart: stop what [Cluster.StartRestartable] started
+//     (Index-th of them) and start it again from its build function; the
+//     step is then chosen as after a lag.
 type Choice struct {
 	Step    uint64
 	Index   int
@@ -51,6 +54,8 @@ func (c Choice) String() string {
 		return fmt.Sprintf("%d:lag%d=%v", c.Step, c.Index, c.Lag)
 	case PerturbWatchClose:
 		return fmt.Sprintf("%d:close%d", c.Step, c.Index)
+	case PerturbRestart:
+		return fmt.Sprintf("%d:restart%d", c.Step, c.Index)
 	}
 	return fmt.Sprintf("%d:%d", c.Step, c.Index)
 }
@@ -69,9 +74,13 @@ const (
 	// client (a reflector) watches again from the last resourceVersion it
 	// saw.
 	PerturbWatchClose
+	// PerturbRestart restarts what [Cluster.StartRestartable] started (an
+	// operator's Manager) at a step: its caches, queues and memory start
+	// afresh, and what it was doing is cut short.
+	PerturbRestart
 
 	// AllPerturbations is every perturbation.
-	AllPerturbations = PerturbLag | PerturbWatchClose
+	AllPerturbations = PerturbLag | PerturbWatchClose | PerturbRestart
 )
 
 // String is the form ParseSchedule reads: "12:1,40:lag0=2s,41:close1",
@@ -112,6 +121,8 @@ func ParseSchedule(text string) (Schedule, error) {
 			c.Perturb, c.Lag, index, least = PerturbLag, d, i, 0
 		case strings.HasPrefix(index, "close"):
 			c.Perturb, index, least = PerturbWatchClose, strings.TrimPrefix(index, "close"), 0
+		case strings.HasPrefix(index, "restart"):
+			c.Perturb, index, least = PerturbRestart, strings.TrimPrefix(index, "restart"), 0
 		}
 		i, err := strconv.Atoi(index)
 		if err != nil || i < least {
@@ -119,10 +130,10 @@ func ParseSchedule(text string) (Schedule, error) {
 		}
 		c.Index = i
 		if len(out) > 0 {
-			// Several choices of one step: lags first, then at most one
-			// that lets a step go.
+			// Several choices of one step: lags and restarts first, then
+			// at most one that lets a step go.
 			last := out[len(out)-1]
-			if last.Step > n || (last.Step == n && last.Perturb != PerturbLag) {
+			if last.Step > n || (last.Step == n && last.Perturb != PerturbLag && last.Perturb != PerturbRestart) {
 				return nil, fmt.Errorf("clustertest: schedule %q: steps are not in order at %q", text, part)
 			}
 		}
@@ -156,8 +167,9 @@ var interleaveRates = []float64{0.02, 0.1, 0.3, 1}
 
 // Perturbation rates, per step with a delivery ready, and the lags drawn.
 const (
-	lagRate   = 0.01
-	closeRate = 0.005
+	lagRate     = 0.01
+	closeRate   = 0.005
+	restartRate = 0.003
 )
 
 var lags = []time.Duration{50 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second, 10 * time.Second}
@@ -177,7 +189,7 @@ func fixedChooser(s Schedule) *chooser {
 
 // pick chooses what to do at step number step, among ready (sorted
 // canonically, not empty): a Choice whose Index is in range.
-func (c *chooser) pick(step uint64, ready []*waiter) Choice {
+func (c *chooser) pick(step uint64, ready []*waiter, restartables int) Choice {
 	n := len(ready)
 	ch := Choice{Step: step}
 	if c.rnd != nil {
@@ -194,6 +206,8 @@ func (c *chooser) pick(step uint64, ready []*waiter) Choice {
 			ch.Perturb, ch.Index, ch.Lag = PerturbLag, deliveries[c.rnd.IntN(len(deliveries))], lags[c.rnd.IntN(len(lags))]
 		case len(deliveries) > 0 && c.perturb&PerturbWatchClose != 0 && r < lagRate+closeRate:
 			ch.Perturb, ch.Index = PerturbWatchClose, deliveries[c.rnd.IntN(len(deliveries))]
+		case restartables > 0 && c.perturb&PerturbRestart != 0 && r < lagRate+closeRate+restartRate:
+			ch.Perturb, ch.Index = PerturbRestart, c.rnd.IntN(restartables)
 		case n > 1 && c.rnd.Float64() < c.rate:
 			ch.Index = 1 + c.rnd.IntN(n-1)
 		}
@@ -202,10 +216,21 @@ func (c *chooser) pick(step uint64, ready []*waiter) Choice {
 		// more than are ready, or perturb what is not a delivery.
 		ch = fs[0]
 		c.fixed[step] = fs[1:]
-		ch.Index %= n
-		if ch.Perturb != 0 && ready[ch.Index].step.Kind != memcluster.StepDelivery {
+		switch {
+		case ch.Perturb == PerturbRestart && restartables == 0:
 			ch = Choice{Step: step}
+		case ch.Perturb == PerturbRestart:
+			ch.Index %= restartables
+		default:
+			ch.Index %= n
+			if ch.Perturb != 0 && ready[ch.Index].step.Kind != memcluster.StepDelivery {
+				ch = Choice{Step: step}
+			}
 		}
+	}
+	if ch.Perturb == PerturbRestart {
+		c.made = append(c.made, made{Choice: ch})
+		return ch
 	}
 	if ch.Index != 0 || ch.Perturb != 0 {
 		m := made{Choice: ch, chose: choiceText(ready[ch.Index])}
@@ -263,9 +288,18 @@ func (s *scheduler) exploreLocked() bool {
 	// the canonical step); stable, so that alike steps keep their arrival
 	// order, as in the canonical order.
 	slices.SortStableFunc(ready, compareSteps)
-	ch := s.choose.pick(s.steps+1, ready)
-	w := ready[ch.Index]
+	ch := s.choose.pick(s.steps+1, ready, len(s.restartables))
 	note := s.note
+	if ch.Perturb == PerturbRestart {
+		r := s.restartables[ch.Index]
+		s.mu.Unlock()
+		if note != nil {
+			note(fmt.Sprintf("restart of %s (explored)", r.name))
+		}
+		r.restart()
+		return true
+	}
+	w := ready[ch.Index]
 	if ch.Perturb == PerturbLag {
 		if s.held == nil {
 			s.held = map[uint64]time.Time{}
@@ -356,6 +390,8 @@ func (c *Cluster) reorderings() []reordering {
 			text = fmt.Sprintf("step %d: the watch of %s held back %v", m.Step, m.chose, m.Lag)
 		case PerturbWatchClose:
 			text = fmt.Sprintf("step %d: the watch of %s closed instead", m.Step, m.chose)
+		case PerturbRestart:
+			text = fmt.Sprintf("step %d: restart of %s", m.Step, c.sched.restartables[m.Index].name)
 		default:
 			text = fmt.Sprintf("step %d: %s, before %s", m.Step, m.chose, m.passed)
 		}

@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
 	"github.com/ctrlkit/ctrlkit/controllerruntime/clustertest"
 )
 
@@ -143,25 +147,70 @@ func TestPerturbationsReplayExactly(t *testing.T) {
 }
 
 func TestParseSchedulePerturbations(t *testing.T) {
-	s, err := clustertest.ParseSchedule("7:lag0=2s,7:lag3=50ms,7:2,9:close1")
+	s, err := clustertest.ParseSchedule("7:lag0=2s,7:lag3=50ms,7:restart0,7:2,9:close1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := clustertest.Schedule{
 		{Step: 7, Index: 0, Perturb: clustertest.PerturbLag, Lag: 2 * time.Second},
 		{Step: 7, Index: 3, Perturb: clustertest.PerturbLag, Lag: 50 * time.Millisecond},
+		{Step: 7, Index: 0, Perturb: clustertest.PerturbRestart},
 		{Step: 7, Index: 2},
 		{Step: 9, Index: 1, Perturb: clustertest.PerturbWatchClose},
 	}
 	if !slices.Equal(s, want) {
 		t.Fatalf("got %v, want %v", s, want)
 	}
-	if s.String() != "7:lag0=2s,7:lag3=50ms,7:2,9:close1" {
+	if s.String() != "7:lag0=2s,7:lag3=50ms,7:restart0,7:2,9:close1" {
 		t.Fatalf("String: %q", s)
 	}
-	for _, bad := range []string{"7:lag1", "7:lag1=x", "7:lag1=-1s", "7:closex", "7:1,7:2", "7:close1,7:1"} {
+	for _, bad := range []string{"7:lag1", "7:lag1=x", "7:lag1=-1s", "7:closex", "7:restart", "7:1,7:2", "7:close1,7:1"} {
 		if _, err := clustertest.ParseSchedule(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}
+}
+
+// TestRestartReplaysExactly: with PerturbRestart the seed restarts the
+// operator's Manager (StartRestartable) mid-scenario; the operator still
+// gets its Apps ready, and the schedule replays the run exactly.
+func TestRestartReplaysExactly(t *testing.T) {
+	run := func(opts clustertest.Options) (trace []string, sched clustertest.Schedule) {
+		clustertest.Test(t, opts, func(t *testing.T, c *clustertest.Cluster) {
+			c.StartRestartable(func() (manager.Runnable, error) {
+				mgr := c.NewManager(ctrl.Options{})
+				r := &appReconciler{Client: mgr.GetClient(), now: c.Now}
+				return mgr, ctrl.NewControllerManagedBy(mgr).For(&App{}).Owns(&appsv1.Deployment{}).Complete(r)
+			})
+			c.Advance(time.Second)
+			for i := range 3 {
+				if err := c.Client().Create(t.Context(), newApp(fmt.Sprintf("app-%d", i), "nginx:1", 3)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.MustRunUntil("apps ready", appsReady(t, c, 3), time.Hour)
+			trace, sched = c.Trace(), c.Schedule()
+		})
+		return trace, sched
+	}
+	for seed := uint64(1); seed <= 40; seed++ {
+		opts := benchOptions(t, seed)
+		opts.Interleave, opts.Perturb = true, clustertest.PerturbRestart
+		trace, sched := run(opts)
+		if !strings.Contains(sched.String(), "restart0") {
+			continue
+		}
+		if !strings.Contains(strings.Join(trace, "\n"), "restart of restartable 0 (explored)") {
+			t.Errorf("seed %d, schedule %q: the trace does not show the restart", seed, sched)
+		}
+		replay := benchOptions(t, seed)
+		replay.Schedule = sched.String()
+		again, _ := run(replay)
+		if !slices.Equal(trace, again) {
+			t.Fatalf("seed %d: the replay of %q differs %s", seed, sched, firstDifference(trace, again))
+		}
+		t.Logf("seed %d restarted the operator: %s", seed, sched)
+		return
+	}
+	t.Fatal("no seed of 40 restarted the operator")
 }
