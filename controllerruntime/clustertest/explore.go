@@ -411,6 +411,10 @@ func runBench(t *testing.T, opts ExploreOptions, scenario Scenario, seed uint64,
 		})
 	}()
 	<-done
+	if p == nil {
+		out.violation = &Violation{Property: "scenario", Message: "the bench did not start", Seed: seed}
+		return out
+	}
 	out.violation = p.violation
 	return out
 }

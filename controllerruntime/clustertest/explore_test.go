@@ -195,3 +195,44 @@ func TestExploreThroughput(t *testing.T) {
 			used, float64(n)/d.Seconds(), float64(n)/used)
 	}
 }
+
+// TestExploreReportsAFailingScenario: a scenario that fails is the
+// violation of "scenario", found at the first seed, with nothing to
+// shrink (the canonical order fails too); an AtEnd property is checked
+// once the scenario has passed.
+func TestExploreReportsAFailingScenario(t *testing.T) {
+	opts := clustertest.ExploreOptions{Seeds: 3, ExpectViolation: true, Logf: func(string, ...any) {}}
+	v := clustertest.Explore(t, opts, func(t testing.TB, c *clustertest.Cluster) {
+		c.Advance(time.Second)
+		t.Fatalf("the scenario gives up at +%v", c.Now())
+		t.Error("not reached")
+	})
+	if v == nil {
+		t.FailNow()
+	}
+	if v.Property != "scenario" || v.Message != "the scenario gives up at +1s" || v.Seed != 1 || len(v.Schedule) != 0 {
+		t.Errorf("got %q %q seed %d schedule %q", v.Property, v.Message, v.Seed, v.Schedule)
+	}
+	if !strings.Contains(v.Report(), "the canonical order breaks it") {
+		t.Errorf("report:\n%s", v.Report())
+	}
+
+	opts.Properties = []clustertest.Property{{Name: "no namespace foo", AtEnd: func(c *clustertest.Cluster) error {
+		var ns corev1.Namespace
+		if err := c.Client().Get(context.Background(), client.ObjectKey{Name: "foo"}, &ns); err == nil {
+			return fmt.Errorf("namespace foo exists")
+		}
+		return nil
+	}}}
+	v = clustertest.Explore(t, opts, func(t testing.TB, c *clustertest.Cluster) {
+		if err := c.Client().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "foo"}}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if v == nil {
+		t.FailNow()
+	}
+	if v.Property != "no namespace foo" || v.Step != 0 {
+		t.Errorf("got %q at step %d", v.Property, v.Step)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -126,7 +127,7 @@ func (p *probe) run(f func()) {
 	defer func() {
 		if r := recover(); r != nil {
 			if _, ok := r.(failNow); !ok {
-				p.fail(fmt.Sprintf("panic: %v", r))
+				p.fail(fmt.Sprintf("panic: %v\n%s", r, debug.Stack()))
 			}
 		}
 	}()
