@@ -202,6 +202,14 @@
 // a choice removed may move the later steps' numbers, so a shrunk
 // schedule can keep a choice that only sets the stage).
 //
+// What a seed cannot reorder: steps that do not pass the gate. A
+// controller's workqueue hands keys to its workers in its own order, and
+// timers fire at their virtual time; the seed reorders what they cause
+// (requests, deliveries), not them. Benches of one Explore run at once
+// share math/rand's global source (client-go's jitter), so the seed that
+// breaks a property is first replayed alone; if it does not break it
+// alone, the report says so.
+//
 // How long to explore. A seed of a small scenario (an operator, two
 // objects, one rollout) costs 40 to 100 ms of CPU; [ExploreOptions.Parallel]
 // runs one bench per core (GOMAXPROCS), and the benches share nothing but
