@@ -325,8 +325,8 @@ func shrink(t *testing.T, opts ExploreOptions, scenario Scenario, v *Violation) 
 		chunk = min(chunk, max(len(cur)/2, 1))
 	}
 	for i := 0; i < len(cur) && runs < budget; i++ {
-		if cur[i].Index == 1 {
-			continue
+		if cur[i].Index <= 1 || cur[i].Perturb != 0 {
+			continue // canonical but one already, or a perturbation's target
 		}
 		cand := append(Schedule{}, cur...)
 		cand[i].Index = 1
