@@ -331,7 +331,11 @@
 //     [Cluster.Start]; objects created before then reach the controller in
 //     an order that differs from run to run (each is still reconciled).
 //     For a reproducible trace, create them after the controller runs:
-//     c.Advance(time.Second) after c.Start(mgr).
+//     c.Advance(time.Second) after c.Start(mgr). A Manager restarted by
+//     [PerturbRestart] meets the objects that exist in that random order:
+//     a schedule with a restart replays exactly up to the restart only
+//     (with MaxConcurrentReconciles above 1 the workers' requests meet at
+//     the gate, which orders them again).
 //   - Replay with the global random source holds while no other code
 //     draws from it at the same time: benches that run in parallel
 //     (t.Parallel) share it. Two alike requests of one client at one

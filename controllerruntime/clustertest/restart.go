@@ -27,7 +27,10 @@ type restartable struct {
 // operator's process would: caches, queues and whatever the reconcilers
 // kept in memory start afresh, and what was under way is cut short. build
 // runs once at once, and once per restart; it must build everything
-// anew (a new Manager from [Cluster.NewManager], new reconcilers).
+// anew (a new Manager from [Cluster.NewManager], new reconcilers). A
+// restarted Manager meets the objects that exist in the random order of
+// client-go's informer maps: a replay is exact up to the restart (see the
+// package doc).
 func (c *Cluster) StartRestartable(build func() (manager.Runnable, error)) {
 	c.t.Helper()
 	r := &restartable{c: c, build: build}
