@@ -98,11 +98,15 @@ var readyMeansRolledOut = clustertest.Property{Name: "ready means rolled out", A
 }}
 
 func options(t testing.TB) clustertest.ExploreOptions {
-	return clustertest.ExploreOptions{
+	opts := clustertest.ExploreOptions{
 		Options:    clustertest.Options{Scheme: scheme(t), Types: []client.Object{&Site{}}},
 		Seeds:      12,
 		Properties: []clustertest.Property{readyMeansRolledOut, clustertest.DeploymentsCheck(), clustertest.Converges(time.Hour)},
 	}
+	if raceEnabled {
+		opts.ShrinkRuns = 10
+	}
+	return opts
 }
 
 // TestExploreFindsTheStaleReady: with the mistake, Explore finds a Site
@@ -140,12 +144,19 @@ func TestStaleReadyReplay(t *testing.T) {
 // TestExploreFindsNothingInTheFix: the same exploration of the fixed
 // operator breaks no property.
 func TestExploreFindsNothingInTheFix(t *testing.T) {
-	clustertest.Explore(t, options(t), scenario(false))
+	opts := options(t)
+	if raceEnabled {
+		opts.Seeds = 4
+	}
+	clustertest.Explore(t, opts, scenario(false))
 }
 
 // TestExploreWithLagsFindsTheStaleReady: the same mistake, found by an
 // informer held back (Perturb) rather than by a reordering alone.
 func TestExploreWithLagsFindsTheStaleReady(t *testing.T) {
+	if raceEnabled {
+		t.Skip("minutes under -race on two cores; TestExploreFindsTheStaleReady covers the same paths")
+	}
 	opts := options(t)
 	opts.Options.Perturb = clustertest.PerturbLag
 	opts.ExpectViolation = true
