@@ -12,6 +12,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
@@ -69,6 +70,16 @@ type Environment struct {
 	// one second.
 	Kubelet memcluster.KubeletConfig
 
+	// WebhookInstallOptions are envtest's: Start prepares what a
+	// Manager's webhook server needs, as envtest does (a serving
+	// certificate and its CA in LocalServingCertDir, LocalServingHost
+	// and a free LocalServingPort; the webhook configurations in Paths
+	// are read and checked), so that a suite that starts one runs
+	// unchanged. The bench does not call admission webhooks: objects are
+	// admitted without them (test your webhooks' Default and Validate
+	// functions directly, as kubebuilder's scaffolded suites do).
+	WebhookInstallOptions WebhookInstallOptions
+
 	// Config is the rest.Config of the cluster, set by Start.
 	Config *rest.Config
 
@@ -87,6 +98,10 @@ type Environment struct {
 	mu sync.Mutex
 	c  *Cluster
 }
+
+// WebhookInstallOptions are envtest's options for webhooks, as
+// [Environment] takes them.
+type WebhookInstallOptions = envtest.WebhookInstallOptions
 
 // CRDInstallOptions are envtest's options for installing custom resource
 // definitions, as [Environment] takes them.
@@ -132,6 +147,11 @@ func (e *Environment) Start() (*rest.Config, error) {
 	if kubelet.Model == nil {
 		kubelet.Model = memcluster.FixedModel(memcluster.PodBehavior{ShutdownDelay: time.Millisecond})
 	}
+	if w := &e.WebhookInstallOptions; len(w.Paths) > 0 || len(w.MutatingWebhooks) > 0 || len(w.ValidatingWebhooks) > 0 {
+		if err := w.PrepWithoutInstalling(); err != nil {
+			return nil, fmt.Errorf("clustertest: webhooks: %w", err)
+		}
+	}
 	c, err := start(nil, Options{Scheme: scheme, Types: e.Types, Kinds: e.Kinds, Disable: e.Disable, Kubelet: kubelet,
 		Seed: e.Seed, Faults: e.Faults, Concurrent: true}, false)
 	if err != nil {
@@ -150,7 +170,11 @@ func (e *Environment) Stop() error {
 	if e.c == nil {
 		return nil
 	}
-	return errors.Join(e.c.shutdown()...)
+	errs := e.c.shutdown()
+	if err := e.WebhookInstallOptions.Cleanup(); err != nil {
+		errs = append(errs, fmt.Errorf("clustertest: webhooks: %w", err))
+	}
+	return errors.Join(errs...)
 }
 
 // cluster is the started cluster, or nil.

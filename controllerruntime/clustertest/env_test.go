@@ -2,13 +2,24 @@ package clustertest_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/ctrlkit/ctrlkit/controllerruntime/clustertest"
 )
@@ -80,5 +91,72 @@ func TestEnvironmentRefusesWhatItCannotDo(t *testing.T) {
 	}
 	if err := env.Stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An envtest suite with webhooks starts a Manager's webhook server on the
+// host, port and certificate its environment prepared, and waits until it
+// answers TLS: the bench prepares them as envtest does.
+func TestEnvironmentPreparesWebhookServing(t *testing.T) {
+	env := &clustertest.Environment{Scheme: appScheme(t), Types: []client.Object{&App{}},
+		WebhookInstallOptions: clustertest.WebhookInstallOptions{Paths: []string{filepath.Join("testdata", "webhook")}}}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := env.WebhookInstallOptions
+	if w.LocalServingHost == "" || w.LocalServingPort == 0 || len(w.LocalServingCAData) == 0 {
+		t.Fatalf("webhook serving not prepared: host %q port %d, %d bytes of CA", w.LocalServingHost, w.LocalServingPort, len(w.LocalServingCAData))
+	}
+	if len(w.ValidatingWebhooks) != 1 || w.ValidatingWebhooks[0].Name != "validating-webhook-configuration" {
+		t.Errorf("validating webhooks read from Paths: %v", w.ValidatingWebhooks)
+	}
+	for _, f := range []string{"tls.crt", "tls.key"} {
+		if _, err := os.Stat(filepath.Join(w.LocalServingCertDir, f)); err != nil {
+			t.Errorf("serving certificate: %v", err)
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: appScheme(t), Metrics: metricsserver.Options{BindAddress: "0"},
+		WebhookServer: webhook.NewServer(webhook.Options{Host: w.LocalServingHost, Port: w.LocalServingPort, CertDir: w.LocalServingCertDir})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A Manager serves webhooks once one is registered.
+	mgr.GetWebhookServer().Register("/validate-example-ctrlkit-dev-v1-app", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(w.LocalServingCAData)
+	addr := net.JoinHostPort(w.LocalServingHost, strconv.Itoa(w.LocalServingPort))
+	var dialErr error
+	for range 500 { // the server starts with the Manager; a real suite polls the same way
+		var conn *tls.Conn
+		if conn, dialErr = tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, ServerName: w.LocalServingHost}); dialErr == nil {
+			_ = conn.Close()
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if dialErr != nil {
+		t.Errorf("the webhook server does not answer TLS with the prepared certificate: %v", dialErr)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("manager: %v", err)
+	}
+	if err := env.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(w.LocalServingCertDir); !os.IsNotExist(err) {
+		t.Errorf("Stop left the certificate directory %s: %v", w.LocalServingCertDir, err)
+	}
+	// A webhook path that does not exist fails Start, as in envtest.
+	bad := &clustertest.Environment{WebhookInstallOptions: clustertest.WebhookInstallOptions{Paths: []string{filepath.Join("testdata", "no-such-dir")}}}
+	if _, err := bad.Start(); err == nil {
+		_ = bad.Stop()
+		t.Error("Start with a missing webhook path: no error")
+	} else if !strings.Contains(err.Error(), "webhooks") {
+		t.Errorf("Start with a missing webhook path: %v, want an error that names the webhooks", err)
 	}
 }

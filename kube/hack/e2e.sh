@@ -32,6 +32,11 @@ if [ -f ../controllerruntime/go.mod ] && [ -z "${CTRLKIT_E2E_RUN:-}" ]; then
   echo "e2e: controllerruntime module"
   (cd ../controllerruntime && CTRLKIT_CONTROLPLANE_BIN=$(bash ../kube/hack/controlplane.sh bin) \
     go test -tags e2e -count=1 -timeout 10m ./e2e/...)
+  # The example operators' suites on envtest, for comparison with the bench
+  # (the default suite runs them on the bench).
+  echo "e2e: example operators on envtest"
+  (cd ../controllerruntime && CTRLKIT_ENVTEST=1 KUBEBUILDER_ASSETS=$(bash ../kube/hack/controlplane.sh bin) \
+    go test -count=1 -timeout 10m ./clustertest/envtestshape/ ./operators/...)
   # The WebApp example's one test file on envtest (its bench and fake-client
   # backends run in the default suite).
   echo "e2e: WebApp example on envtest"

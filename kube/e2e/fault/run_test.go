@@ -406,18 +406,24 @@ func (r *run) awaitDone(limit time.Duration) (time.Time, error) {
 			return false
 		}
 		for _, d := range s.Deployments {
-			if d.Generation < r.gens[d.Name] || !cluster.Complete(d) {
+			if d.Generation < r.gens[d.Name] || !cluster.Complete(d) || terminating(d.Status.TerminatingReplicas) {
 				return false
 			}
 		}
 		for _, rs := range s.ReplicaSets {
-			if rs.Status.Replicas != *rs.Spec.Replicas || rs.Status.ObservedGeneration < rs.Generation {
+			if rs.Status.Replicas != *rs.Spec.Replicas || rs.Status.ObservedGeneration < rs.Generation || terminating(rs.Status.TerminatingReplicas) {
 				return false
 			}
 		}
 		return true
 	})
 }
+
+// terminating says whether a status still counts terminating pods: the
+// final state is compared only once every count has come back to zero
+// (or none, with DeploymentReplicaSetTerminatingReplicas off), which under
+// late watch events comes seconds after the rollout completes.
+func terminating(n *int32) bool { return n != nil && *n != 0 }
 
 // notDone describes what the API server (not the recorder) says is not
 // complete.
@@ -444,7 +450,7 @@ func (r *run) listIncomplete() (int, string, error) {
 		return 0, "", err
 	}
 	for _, d := range ds.Items {
-		if d.Generation < r.gens[d.Name] || !cluster.Complete(&d) {
+		if d.Generation < r.gens[d.Name] || !cluster.Complete(&d) || terminating(d.Status.TerminatingReplicas) {
 			n++
 			out = append(out, fmt.Sprintf("deploy/%s gen %d/%d status %+v", d.Name, d.Status.ObservedGeneration, d.Generation, d.Status))
 		}
@@ -454,7 +460,7 @@ func (r *run) listIncomplete() (int, string, error) {
 		return 0, "", err
 	}
 	for _, rs := range rss.Items {
-		if rs.Status.Replicas != *rs.Spec.Replicas || rs.Status.ObservedGeneration < rs.Generation {
+		if rs.Status.Replicas != *rs.Spec.Replicas || rs.Status.ObservedGeneration < rs.Generation || terminating(rs.Status.TerminatingReplicas) {
 			out = append(out, fmt.Sprintf("rs/%s spec %d status %+v", rs.Name, *rs.Spec.Replicas, rs.Status))
 		} else if ref := metav1.GetControllerOf(&rs); ref != nil && !r.rsCurrent(&rs, ds.Items) {
 			out = append(out, fmt.Sprintf("rs/%s of an incomplete deployment: spec %d status %+v", rs.Name, *rs.Spec.Replicas, rs.Status))
