@@ -103,9 +103,6 @@ func options(t testing.TB) clustertest.ExploreOptions {
 		Seeds:      12,
 		Properties: []clustertest.Property{readyMeansRolledOut, clustertest.DeploymentsCheck(), clustertest.Converges(time.Hour)},
 	}
-	if raceEnabled {
-		opts.ShrinkRuns = 10
-	}
 	return opts
 }
 
