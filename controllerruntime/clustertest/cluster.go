@@ -78,6 +78,22 @@ type Options struct {
 	// but the order of what happens within one instant, and so the trace,
 	// may differ from run to run.
 	Concurrent bool
+	// Interleave lets Seed choose, at each step, which of the steps ready
+	// at that instant goes first (a request, a watch event on its way to
+	// a watch, a kubelet pass), within what Kubernetes allows: each watch
+	// keeps its order, and a goroutine's requests are served in order.
+	// Without it the order is the canonical one. [Cluster.Schedule] says
+	// which choices a bench made; see [Explore].
+	Interleave bool
+	// Schedule, if set, replays a schedule ([Cluster.Schedule], or the
+	// one [Explore] prints): the same test with the same Options runs
+	// exactly as the bench that made it. It overrides Interleave.
+	Schedule string
+	// Perturb lets Seed, with Interleave, also perturb the cluster at any
+	// step: watches that lag, watches that close (see [Perturbations]).
+	Perturb Perturbations
+
+	onWrite func(memcluster.Write) // Explore's properties: every stored write
 }
 
 // Kind is one of your own kinds, as in [Options.Kinds].
@@ -174,17 +190,29 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 			return nil, err
 		}
 	}
+	choose, err := chooserFor(opts)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	sched := newScheduler(serial && !opts.Concurrent)
+	sched.choose = choose
 	c := &Cluster{t: t, scheme: scheme, opts: opts, start: time.Now(), ctx: ctx, cancel: cancel,
 		sched: sched, rec: newRecorder(sched), kinds: &kinds{}}
 	if serial {
 		c.bubble = currentBubble()
 	}
 	c.sched.onHalt = func(msg string) { c.fail(errors.New(msg)) }
+	c.sched.note = c.rec.note
 	builtinTypes := memcluster.LazyTypeConverter(func() managedfields.TypeConverter { return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme) })
 	c.mc = memcluster.New(memcluster.Config{
-		Seed: opts.Seed, Gate: c.sched, OnWrite: func(w memcluster.Write) { c.rec.write(w); c.sched.wrote() },
+		Seed: opts.Seed, Gate: c.sched, OnWrite: func(w memcluster.Write) {
+			c.rec.write(w)
+			c.sched.wrote()
+			if opts.onWrite != nil {
+				opts.onWrite(w)
+			}
+		},
 		OnRequest:           c.rec.request,
 		NoGarbageCollection: opts.Disable&GarbageCollector != 0,
 		// As on a real cluster: default, kube-system, kube-public and

@@ -118,6 +118,111 @@
 // manager \"webapp-controller\" (annotation
 // deployment.kubernetes.io/revision removed)".
 //
+// # Exploring interleavings
+//
+// The races that hurt controllers are orderings: a sync that reads a
+// cache one event behind its own write, a status event delivered before
+// the event of the object it reports on. In the canonical order a bench
+// runs one of them; [Explore] runs a scenario on many benches, each seed
+// choosing the order of the steps ready at each instant
+// ([Options.Interleave]), checks properties at every step, and shrinks
+// the first violation to the few choices that cause it:
+//
+//	func TestNoDuplicateChild(t *testing.T) {
+//		clustertest.Explore(t, clustertest.ExploreOptions{
+//			Options:    clustertest.Options{Scheme: scheme, Types: []client.Object{&v1.Site{}}},
+//			Seeds:      50, // CLUSTERTEST_SEEDS=2000 before a release
+//			Properties: []clustertest.Property{oneChild, clustertest.DeploymentsCheck(), clustertest.Converges(time.Hour)},
+//		}, func(t testing.TB, c *clustertest.Cluster) {
+//			... the body of a Test: a Manager, c.Start, c.Client().Create, c.MustRunUntil ...
+//		})
+//	}
+//
+// Every choice is one Kubernetes allows: each watch delivers its events in
+// order, and a goroutine's requests are served in order; requests in
+// flight from different goroutines, and events on their way to different
+// watches, may go in any order. [Options.Perturb] adds perturbations
+// drawn from the seed at any step: a watch held back for 50 ms to 10 s
+// (an informer behind the API server and behind its own client's
+// writes), a watch closed (its client watches again from the last
+// resourceVersion it saw), a restart of what [Cluster.StartRestartable]
+// started (your Manager, rebuilt from scratch: empty caches, queues and
+// memory). The seed still draws what it drew before
+// (faults, the kubelet's timing, names). A schedule is the list of the
+// choices that differ from the canonical order, "12:1,40:lag0=2s,41:close1,57:restart0"
+// ([Schedule]); seed and schedule replay a bench exactly
+// ([Options.Schedule], [ExploreOptions.Replay], CLUSTERTEST_REPLAY).
+//
+// Writing a property. A [Property] has a Name, and Always, checked after
+// every step that stored a write, or AtEnd, checked once the scenario has
+// passed. Always reads the cluster's stored state from its [State]
+// (Objects, Get, [ObjectsOf], and Writes: the writes of the step just
+// taken, each with its client in By), never through a client: the cluster
+// is paused while it runs, and it runs thousands of times per bench, so
+// keep it to the objects the step wrote. Return an error naming the
+// objects and the values that break it: it becomes the report's message.
+// A property that judges what a controller wrote ("ready only when rolled
+// out") looks at Writes; one about the whole state ("at most one child")
+// looks at Objects. AtEnd may use the cluster as a test does (RunUntil,
+// reads): for eventual properties such as [Converges]. Built in:
+// [DeploymentsCheck] (planner.Check as [Cluster.Check] runs it, at every
+// step that wrote a Deployment or its ReplicaSets), [NoExtraPods] and
+// [NoLostPods] (no pod created beyond, or deleted below, a ReplicaSet's
+// spec.replicas), [Converges]. A failure of the scenario itself
+// (t.Fatal, a MustRunUntil that gives up) is the violation of a property
+// named "scenario": scenarios take a testing.TB, whose failures Explore
+// records instead of failing the test.
+//
+// Reading a shrunk trace. The report gives the property and its message,
+// the seed, the replay line, the steps that matter and the trace up to
+// the violation:
+//
+//	clustertest: property "ready means rolled out" violated after step 73, seed 9 (found after 9 seeds):
+//	    site default/shop written ready for shop:2 by manager, but its Deployment (generation 2, observed 2, image shop:2) has 0 updated ...
+//	shrunk from 39 choices (reorderings, perturbations) to 1 in 17 runs; replay it with
+//	    CLUSTERTEST_REPLAY="seed=9 schedule=70:2" go test -run '^TestExploreFindsTheStaleReady$'
+//	the steps that matter (where the order differs from the canonical one):
+//	    step 70: delivery of MODIFIED sites@29 to watch 5 (manager), before create replicasets ... from deployment-controller;
+//	        delivery of MODIFIED deployments@28 to watch 2 (manager)
+//
+// Each line of the steps that matter is a departure from the canonical
+// order: here the Site's own status event reached the manager's Site
+// watch before the Deployment event that its cache needed (the write of
+// resourceVersion 28, an update the operator made a step earlier), so the
+// reconcile it caused read a Deployment one write behind. Find the write
+// in the trace by its resourceVersion ("modified deployments default/shop
+// rv=28"), then the reconcile's requests after the reordered delivery:
+// the write that breaks the property is the trace's last line. A
+// perturbation reads "the watch of … held back 500ms" or "… closed
+// instead"; the trace marks them too ("watch 5 of sites by manager held
+// back 500ms (explored)"). Shrinking keeps the seed (faults and the
+// kubelet's timing stay as they were) and drops choices, then lowers
+// what is left, while the same property still breaks: what remains is
+// needed, in that run, for that violation (not necessarily in any other:
+// a choice removed may move the later steps' numbers, so a shrunk
+// schedule can keep a choice that only sets the stage).
+//
+// What a seed cannot reorder: steps that do not pass the gate. A
+// controller's workqueue hands keys to its workers in its own order, and
+// timers fire at their virtual time; the seed reorders what they cause
+// (requests, deliveries), not them. Benches of one Explore run at once
+// share math/rand's global source (client-go's jitter), so the seed that
+// breaks a property is first replayed alone; if it does not break it
+// alone, the report says so.
+//
+// How long to explore. A seed of a small scenario (an operator, two
+// objects, one rollout) costs 40 to 100 ms of CPU; [ExploreOptions.Parallel]
+// runs one bench per core (GOMAXPROCS), and the benches share nothing but
+// the process. Keep a test's Seeds in the default suite to what runs in a
+// few seconds (10 to 50), and run thousands before a release:
+// CLUSTERTEST_SEEDS=2000 go test -run TestExplore ./... takes minutes on
+// two cores. A race whose window is one event wide is usually found in
+// tens of seeds; one that needs a perturbation at the right step, and a
+// timing of the kubelet's, in hundreds to thousands. Keep the failing
+// replay as a test (ExploreOptions.Replay, ExpectViolation) beside the
+// fix: a replay is exact only for the same scenario and bench, so after
+// a change to either, explore again for a new replay line.
+//
 // # Design
 //
 // Virtual time comes from Go's testing/synctest: [Test] runs the test in a
@@ -147,6 +252,8 @@
 // name): two informers of one kind, or the test's read and an operator's,
 // are otherwise alike, and the goroutine that happened to run first would
 // decide which watch gets which number and which request a fault hits.
+// With [Options.Interleave] the seed picks among the waiting steps
+// instead of the least (see Exploring interleavings above).
 // [Cluster.RunUntil] checks its condition at quiescent instants only, so
 // how often it runs, and the requests it makes, do not depend on timing
 // either. [Options.Concurrent] turns the gate off: steps then happen as
@@ -224,7 +331,11 @@
 //     [Cluster.Start]; objects created before then reach the controller in
 //     an order that differs from run to run (each is still reconciled).
 //     For a reproducible trace, create them after the controller runs:
-//     c.Advance(time.Second) after c.Start(mgr).
+//     c.Advance(time.Second) after c.Start(mgr). A Manager restarted by
+//     [PerturbRestart] meets the objects that exist in that random order:
+//     a schedule with a restart replays exactly up to the restart only
+//     (with MaxConcurrentReconciles above 1 the workers' requests meet at
+//     the gate, which orders them again).
 //   - Replay with the global random source holds while no other code
 //     draws from it at the same time: benches that run in parallel
 //     (t.Parallel) share it. Two alike requests of one client at one

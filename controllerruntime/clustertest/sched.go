@@ -51,6 +51,20 @@ type scheduler struct {
 	recent    []string  // the last steps before a livelock is declared
 	halted    error     // set once a livelock is declared: every step fails with it
 	onHalt    func(msg string)
+
+	// Exploration (see schedule.go): nil choose keeps the canonical
+	// order.
+	choose    *chooser
+	held      map[uint64]time.Time // watches held back (lagging), until when
+	heldTimer *time.Timer          // wakes the loop when the first hold ends
+	note      func(text string)    // adds a line to the trace (called without mu)
+	// What Cluster.StartRestartable started, for PerturbRestart.
+	restartables []*restartable
+	// quiet, if set, is called by the scheduler's goroutine at every
+	// instant where everything is blocked, before the next step is let
+	// through (with no lock of the scheduler held): where Explore checks
+	// its properties. Set with mu held.
+	quiet func(step uint64)
 }
 
 // The scheduler declares a livelock after livelockSteps steps at one
@@ -131,11 +145,24 @@ func (s *scheduler) run(ctx context.Context) {
 	for {
 		synctest.Wait()
 		s.mu.Lock()
-		if len(s.pending) > 0 {
+		quiet, step := s.quiet, s.steps
+		s.mu.Unlock()
+		if quiet != nil {
+			quiet(step)
+		}
+		s.mu.Lock()
+		if s.choose != nil {
+			if s.exploreLocked() {
+				continue // a step went, or a watch was held back: look again
+			}
+			// Nothing ready (but what is held back): idle.
+		} else if len(s.pending) > 0 {
 			i := 0
-			for j := range s.pending {
-				if compareSteps(s.pending[j], s.pending[i]) < 0 {
-					i = j
+			{
+				for j := range s.pending {
+					if compareSteps(s.pending[j], s.pending[i]) < 0 {
+						i = j
+					}
 				}
 			}
 			w := s.pending[i]
@@ -210,10 +237,17 @@ func (s *scheduler) countLocked(w *waiter) string {
 
 // haltLocked makes every step from now on fail with errLivelock, the
 // pending ones too.
-func (s *scheduler) haltLocked() {
-	s.halted = errLivelock
+func (s *scheduler) haltLocked() { s.haltWithLocked(errLivelock) }
+
+// haltWithLocked makes every step from now on fail with err, the pending
+// ones too.
+func (s *scheduler) haltWithLocked(err error) {
+	if s.halted != nil {
+		return
+	}
+	s.halted = err
 	for _, w := range s.pending {
-		w.err = errLivelock
+		w.err = err
 		close(w.go_)
 	}
 	s.pending = nil
