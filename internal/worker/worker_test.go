@@ -21,7 +21,7 @@ type noDelay map[types.NamespacedName]int
 
 func (l noDelay) When(k types.NamespacedName) time.Duration { l[k]++; return 0 }
 func (l noDelay) Forget(k types.NamespacedName)             { delete(l, k) }
-func (l noDelay) NumRequeues(k types.NamespacedName) int     { return l[k] }
+func (l noDelay) NumRequeues(k types.NamespacedName) int    { return l[k] }
 
 type skips int
 
