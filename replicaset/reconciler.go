@@ -254,6 +254,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 			v.Info("Finished syncing", "kind", controllerKindName, "key", key.String(), "duration", r.clock.Now().Sub(start))
 		}
 	}()
+	buf := r.bufs.get()
+	defer r.bufs.put(buf) // nothing of this sync keeps the lists it reads
+	in, counts, now, err := r.read(ctx, key, buf)
+	if err != nil || in.ReplicaSet == nil {
+		return Result{}, err
+	}
+	plan := manageReplicas(in, &counts, now)
+	var manageErr error
+	if len(plan.Actions) > 0 {
+		manageErr = r.act(ctx, key, in, plan, now)
+		now = r.clock.Now()
+		var decided bool
+		if plan, decided = afterWrites(in, plan, manageErr, now); !decided {
+			return Result{RequeueAfter: plan.RequeueAfter}, nil // the pods' events write the status
+		}
+	}
+	if plan.Status != nil {
+		if err := r.writeStatus(ctx, in.ReplicaSet, *plan.Status); err != nil {
+			return Result{}, fmt.Errorf("replicaset %s: %w", key, errors.Join(err, manageErr))
+		}
+	}
+	if manageErr != nil {
+		return Result{}, fmt.Errorf("replicaset %s: %w", key, manageErr)
+	}
+	return Result{RequeueAfter: requeueAfter(in, plan, now, r.clock.Now())}, nil
+}
+
+// read reads what one sync of key decides from: the ReplicaSet, its
+// claimed pods (adopting and releasing on the way) and a snapshot of its
+// expectations, with the time they were read at and the status counts of
+// the active pods at that time. A ReplicaSet that is gone has its
+// expectations dropped and leaves in.ReplicaSet nil.
+func (r *Reconciler) read(ctx context.Context, key types.NamespacedName, buf *[]*corev1.Pod) (in Input, counts podCounts, now time.Time, err error) {
 	rs, err := r.rss.Get(ctx, key)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
@@ -262,14 +295,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 			r.memos.forget(key)
 			r.unsettled.forget(key)
 			r.written.forget(key)
-			return Result{}, nil
+			return Input{}, counts, now, nil
 		}
-		return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
+		return Input{}, counts, now, fmt.Errorf("replicaset %s: %w", key, err)
 	}
 	if err := r.settle(ctx, key); err != nil {
-		return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
+		return Input{}, counts, now, fmt.Errorf("replicaset %s: %w", key, err)
 	}
-	now := r.clock.Now()
+	now = r.clock.Now()
 	satisfied := r.exp.Satisfied(key, now)
 	x, hasExp := r.exp.Get(key)
 	expired := satisfied && r.expiredUnobserved(x, hasExp, now)
@@ -278,121 +311,85 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 	}
 	selector, err := r.selectors.get(key, rs.Spec.Selector)
 	if err != nil {
-		return Result{}, reconcile.Terminal(fmt.Errorf("replicaset %s: invalid selector: %w", key, err))
+		return Input{}, counts, now, reconcile.Terminal(fmt.Errorf("replicaset %s: invalid selector: %w", key, err))
 	}
 	if err := specProblem(rs, selector); err != nil {
 		// The API server never stores such a ReplicaSet; one from another
 		// source would have this controller create pods it cannot own.
-		return Result{}, reconcile.Terminal(fmt.Errorf("replicaset %s: %w", key, err))
+		return Input{}, counts, now, reconcile.Terminal(fmt.Errorf("replicaset %s: %w", key, err))
 	}
-	buf := r.bufs.get()
-	defer r.bufs.put(buf) // nothing of this sync keeps the lists it reads
 	active, terminating, failed, counts, err := r.claim(ctx, key, rs, selector, now, buf)
 	if err != nil {
-		return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
+		return Input{}, counts, now, fmt.Errorf("replicaset %s: %w", key, err)
 	}
 	if expired {
-		// Deviation (kubernetes#129795): see expiry.go.
-		behind, why, err := r.cacheBehind(ctx, key, rs.UID, active, terminating)
-		if err != nil {
-			return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
-		}
-		if behind {
-			satisfied = false
-			r.exp.Renew(key, now)
-			log.Info("Expectations expired, but the pod cache is behind this controller's writes: waiting again", "replicaSet", key, "reason", why)
-			r.events.Event(rs, corev1.EventTypeWarning, ReasonExpectationsRenewed,
-				fmt.Sprintf("Waiting another %v for the pod cache: %s", ExpectationsTimeout, why))
-		} else {
-			r.written.forget(key)
+		if satisfied, err = r.expiredAndCaughtUp(ctx, key, rs, now, active, terminating); err != nil {
+			return Input{}, counts, now, fmt.Errorf("replicaset %s: %w", key, err)
 		}
 	}
 	gates := r.FeatureGates()
-	terminatingOn := gates.Enabled(features.DeploymentReplicaSetTerminatingReplicas)
-	if !terminatingOn {
+	if !gates.Enabled(features.DeploymentReplicaSetTerminatingReplicas) {
 		terminating = nil // upstream does not collect them then
 	}
-	in := Input{
+	in = Input{
 		ReplicaSet: rs, Active: active, Terminating: terminating, Failed: failed,
 		ExpectationsSatisfied: satisfied, BurstReplicas: r.burst, FeatureGates: gates,
-		ReplaceRejectedAtOnce: r.replaceAtOnce,
+		ReplaceRejectedAtOnce: r.replaceAtOnce, DeferStatus: !r.eager,
+	}
+	if !satisfied {
+		in.Deleting = r.exp.PendingDeletions(key)
+		if x, ok := r.exp.Get(key); ok {
+			in.Expectation = &x
+		}
 	}
 	if satisfied && rs.DeletionTimestamp == nil && len(active) > replicas(rs) {
 		if in.Related, err = r.relatedPods(ctx, rs); err != nil {
-			return Result{}, fmt.Errorf("replicaset %s: related pods: %w", key, err)
+			return Input{}, counts, now, fmt.Errorf("replicaset %s: related pods: %w", key, err)
 		}
 	}
-	plan := manageReplicas(in, &counts, now)
-	var expiry time.Duration // when unobserved writes stop holding observedGeneration back
-	if !satisfied {
-		// Deviation: the pod cache is behind this controller's own creates
-		// or deletes; the status counted from it must not say this
-		// generation is accounted for (see above).
-		plan.Status = nil
-		st := statusFromCounts(rs, counts, terminating, nil, now, terminatingOn)
-		if deleting := r.exp.PendingDeletions(key); len(deleting) > 0 {
-			// The pods this controller is deleting are not active, whatever
-			// its cache says yet.
-			st = statusDeleting(rs, active, terminating, deleting, now, terminatingOn)
-		}
-		if st, ok := heldStatus(rs, st); ok {
-			plan.Status = &st
-		}
-		if x, ok := r.exp.Get(key); ok {
-			expiry = max(x.Timestamp.Add(ExpectationsTimeout+time.Second).Sub(now), time.Second)
-		}
+	return in, counts, now, nil
+}
+
+// expiredAndCaughtUp is whether an expired expectation of key may be
+// trusted: the pod cache has caught up with this controller's writes.
+// Deviation (kubernetes#129795): see expiry.go. While it is behind, the
+// expectation is renewed.
+func (r *Reconciler) expiredAndCaughtUp(ctx context.Context, key types.NamespacedName, rs *appsv1.ReplicaSet, now time.Time, active, terminating []*corev1.Pod) (bool, error) {
+	behind, why, err := r.cacheBehind(ctx, key, rs.UID, active, terminating)
+	if err != nil {
+		return false, err
 	}
-	var manageErr error
-	if len(plan.Actions) > 0 {
-		if v := log.V(2); v.Enabled() {
-			v.Info("Managing replicas", "replicaSet", key, "plan", plan.Actions)
-		}
-		r.exp.Record(key, plan.Expect, now)
-		var applied Applied
-		applied, manageErr = apply(ctx, r.client, r.events, rs, plan, clock.IsDeterministic(r.clock))
-		if plan.Expect != nil && plan.Expect.Deletions == nil {
-			r.written.set(key, applied.CreatedPods)
-		}
-		r.exp.Lower(key, applied.CreatesSkipped, 0)
-		for _, uid := range applied.DeletesFailed {
-			r.exp.DeletionObserved(key, uid)
-		}
-		// applied.DeletesUnsettled stay expected: they may have happened.
-		// The next sync settles them with a live read (settle).
-		r.unsettled.add(key, active, applied.DeletesUnsettled)
-		if manageErr == nil && !r.eager && plan.Expect != nil {
-			// Every write succeeded: the pod events they cause sync the key
-			// again and write the status (see above).
-			return Result{RequeueAfter: ExpectationsTimeout + time.Second}, nil
-		}
-		// Time has passed and the round may have failed: decide the status
-		// again, as upstream does after manageReplicas.
-		now = r.clock.Now()
-		st := calculateStatus(rs, active, terminating, manageErr, now, terminatingOn)
-		plan.Status = nil
-		if w, ok := StatusToWrite(rs, st); ok {
-			plan.Status = &w
-		}
-		plan.RequeueAfter = AvailabilityRequeue(rs, &st, active, now, now)
+	if !behind {
+		r.written.forget(key)
+		return true, nil
 	}
-	if plan.Status != nil {
-		if err := r.writeStatus(ctx, rs, *plan.Status); err != nil {
-			return Result{}, fmt.Errorf("replicaset %s: %w", key, errors.Join(err, manageErr))
-		}
+	r.exp.Renew(key, now)
+	logr.FromContextOrDiscard(ctx).Info("Expectations expired, but the pod cache is behind this controller's writes: waiting again", "replicaSet", key, "reason", why)
+	r.events.Event(rs, corev1.EventTypeWarning, ReasonExpectationsRenewed,
+		fmt.Sprintf("Waiting another %v for the pod cache: %s", ExpectationsTimeout, why))
+	return false, nil
+}
+
+// act records the expectation of plan and makes its writes, then files
+// what happened: creations that were not made are no longer expected,
+// failed deletions neither; deletions that may have happened stay
+// expected, for the next sync to settle with a live read (settle). It
+// returns the first write error.
+func (r *Reconciler) act(ctx context.Context, key types.NamespacedName, in Input, plan Plan, now time.Time) error {
+	if v := logr.FromContextOrDiscard(ctx).V(2); v.Enabled() {
+		v.Info("Managing replicas", "replicaSet", key, "plan", plan.Actions)
 	}
-	if manageErr != nil {
-		return Result{}, fmt.Errorf("replicaset %s: %w", key, manageErr)
+	r.exp.Record(key, plan.Expect, now)
+	applied, err := apply(ctx, r.client, r.events, in.ReplicaSet, plan, clock.IsDeterministic(r.clock))
+	if plan.Expect != nil && plan.Expect.Deletions == nil {
+		r.written.set(key, applied.CreatedPods)
 	}
-	if plan.RequeueAfter > 0 {
-		// Measure the delay again from the current time, as upstream's
-		// FindMinNextPodAvailabilityCheck does.
-		st := plan.Status
-		if st == nil {
-			st = &rs.Status
-		}
-		return Result{RequeueAfter: sooner(sooner(AvailabilityRequeue(rs, st, active, now, r.clock.Now()), expiry), plan.ReplaceAfter)}, nil
+	r.exp.Lower(key, applied.CreatesSkipped, 0)
+	for _, uid := range applied.DeletesFailed {
+		r.exp.DeletionObserved(key, uid)
 	}
-	return Result{RequeueAfter: sooner(expiry, plan.ReplaceAfter)}, nil
+	r.unsettled.add(key, in.Active, applied.DeletesUnsettled)
+	return err
 }
 
 // sooner returns the shorter of two positive delays; 0 means none.
