@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/ctrlkit/ctrlkit/internal/worker"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
@@ -160,10 +161,7 @@ func (r EventRules) resolve(ctx context.Context, namespace string, ref *metav1.O
 	if ref == nil || ref.Kind != kind || noCache(ctx, r.Deployments == nil, "Deployments") {
 		return nil
 	}
-	d, err := r.Deployments.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name})
-	if err != nil || d == nil || d.UID != ref.UID {
-		return nil
-	}
+	d, _ := worker.Resolve(ctx, r.Deployments, namespace, ref, kind)
 	return d
 }
 

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/ctrlkit/ctrlkit/internal/plantext"
 	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
@@ -63,21 +64,12 @@ func (p Plan) HasWrites() bool {
 // test failures.
 func (p Plan) String() string {
 	var b strings.Builder
-	for _, a := range p.Actions {
-		if a == nil {
-			b.WriteString("<nil action>\n")
-			continue
-		}
-		b.WriteString(a.String())
-		b.WriteByte('\n')
-	}
+	plantext.Actions(&b, p.Actions)
 	if p.UpdateStatus != nil {
 		b.WriteString(statusLine(p.Deployment, p.UpdateStatus))
 		b.WriteByte('\n')
 	}
-	if p.RequeueAfter > 0 {
-		fmt.Fprintf(&b, "requeue after %s\n", p.RequeueAfter)
-	}
+	plantext.After(&b, "requeue", p.RequeueAfter)
 	if b.Len() == 0 {
 		return "no-op\n"
 	}

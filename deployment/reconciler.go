@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/features"
+	"github.com/ctrlkit/ctrlkit/internal/worker"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
@@ -101,7 +101,7 @@ func (c *ReconcilerConfig) validate() error {
 type Reconciler struct {
 	cfg   ReconcilerConfig
 	index ReplicaSetsByController // nil unless cfg.ReplicaSets implements it
-	gates atomic.Pointer[features.Gates]
+	gates worker.Gates
 }
 
 // NewReconciler returns a Reconciler for cfg, or an error naming the first
@@ -118,24 +118,21 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 	}
 	r := &Reconciler{cfg: cfg}
 	r.index, _ = cfg.ReplicaSets.(ReplicaSetsByController)
-	gates := cfg.FeatureGates
-	r.gates.Store(&gates)
+	if err := r.gates.Store("deployment", cfg.FeatureGates); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
 // FeatureGates returns the feature gates the Reconciler decides with.
-func (r *Reconciler) FeatureGates() features.Gates { return *r.gates.Load() }
+func (r *Reconciler) FeatureGates() features.Gates { return r.gates.Load() }
 
 // SetFeatureGates switches the feature gates of the Reconciler: syncs that
 // start afterwards decide with g, as upstream's controllers do with a gate
 // switched in their process (a real kube-controller-manager takes its
 // gates at start). An invalid setting is an error, and changes nothing.
 func (r *Reconciler) SetFeatureGates(g features.Gates) error {
-	if err := g.Validate(); err != nil {
-		return fmt.Errorf("deployment: SetFeatureGates: %w", err)
-	}
-	r.gates.Store(&g)
-	return nil
+	return r.gates.Store("deployment", g)
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/ctrlkit/ctrlkit/internal/worker"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
@@ -236,10 +237,7 @@ func (r EventRules) resolve(ctx context.Context, namespace string, ref *metav1.O
 	if ref.Kind != controllerKindName || r.noCache(ctx) {
 		return nil
 	}
-	rs, err := r.ReplicaSets.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name})
-	if err != nil || rs == nil || rs.UID != ref.UID {
-		return nil
-	}
+	rs, _ := worker.Resolve(ctx, r.ReplicaSets, namespace, ref, controllerKindName)
 	return rs
 }
 

@@ -8,6 +8,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ctrlkit/ctrlkit/internal/plantext"
 )
 
 // Plan is what one sync of a ReplicaSet decided. The zero Plan means
@@ -45,14 +47,7 @@ type Plan struct {
 // a nil action reads "<nil action>".
 func (p Plan) String() string {
 	var b strings.Builder
-	for _, a := range p.Actions {
-		if a == nil {
-			b.WriteString("<nil action>\n")
-			continue
-		}
-		b.WriteString(a.String())
-		b.WriteByte('\n')
-	}
+	plantext.Actions(&b, p.Actions)
 	if p.Expect != nil {
 		fmt.Fprintf(&b, "%s\n", p.Expect)
 	}
@@ -67,12 +62,8 @@ func (p Plan) String() string {
 		}
 		b.WriteByte('\n')
 	}
-	if p.ReplaceAfter > 0 {
-		fmt.Fprintf(&b, "replace rejected pods after %s\n", p.ReplaceAfter)
-	}
-	if p.RequeueAfter > 0 {
-		fmt.Fprintf(&b, "requeue after %s\n", p.RequeueAfter)
-	}
+	plantext.After(&b, "replace rejected pods", p.ReplaceAfter)
+	plantext.After(&b, "requeue", p.RequeueAfter)
 	return b.String()
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/features"
+	"github.com/ctrlkit/ctrlkit/internal/worker"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
@@ -122,7 +122,7 @@ type Reconciler struct {
 	burst    int
 	exp      *Expectations
 	eager    bool
-	gates    atomic.Pointer[features.Gates]
+	gates    worker.Gates
 	// trustExpired is ReconcilerConfig.TrustExpiredExpectations.
 	trustExpired bool
 	// replaceAtOnce is ReconcilerConfig.ReplaceRejectedPodsAtOnce.
@@ -161,13 +161,14 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 	if r.exp == nil {
 		r.exp = &Expectations{}
 	}
-	gates := cfg.FeatureGates
-	r.gates.Store(&gates)
+	if err := r.gates.Store("replicaset", cfg.FeatureGates); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
 // FeatureGates returns the feature gates the Reconciler decides with.
-func (r *Reconciler) FeatureGates() features.Gates { return *r.gates.Load() }
+func (r *Reconciler) FeatureGates() features.Gates { return r.gates.Load() }
 
 // SetFeatureGates switches the feature gates of the Reconciler (and of
 // the [Controller] that runs it): syncs that start afterwards decide with
@@ -175,11 +176,7 @@ func (r *Reconciler) FeatureGates() features.Gates { return *r.gates.Load() }
 // (a real kube-controller-manager takes its gates at start). An invalid
 // setting is an error, and changes nothing.
 func (r *Reconciler) SetFeatureGates(g features.Gates) error {
-	if err := g.Validate(); err != nil {
-		return fmt.Errorf("replicaset: SetFeatureGates: %w", err)
-	}
-	r.gates.Store(&g)
-	return nil
+	return r.gates.Store("replicaset", g)
 }
 
 // Expectations returns the expectation record the Reconciler consults and
