@@ -23,7 +23,6 @@ import (
 	"github.com/ctrlkit/ctrlkit/deployment"
 	"github.com/ctrlkit/ctrlkit/internal/fakewatch"
 	"github.com/ctrlkit/ctrlkit/internal/queuetest"
-	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
@@ -32,7 +31,7 @@ type trackedRig struct {
 	fc       *clock.Fake
 	dw, rsw  *fakewatch.Watch // the Deployment and ReplicaSet watches, fed by the test
 	finished *queuetest.Counter
-	skipped  *atomic.Int64 // syncs the controller reported skipped (reconcile.SkipMetrics)
+	skipped  *atomic.Int64 // syncs the controller reported skipped (a SyncSkipped method)
 }
 
 // skipCounter is a queue hook that also counts skipped syncs.
@@ -41,7 +40,7 @@ type skipCounter struct {
 	skipped *atomic.Int64
 }
 
-var _ reconcile.SkipMetrics = skipCounter{}
+var _ interface{ SyncSkipped() } = skipCounter{}
 
 func (s skipCounter) SyncSkipped() { s.skipped.Add(1) }
 

@@ -98,6 +98,6 @@
 //
 // A Cache[*appsv1.ReplicaSet] satisfies a consumer's one-method interface
 // such as Get(types.NamespacedName) (*appsv1.ReplicaSet, error) directly.
-// To plug in a client-go lister instead, wrap it in a one-line [GetterFunc]
-// or [ListerFunc].
+// The controllers read through package reconcile's interfaces, whose
+// GetterFunc adapts any other source.
 package informer

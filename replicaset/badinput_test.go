@@ -175,7 +175,7 @@ func TestBadInput(t *testing.T) {
 		{"Plan.String(nil action)", func() (any, error) {
 			return replicaset.Plan{Actions: []replicaset.Action{nil, replicaset.CreatePods{Count: 2}}}.String(), nil
 		}, "<nil action>\ncreate 2 pods\n"},
-		{"Expect.String(nil)", func() (any, error) { return (*replicaset.Expect)(nil).String(), nil }, "expect nothing"},
+		{"Pending.String(nil)", func() (any, error) { return (*replicaset.Pending)(nil).String(), nil }, "expect nothing"},
 		{"DeletePods.String(nil pod)", func() (any, error) { return replicaset.DeletePods{Pods: withNil}.String(), nil }, "delete 2 pods a, <nil>"},
 		{"SlowStartBatches(-1, 1)", func() (any, error) { return replicaset.SlowStartBatches(-1, 1), nil }, "[]"},
 		{"Expectations.Record(nil)", func() (any, error) {
@@ -187,7 +187,7 @@ func TestBadInput(t *testing.T) {
 		// A nil *Expectations reads as empty and ignores writes.
 		{"nil Expectations: writes ignored, satisfied", func() (any, error) {
 			var e *replicaset.Expectations
-			e.Record(key("web"), &replicaset.Expect{Creations: 2}, t0)
+			e.Record(key("web"), &replicaset.Pending{Creations: 2}, t0)
 			e.Set(key("web"), 1, 1, t0)
 			e.ExpectCreations(key("web"), 3, t0)
 			e.ExpectDeletions(key("web"), []types.UID{"a"}, t0)

@@ -25,7 +25,7 @@
 // The core, in layers:
 //
 //   - [ManageReplicas] turns an [Input] snapshot and a time into a [Plan]:
-//     [Action]s ([CreatePods], [DeletePods], [Event]), the [Expect]ation to
+//     [Action]s ([CreatePods], [DeletePods], [Event]), the [Pending]ation to
 //     record, the status to write and a requeue delay.
 //   - [RankForDeletion], [PodsToDelete] and [LessForDeletion] order pods for
 //     deletion; [CalculateStatus], [NeedsStatusUpdate] and

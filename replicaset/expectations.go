@@ -79,7 +79,7 @@ func (s *Expectations) entry(key types.NamespacedName, create bool) *expEntry {
 
 // Record records what a [Plan] asks for: x.Creations via ExpectCreations or
 // x.Deletions via ExpectDeletions. A nil x records nothing.
-func (s *Expectations) Record(key types.NamespacedName, x *Expect, now time.Time) {
+func (s *Expectations) Record(key types.NamespacedName, x *Pending, now time.Time) {
 	switch {
 	case x == nil:
 	case x.Deletions != nil:

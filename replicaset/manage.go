@@ -151,7 +151,7 @@ func manageReplicas(in Input, counts *podCounts, now time.Time) Plan {
 			}
 			if n > 0 {
 				p.Actions = []Action{CreatePods{Count: n}}
-				p.Expect = &Expect{Creations: n}
+				p.Pending = &Pending{Creations: n}
 			}
 		case diff > 0:
 			victims := podsToDelete(in.Active, in.Related, min(diff, burst), now, in.FeatureGates.Enabled(features.PodDeletionCost))
@@ -160,7 +160,7 @@ func manageReplicas(in Input, counts *podCounts, now time.Time) Plan {
 				uids[i] = v.UID
 			}
 			p.Actions = []Action{DeletePods{Pods: victims}}
-			p.Expect = &Expect{Deletions: uids}
+			p.Pending = &Pending{Deletions: uids}
 		}
 	}
 	var st appsv1.ReplicaSetStatus
@@ -179,7 +179,7 @@ func manageReplicas(in Input, counts *podCounts, now time.Time) Plan {
 			p.Status = &h
 		}
 		p.RequeueAfter = sooner(AvailabilityRequeue(rs, &st, in.Active, now, now), expiry(in, now))
-	case in.DeferStatus && p.Expect != nil:
+	case in.DeferStatus && p.Pending != nil:
 		p.RequeueAfter = ExpectationsTimeout + time.Second
 	default:
 		if w, ok := StatusToWrite(rs, st); ok {
@@ -207,7 +207,7 @@ func expiry(in Input, now time.Time) time.Duration {
 // the ReplicaFailure condition). False when the status stays deferred
 // (in.DeferStatus, and every write succeeded).
 func afterWrites(in Input, p Plan, err error, now time.Time) (Plan, bool) {
-	if err == nil && in.DeferStatus && p.Expect != nil {
+	if err == nil && in.DeferStatus && p.Pending != nil {
 		return p, false
 	}
 	rs := in.ReplicaSet

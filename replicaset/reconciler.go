@@ -376,9 +376,9 @@ func (r *Reconciler) act(ctx context.Context, key types.NamespacedName, in Input
 	if v := logr.FromContextOrDiscard(ctx).V(2); v.Enabled() {
 		v.Info("Managing replicas", "replicaSet", key, "plan", plan.Actions)
 	}
-	r.exp.Record(key, plan.Expect, now)
+	r.exp.Record(key, plan.Pending, now)
 	applied, err := apply(ctx, r.client, r.events, in.ReplicaSet, plan, clock.IsDeterministic(r.clock))
-	if plan.Expect != nil && plan.Expect.Deletions == nil {
+	if plan.Pending != nil && plan.Pending.Deletions == nil {
 		r.written.set(key, applied.CreatedPods)
 	}
 	r.exp.Lower(key, applied.CreatesSkipped, 0)

@@ -24,10 +24,10 @@ func NewCondition(t appsv1.DeploymentConditionType, status corev1.ConditionStatu
 	}
 }
 
-// FindCondition returns a pointer to the first condition of type t in
+// findCondition returns a pointer to the first condition of type t in
 // status, or nil. Unlike [GetCondition] it does not copy: the result
 // points into status.Conditions and must be treated as read-only.
-func FindCondition(status *appsv1.DeploymentStatus, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
+func findCondition(status *appsv1.DeploymentStatus, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
 	if status == nil {
 		return nil
 	}
@@ -62,7 +62,7 @@ func GetCondition(status appsv1.DeploymentStatus, t appsv1.DeploymentConditionTy
 // The returned status never shares a Conditions backing array with the
 // argument when it changed; status itself is not modified.
 func SetCondition(status appsv1.DeploymentStatus, c appsv1.DeploymentCondition) appsv1.DeploymentStatus {
-	cur := FindCondition(&status, c.Type)
+	cur := findCondition(&status, c.Type)
 	if cur != nil && cur.Status == c.Status && cur.Reason == c.Reason {
 		return status
 	}
@@ -85,7 +85,7 @@ func SetCondition(status appsv1.DeploymentStatus, c appsv1.DeploymentCondition) 
 // type t is returned as it is (shared with the argument: treat it as
 // read-only).
 func RemoveCondition(status appsv1.DeploymentStatus, t appsv1.DeploymentConditionType) appsv1.DeploymentStatus {
-	if FindCondition(&status, t) == nil {
+	if findCondition(&status, t) == nil {
 		if len(status.Conditions) == 0 {
 			status.Conditions = nil
 		}
@@ -168,7 +168,7 @@ func PauseCondition(d *appsv1.Deployment, now time.Time) (appsv1.DeploymentCondi
 	if d == nil || !HasProgressDeadline(d) {
 		return appsv1.DeploymentCondition{}, false
 	}
-	cond := FindCondition(&d.Status, appsv1.DeploymentProgressing)
+	cond := findCondition(&d.Status, appsv1.DeploymentProgressing)
 	if cond != nil && cond.Reason == ReasonProgressDeadlineExceeded {
 		return appsv1.DeploymentCondition{}, false
 	}

@@ -48,7 +48,7 @@ func DeploymentTimedOut(d *appsv1.Deployment, st appsv1.DeploymentStatus, now ti
 	if !HasProgressDeadline(d) {
 		return false
 	}
-	c := FindCondition(&st, appsv1.DeploymentProgressing)
+	c := findCondition(&st, appsv1.DeploymentProgressing)
 	switch {
 	case c == nil, c.Reason == ReasonNewReplicaSetAvailable:
 		return false
@@ -102,7 +102,7 @@ func NextProgressCheck(d *appsv1.Deployment, st appsv1.DeploymentStatus, now tim
 	if !HasProgressDeadline(d) {
 		return ProgressCheck{}
 	}
-	cur := FindCondition(&d.Status, appsv1.DeploymentProgressing)
+	cur := findCondition(&d.Status, appsv1.DeploymentProgressing)
 	if cur == nil || DeploymentComplete(d, st) || cur.Reason == ReasonProgressDeadlineExceeded {
 		return ProgressCheck{}
 	}
@@ -158,7 +158,7 @@ func SyncStatusWith(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *ap
 	if !hasDeadline {
 		st = RemoveCondition(st, appsv1.DeploymentProgressing)
 	}
-	cur := FindCondition(&d.Status, appsv1.DeploymentProgressing)
+	cur := findCondition(&d.Status, appsv1.DeploymentProgressing)
 	complete := st.Replicas == st.UpdatedReplicas && cur != nil && cur.Reason == ReasonNewReplicaSetAvailable
 	if hasDeadline && !complete {
 		subject := fmt.Sprintf("Deployment %q", d.Name)
