@@ -127,4 +127,3 @@ func ExampleInformer() {
 	// cached: [web-2] <nil>
 	// Run returned <nil>
 }
-

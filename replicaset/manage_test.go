@@ -47,7 +47,7 @@ func TestManageReplicas(t *testing.T) {
 		in:   replicaset.Input{ReplicaSet: rs, Active: pods[:1], ExpectationsSatisfied: true},
 		want: replicaset.Plan{
 			Actions: []replicaset.Action{replicaset.CreatePods{Count: 2}},
-			Pending:  &replicaset.Pending{Creations: 2},
+			Pending: &replicaset.Pending{Creations: 2},
 			Status:  status(1),
 		},
 	}, {
@@ -55,14 +55,14 @@ func TestManageReplicas(t *testing.T) {
 		in:   replicaset.Input{ReplicaSet: rs, ExpectationsSatisfied: true, BurstReplicas: 2},
 		want: replicaset.Plan{
 			Actions: []replicaset.Action{replicaset.CreatePods{Count: 2}},
-			Pending:  &replicaset.Pending{Creations: 2},
+			Pending: &replicaset.Pending{Creations: 2},
 		},
 	}, {
 		name: "delete surplus, youngest first",
 		in:   replicaset.Input{ReplicaSet: rs, Active: pods, ExpectationsSatisfied: true},
 		want: replicaset.Plan{
 			Actions: []replicaset.Action{replicaset.DeletePods{Pods: []*corev1.Pod{pods[0], pods[1]}}},
-			Pending:  &replicaset.Pending{Deletions: []types.UID{"uid-web-0", "uid-web-1"}},
+			Pending: &replicaset.Pending{Deletions: []types.UID{"uid-web-0", "uid-web-1"}},
 			Status:  status(5),
 		},
 	}, {
@@ -70,7 +70,7 @@ func TestManageReplicas(t *testing.T) {
 		in:   replicaset.Input{ReplicaSet: rs, Active: append(pods[:4:4], unscheduled), ExpectationsSatisfied: true, BurstReplicas: 1},
 		want: replicaset.Plan{
 			Actions: []replicaset.Action{replicaset.DeletePods{Pods: []*corev1.Pod{unscheduled}}},
-			Pending:  &replicaset.Pending{Deletions: []types.UID{"uid-web-new"}},
+			Pending: &replicaset.Pending{Deletions: []types.UID{"uid-web-new"}},
 			Status: &appsv1.ReplicaSetStatus{Replicas: 5, FullyLabeledReplicas: 5, ReadyReplicas: 4, AvailableReplicas: 4,
 				TerminatingReplicas: ptr32(0), ObservedGeneration: 1},
 		},
@@ -144,7 +144,7 @@ func TestManageReplicasUnobserved(t *testing.T) {
 		in:   replicaset.Input{ReplicaSet: rs, Active: pods[:1], ExpectationsSatisfied: true, DeferStatus: true},
 		want: replicaset.Plan{
 			Actions:      []replicaset.Action{replicaset.CreatePods{Count: 2}},
-			Pending:       &replicaset.Pending{Creations: 2},
+			Pending:      &replicaset.Pending{Creations: 2},
 			RequeueAfter: replicaset.ExpectationsTimeout + time.Second,
 		},
 	}, {
@@ -211,7 +211,7 @@ func TestPlanString(t *testing.T) {
 			replicaset.DeletePods{Pods: []*corev1.Pod{newPod("a"), newPod("b")}},
 			replicaset.Event{Type: corev1.EventTypeNormal, Reason: "R", Message: "m"},
 		},
-		Pending:       &replicaset.Pending{Creations: 3},
+		Pending:      &replicaset.Pending{Creations: 3},
 		Status:       &appsv1.ReplicaSetStatus{Replicas: 2, TerminatingReplicas: ptr32(0), ObservedGeneration: 4},
 		RequeueAfter: time.Second,
 	}

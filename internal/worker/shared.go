@@ -14,7 +14,9 @@ import (
 
 // Gates holds the feature gates of a running Reconciler; the zero value
 // holds v1.37's defaults. It is safe for concurrent use.
-type Gates struct{ p atomic.Pointer[features.Gates] }
+type Gates struct {
+	p atomic.Pointer[features.Gates]
+}
 
 // Load returns the gates syncs decide with.
 func (h *Gates) Load() features.Gates {
