@@ -40,7 +40,9 @@ type ControllerConfig struct {
 	Events EventRecorder
 
 	// Clock drives the queue's delays and the Reconciler's time. Nil
-	// means the real clock.
+	// means the informers' clock; another clock than theirs is an error
+	// when theirs is a *clock.Fake (the controller would take no part in
+	// the simulation).
 	Clock clock.Clock
 	// Workers is the number of keys synced in parallel; 0 means 1
 	// (kube-controller-manager runs 5).
@@ -104,6 +106,11 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 	if err := worker.CheckConfig("deployment: ControllerConfig", cfg.Workers, cfg.MaxRetries, cfg.BatchPeriod); err != nil {
 		return nil, err
 	}
+	clk, err := worker.Clock("deployment: ControllerConfig", cfg.Clock, cfg.Deployments.Clock(), cfg.ReplicaSets.Clock(), cfg.Pods.Clock())
+	if err != nil {
+		return nil, err
+	}
+	cfg.Clock = clk
 	deployments, err := reconcile.FromCache(cfg.Deployments.Cache())
 	if err != nil {
 		return nil, fmt.Errorf("deployment: %w", err)

@@ -35,7 +35,9 @@ type ControllerConfig struct {
 	// Events receives events about ReplicaSets; nil discards them.
 	Events EventRecorder
 	// Clock drives the queue's delays and the expectations' expiry; nil
-	// means the wall clock.
+	// means the informers' clock; another clock than theirs is an error
+	// when theirs is a *clock.Fake (the controller would take no part in
+	// the simulation).
 	Clock clock.Clock
 	// Workers is the number of ReplicaSets synced in parallel; 0 means 1
 	// (kube-controller-manager runs 5).
@@ -124,7 +126,10 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replicaset: %w", err)
 	}
-	clk := clock.OrReal(cfg.Clock)
+	clk, err := worker.Clock("replicaset: ControllerConfig", cfg.Clock, cfg.ReplicaSets.Clock(), cfg.Pods.Clock())
+	if err != nil {
+		return nil, err
+	}
 	marks := writes.Informers{ReplicaSets: cfg.ReplicaSets.Cache()}
 	var client Client
 	if cfg.Client != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/workqueue"
 )
@@ -189,4 +190,22 @@ func CheckConfig(what string, workers, maxRetries int, batch time.Duration) erro
 		return fmt.Errorf("%s.BatchPeriod is negative (%v)", what, batch)
 	}
 	return nil
+}
+
+// Clock returns the clock a controller configured with cfg runs on: cfg
+// itself, or, when nil, the clock of its informers (a simulation's
+// virtual clock). A controller on another clock than an informer on a
+// *clock.Fake would take no part in the simulation, and the first sync
+// would never come: that is an error naming both (what names the
+// configuration, "deployment: ControllerConfig").
+func Clock(what string, cfg clock.Clock, informers ...clock.Clock) (clock.Clock, error) {
+	for _, c := range informers {
+		if cfg == nil {
+			cfg = c
+		}
+		if _, fake := c.(*clock.Fake); fake && c != cfg {
+			return nil, fmt.Errorf("%s.Clock is %T, but an informer runs on another clock (%T): give the controller its informers' clock, or leave Clock nil", what, cfg, c)
+		}
+	}
+	return clock.OrReal(cfg), nil
 }

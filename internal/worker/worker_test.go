@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/workqueue"
 )
@@ -161,5 +162,24 @@ func TestCheckConfig(t *testing.T) {
 		if got := fmt.Sprint(err); (err == nil) != (tc.want == "") || (err != nil && got != tc.want) {
 			t.Errorf("CheckConfig(%d, %d, %v) = %v; want %q", tc.workers, tc.retries, tc.batch, err, tc.want)
 		}
+	}
+}
+
+func TestClock(t *testing.T) {
+	fc, other := clock.NewFake(time.Unix(0, 0)), clock.NewFake(time.Unix(0, 0))
+	if got, err := Clock("x", nil, fc, fc); err != nil || got != fc {
+		t.Errorf("Clock(nil, fake informers) = %v, %v; want the informers' clock", got, err)
+	}
+	if got, err := Clock("x", nil, clock.Real{}); err != nil || got != (clock.Real{}) {
+		t.Errorf("Clock(nil, real informers) = %v, %v; want the real clock", got, err)
+	}
+	if _, err := Clock("x", other, fc); err == nil || !strings.Contains(err.Error(), "x.Clock is *clock.Fake, but an informer runs on another clock") {
+		t.Errorf("Clock(another fake, fake informers) = %v; want an error naming x.Clock", err)
+	}
+	if _, err := Clock("x", clock.Real{}, fc); err == nil {
+		t.Error("Clock(real, fake informers): no error")
+	}
+	if got, err := Clock("x", fc, clock.Real{}); err != nil || got != fc {
+		t.Errorf("Clock(fake, real informers) = %v, %v; want the controller's own (the informers take no part in a simulation)", got, err)
 	}
 }
