@@ -103,6 +103,36 @@ update deployment/web (rollback annotation cleared)
 			},
 			err: "has invalid label selector",
 		},
+		// The rule the ReplicaSet controller applies too (what the API
+		// server rejects), with the object named: a custom workload's spec
+		// reaches Sync unvalidated.
+		{
+			name: "selector does not match the template",
+			state: func(t *testing.T) deployment.State {
+				d := newDeployment(1, "web:v1")
+				d.Spec.Template.Labels = map[string]string{"app": "other"}
+				return deployment.State{Deployment: d}
+			},
+			err: `Deployment ns/web: spec.selector "app=web" does not match spec.template.metadata.labels "app=other"; the API server rejects it`,
+		},
+		{
+			name: "nil selector",
+			state: func(t *testing.T) deployment.State {
+				d := newDeployment(1, "web:v1")
+				d.Spec.Selector = nil
+				return deployment.State{Deployment: d}
+			},
+			err: "Deployment ns/web: spec.selector is nil; the API server requires one",
+		},
+		{
+			name: "template without labels",
+			state: func(t *testing.T) deployment.State {
+				d := newDeployment(1, "web:v1")
+				d.Spec.Template.Labels = nil
+				return deployment.State{Deployment: d}
+			},
+			err: "Deployment ns/web: spec.template.metadata.labels is empty: unable to create pods, no labels",
+		},
 		{
 			name: "unknown strategy",
 			state: func(t *testing.T) deployment.State {

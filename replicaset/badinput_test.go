@@ -57,26 +57,26 @@ func TestBadInput(t *testing.T) {
 		}, "replicaset: ManageReplicas: spec.replicas is negative (-1)"},
 		{"ManageReplicas(nil selector)", func() (any, error) {
 			return nil, errOf(replicaset.ManageReplicas(replicaset.Input{ReplicaSet: newRS("nosel", 1, noSelector), ExpectationsSatisfied: true}, t0))
-		}, "replicaset: ManageReplicas: spec.selector is nil; the API server requires one"},
+		}, "replicaset: ManageReplicas: ReplicaSet default/nosel: spec.selector is nil; the API server requires one"},
 		{"ManageReplicas(empty selector)", func() (any, error) {
 			return nil, errOf(replicaset.ManageReplicas(replicaset.Input{ReplicaSet: newRS("emptysel", 1, emptySelector), ExpectationsSatisfied: true}, t0))
-		}, "replicaset: ManageReplicas: spec.selector is empty; the API server rejects it"},
+		}, "replicaset: ManageReplicas: ReplicaSet default/emptysel: spec.selector is empty; the API server rejects it"},
 		{"ManageReplicas(invalid selector)", func() (any, error) {
 			return nil, errOf(replicaset.ManageReplicas(replicaset.Input{ReplicaSet: newRS("badsel", 1, badSelector), ExpectationsSatisfied: true}, t0))
-		}, "replicaset: ManageReplicas: spec.selector is invalid: "},
+		}, "replicaset: ManageReplicas: ReplicaSet default/badsel: spec.selector is invalid: "},
 		{"ManageReplicas(no template labels)", func() (any, error) {
 			_, err := replicaset.ManageReplicas(replicaset.Input{ReplicaSet: newRS("nolabels", 1, noTemplateLabels), ExpectationsSatisfied: true}, t0)
 			if !errors.Is(err, replicaset.ErrNoLabels) {
 				return nil, fmt.Errorf("error %v does not wrap ErrNoLabels", err)
 			}
 			return nil, err
-		}, "replicaset: ManageReplicas: spec.template.metadata.labels is empty: unable to create pods, no labels"},
+		}, "replicaset: ManageReplicas: ReplicaSet default/nolabels: spec.template.metadata.labels is empty: unable to create pods, no labels"},
 		{"ManageReplicas(no template labels, nothing to create)", func() (any, error) {
 			return nil, errOf(replicaset.ManageReplicas(replicaset.Input{ReplicaSet: newRS("nolabels", 0, noTemplateLabels), ExpectationsSatisfied: true}, t0))
-		}, "replicaset: ManageReplicas: spec.template.metadata.labels is empty"},
+		}, "replicaset: ManageReplicas: ReplicaSet default/nolabels: spec.template.metadata.labels is empty"},
 		{"ManageReplicas(selector does not match the template)", func() (any, error) {
 			return nil, errOf(replicaset.ManageReplicas(replicaset.Input{ReplicaSet: newRS("mismatch", 1, otherTemplateLabels), ExpectationsSatisfied: true}, t0))
-		}, `replicaset: ManageReplicas: spec.selector "app=mismatch" does not match spec.template.metadata.labels "app=other"; the API server rejects it`},
+		}, `replicaset: ManageReplicas: ReplicaSet default/mismatch: spec.selector "app=mismatch" does not match spec.template.metadata.labels "app=other"; the API server rejects it`},
 		{"ManageReplicas(nil active pod)", func() (any, error) {
 			return nil, errOf(replicaset.ManageReplicas(replicaset.Input{ReplicaSet: rs, Active: withNil}, t0))
 		}, "replicaset: ManageReplicas: Input.Active[1] is nil"},

@@ -1,13 +1,14 @@
 package replicaset
 
 import (
-	"errors"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ctrlkit/ctrlkit/internal/validate"
 )
 
 // Constants shared with kube-controller-manager v1.37.
@@ -39,7 +40,7 @@ const (
 
 // ErrNoLabels is returned by [NewPod] for a template without labels; the
 // text is upstream's.
-var ErrNoLabels = errors.New("unable to create pods, no labels")
+var ErrNoLabels = validate.ErrNoLabels
 
 // IsPodActive reports whether p is neither terminal (Succeeded, Failed) nor
 // being deleted (upstream controller.IsPodActive). A nil pod is not.

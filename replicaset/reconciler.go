@@ -313,7 +313,7 @@ func (r *Reconciler) read(ctx context.Context, key types.NamespacedName, buf *[]
 	if err := specProblem(rs, selector); err != nil {
 		// The API server never stores such a ReplicaSet; one from another
 		// source would have this controller create pods it cannot own.
-		return Input{}, counts, now, reconcile.Terminal(fmt.Errorf("replicaset %s: %w", key, err))
+		return Input{}, counts, now, reconcile.Terminal(fmt.Errorf("replicaset: %w", err))
 	}
 	active, terminating, failed, counts, err := r.claim(ctx, key, rs, selector, now, buf)
 	if err != nil {
