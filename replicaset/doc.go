@@ -28,8 +28,8 @@
 //     [Action]s ([CreatePods], [DeletePods], [Event]), the [Pending]ation to
 //     record, the status to write and a requeue delay.
 //   - [RankForDeletion], [PodsToDelete] and [LessForDeletion] order pods for
-//     deletion; [CalculateStatus], [NeedsStatusUpdate] and
-//     [NextAvailabilityCheck] compute the status and when to look again;
+//     deletion; [CalculateStatus], needsStatusUpdate and
+//     nextAvailabilityCheck compute the status and when to look again;
 //     [ClaimPods], [AdoptPatch] and [ReleasePatch] decide ownership;
 //     [NewPod] builds a pod from the template; [SlowStartBatches] sizes
 //     create batches.
@@ -72,7 +72,7 @@
 // defaults) switch the gates upstream's controller consults, with
 // upstream's behaviour each way; Reconciler.SetFeatureGates switches them
 // on a running controller. [Input].FeatureGates carries them to
-// [ManageReplicas]; [CalculateStatusWith] and [RankForDeletionWith] take
+// [ManageReplicas]; calculateStatusWith and [RankForDeletionWith] take
 // them too.
 //
 //   - DeploymentReplicaSetTerminatingReplicas off: status.terminatingReplicas

@@ -251,7 +251,7 @@ func (r EventRules) selecting(ctx context.Context, pod *corev1.Pod, out []reconc
 	if err != nil {
 		return out
 	}
-	for _, rs := range PodReplicaSets(pod, rss) {
+	for _, rs := range podReplicaSets(pod, rss) {
 		out = append(out, reconcile.Enqueue{Key: rsKey(rs), Batch: true})
 	}
 	return out

@@ -178,15 +178,15 @@ func manageReplicas(in Input, counts *podCounts, now time.Time) Plan {
 		if h, ok := heldStatus(rs, st); ok {
 			p.Status = &h
 		}
-		p.RequeueAfter = sooner(AvailabilityRequeue(rs, &st, in.Active, now, now), expiry(in, now))
+		p.RequeueAfter = sooner(availabilityRequeue(rs, &st, in.Active, now, now), expiry(in, now))
 	case in.DeferStatus && p.Pending != nil:
 		p.RequeueAfter = ExpectationsTimeout + time.Second
 	default:
-		if w, ok := StatusToWrite(rs, st); ok {
+		if w, ok := statusToWrite(rs, st); ok {
 			p.Status = new(appsv1.ReplicaSetStatus) // allocated only when there is one to write
 			*p.Status = w
 		}
-		p.RequeueAfter = sooner(AvailabilityRequeue(rs, &st, in.Active, now, now), p.ReplaceAfter)
+		p.RequeueAfter = sooner(availabilityRequeue(rs, &st, in.Active, now, now), p.ReplaceAfter)
 	}
 	return p
 }
@@ -213,10 +213,10 @@ func afterWrites(in Input, p Plan, err error, now time.Time) (Plan, bool) {
 	rs := in.ReplicaSet
 	st := calculateStatus(rs, in.Active, in.Terminating, err, now, in.FeatureGates.Enabled(features.DeploymentReplicaSetTerminatingReplicas))
 	p.Status = nil
-	if w, ok := StatusToWrite(rs, st); ok {
+	if w, ok := statusToWrite(rs, st); ok {
 		p.Status = &w
 	}
-	p.RequeueAfter = AvailabilityRequeue(rs, &st, in.Active, now, now)
+	p.RequeueAfter = availabilityRequeue(rs, &st, in.Active, now, now)
 	return p, true
 }
 
@@ -232,7 +232,7 @@ func requeueAfter(in Input, p Plan, evaluatedAt, now time.Time) time.Duration {
 	if st == nil {
 		st = &in.ReplicaSet.Status
 	}
-	return sooner(sooner(AvailabilityRequeue(in.ReplicaSet, st, in.Active, evaluatedAt, now), expiry(in, evaluatedAt)), p.ReplaceAfter)
+	return sooner(sooner(availabilityRequeue(in.ReplicaSet, st, in.Active, evaluatedAt, now), expiry(in, evaluatedAt)), p.ReplaceAfter)
 }
 
 // SlowStartBatches returns the batch sizes in which count calls are made

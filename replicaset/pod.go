@@ -19,9 +19,9 @@ const (
 	// ExpectationsTimeout is how long recorded expectations are honoured
 	// before a sync goes ahead anyway (upstream controller.ExpectationsTimeout).
 	ExpectationsTimeout = 5 * time.Minute
-	// SlowStartInitialBatchSize is the size of the first create batch
-	// (upstream controller.SlowStartInitialBatchSize).
-	SlowStartInitialBatchSize = 1
+	// slowStartInitialBatchSize is the size of the first create batch
+	// (upstream controller.slowStartInitialBatchSize).
+	slowStartInitialBatchSize = 1
 	// PodDeletionCostAnnotation lowers or raises a pod's preference for
 	// deletion (upstream core.PodDeletionCost).
 	PodDeletionCostAnnotation = "controller.kubernetes.io/pod-deletion-cost"
@@ -113,10 +113,10 @@ func replicas(rs *appsv1.ReplicaSet) int {
 	return int(*rs.Spec.Replicas)
 }
 
-// NewControllerRef returns the controller reference pods of rs carry:
+// newControllerRef returns the controller reference pods of rs carry:
 // apps/v1 ReplicaSet, controller=true, blockOwnerDeletion=true (upstream
 // metav1.NewControllerRef with the ReplicaSet kind). Nil for a nil rs.
-func NewControllerRef(rs *appsv1.ReplicaSet) *metav1.OwnerReference {
+func newControllerRef(rs *appsv1.ReplicaSet) *metav1.OwnerReference {
 	if rs == nil {
 		return nil
 	}
@@ -149,7 +149,7 @@ func NewPod(rs *appsv1.ReplicaSet) (*corev1.Pod, error) {
 			Labels:          make(map[string]string, len(tpl.Labels)),
 			Annotations:     make(map[string]string, len(tpl.Annotations)),
 			Finalizers:      append([]string{}, tpl.Finalizers...),
-			OwnerReferences: []metav1.OwnerReference{*NewControllerRef(rs)},
+			OwnerReferences: []metav1.OwnerReference{*newControllerRef(rs)},
 		},
 		Spec: *tpl.Spec.DeepCopy(),
 	}

@@ -136,10 +136,10 @@ func FoundNewReplicaSetCondition(rsName string, now time.Time) appsv1.Deployment
 		fmt.Sprintf("Found new replica set %q", rsName), now)
 }
 
-// FailedCreateCondition is Progressing=False/ReplicaSetCreateError, set
+// failedCreateCondition is Progressing=False/ReplicaSetCreateError, set
 // when creating the new ReplicaSet failed (only with a progress deadline).
 // Its message is also the Warning event's message.
-func FailedCreateCondition(rsName string, err error, now time.Time) appsv1.DeploymentCondition {
+func failedCreateCondition(rsName string, err error, now time.Time) appsv1.DeploymentCondition {
 	return NewCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, ReasonFailedRSCreate,
 		fmt.Sprintf("Failed to create new replica set %q: %v", rsName, err), now)
 }

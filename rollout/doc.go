@@ -66,7 +66,7 @@
 // [MaxSurge]; MaxUnavailable → [MaxUnavailable]; MinAvailable →
 // [MinAvailable]; NewRSNewReplicas → [NewRSNewReplicas]; IsSaturated →
 // [IsSaturated]; GetReplicaSetProportion → [Proportion];
-// getReplicaSetFraction → [Fraction]; Revision, MaxRevision, LastRevision,
+// getReplicaSetFraction → proportionOf; Revision, MaxRevision, LastRevision,
 // SetDeploymentRevision → same names; SetNewReplicaSetAnnotations,
 // SetReplicasAnnotations, ReplicasAnnotationsNeedUpdate,
 // SetDeploymentAnnotationsTo, EqualIgnoreHash, FindNewReplicaSet,
@@ -74,9 +74,9 @@
 // DeploymentComplete, DeploymentProgressing, DeploymentTimedOut,
 // HasProgressDeadline, HasRevisionHistoryLimit, IsRollingUpdate,
 // ReplicaSetToDeploymentCondition → same names;
-// copyDeploymentAnnotationsToReplicaSet → [CopyDeploymentAnnotations];
+// copyDeploymentAnnotationsToReplicaSet → copyDeploymentAnnotations;
 // GetDesiredReplicasAnnotation → [AnnotatedDesiredReplicas];
-// getMaxReplicasAnnotation → [AnnotatedMaxReplicas];
+// getMaxReplicasAnnotation → annotatedMaxReplicas;
 // Get{,Actual,Ready,Available,Terminating}ReplicaCountForReplicaSets →
 // [TotalReplicas], [TotalActualReplicas], [TotalReadyReplicas],
 // [TotalAvailableReplicas], [TotalTerminatingReplicas];
@@ -99,7 +99,7 @@
 // ([CalculateStatusWith] for a DeploymentReplicaSetTerminatingReplicas gate
 // switched off: [StatusOptions]); getReplicaFailures → [ReplicaFailures];
 // syncRolloutStatus → [SyncStatus] ([SyncStatusWith]);
-// requeueStuckDeployment → [NextProgressCheck]; checkPausedConditions →
+// requeueStuckDeployment → nextProgressCheck; checkPausedConditions →
 // [PausedConditions]; getNewReplicaSet → [NewReplicaSet],
 // [SetNewReplicaSetAnnotations], [IsHashCollision], [BumpCollisionCount];
 // generateReplicaSetName → [ReplicaSetName]; getRollbackTo → [RollbackTo].
