@@ -20,11 +20,6 @@ import (
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
-// Result tells the caller of [Reconciler.Reconcile] when to look at the
-// Deployment again: RequeueAfter is set to check the progress deadline.
-// It is the one Result of every ctrlkit controller.
-type Result = reconcile.Result
-
 // ReplicaSetsByController is the optional extension of
 // ReconcilerConfig.ReplicaSets through which a sync reads only the
 // ReplicaSets its decision can depend on: those the Deployment controls,
@@ -157,7 +152,7 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 // say) are news that a later sync would not repeat. A caller that does not
 // sync a Deployment again on its ReplicaSets' events (a one-shot tool, say)
 // should set EagerStatus.
-func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	start := r.cfg.Clock.Now()
 	// Guarded: the arguments of a disabled line would still be boxed on
@@ -173,43 +168,43 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 	d, err := r.cfg.Deployments.Get(ctx, key)
 	if apierrors.IsNotFound(err) {
 		log.V(2).Info("Deployment has been deleted", "deployment", key)
-		return Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	if err != nil {
-		return Result{}, fmt.Errorf("deployment %s: %w", key, err)
+		return reconcile.Result{}, fmt.Errorf("deployment %s: %w", key, err)
 	}
 	state, narrowed, err := r.snapshot(ctx, d)
 	if err != nil {
-		return Result{}, fmt.Errorf("deployment %s: %w", key, err)
+		return reconcile.Result{}, fmt.Errorf("deployment %s: %w", key, err)
 	}
 	now := r.cfg.Clock.Now()
 	plan, err := Sync(state, now)
 	if err != nil {
-		return Result{}, fmt.Errorf("deployment %s: %w", key, err)
+		return reconcile.Result{}, fmt.Errorf("deployment %s: %w", key, err)
 	}
 	if narrowed {
 		// The snapshot left out ReplicaSets owned by others. Sync looks at
 		// them for one thing only: whether the name of a ReplicaSet it
 		// creates is taken (a hash collision). Decide again with it.
 		if taken, err := r.nameTaken(ctx, state, plan); err != nil {
-			return Result{}, fmt.Errorf("deployment %s: %w", key, err)
+			return reconcile.Result{}, fmt.Errorf("deployment %s: %w", key, err)
 		} else if taken != nil {
 			state.ReplicaSets = append(state.ReplicaSets, taken)
 			if plan, err = Sync(state, now); err != nil {
-				return Result{}, fmt.Errorf("deployment %s: %w", key, err)
+				return reconcile.Result{}, fmt.Errorf("deployment %s: %w", key, err)
 			}
 		}
 	}
 	if err := r.canAdopt(ctx, d, plan); err != nil {
-		return Result{}, err
+		return reconcile.Result{}, err
 	}
 	if !r.cfg.EagerStatus && onlyScales(plan) {
 		plan.UpdateStatus = nil
 	}
 	if _, err := Apply(ctx, r.cfg.Client, r.cfg.Events, plan); err != nil {
-		return Result{}, err
+		return reconcile.Result{}, err
 	}
-	return Result{RequeueAfter: plan.RequeueAfter}, nil
+	return reconcile.Result{RequeueAfter: plan.RequeueAfter}, nil
 }
 
 // onlyScales reports whether plan writes something and every write is a

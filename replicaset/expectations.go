@@ -166,10 +166,10 @@ func (s *Expectations) Lower(key types.NamespacedName, add, del int) {
 	}
 }
 
-// Renew stamps key's expectation with now, its counts unchanged, so that
+// renew stamps key's expectation with now, its counts unchanged, so that
 // it is honoured for another [ExpectationsTimeout]; it does nothing when
 // key has no expectation.
-func (s *Expectations) Renew(key types.NamespacedName, now time.Time) {
+func (s *Expectations) renew(key types.NamespacedName, now time.Time) {
 	if s == nil {
 		return
 	}

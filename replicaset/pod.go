@@ -30,7 +30,9 @@ const (
 // controllerKindName is the Kind in the controller references of our pods.
 const controllerKindName = "ReplicaSet"
 
-// Event reasons, as emitted by upstream's pod control.
+// Event reasons, as emitted by upstream's pod control. FailedCreate and
+// FailedDelete are also the reasons of the ReplicaFailure condition of a
+// sync that failed to create or delete (empty when it did neither).
 const (
 	ReasonSuccessfulCreate = "SuccessfulCreate"
 	ReasonFailedCreate     = "FailedCreate"

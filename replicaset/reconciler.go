@@ -22,11 +22,6 @@ import (
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
-// Result tells the caller of [Reconciler.Reconcile] when to sync the key
-// again: RequeueAfter is set when a pod will become available after
-// minReadySeconds. It is the one Result of every ctrlkit controller.
-type Result = reconcile.Result
-
 // ReconcilerConfig configures a [Reconciler]. ReplicaSets, Pods and Client
 // are required; every other field has a useful zero value.
 type ReconcilerConfig struct {
@@ -238,7 +233,7 @@ func (r *Reconciler) Expectations() *Expectations { return r.exp }
 // asks for a sync once the expectations expire.
 //
 // Every error is returned wrapped with the key.
-func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	start := r.clock.Now()
 	// Guarded: the arguments of a disabled line would still be boxed, and
@@ -255,7 +250,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 	defer r.bufs.put(buf) // nothing of this sync keeps the lists it reads
 	in, counts, now, err := r.read(ctx, key, buf)
 	if err != nil || in.ReplicaSet == nil {
-		return Result{}, err
+		return reconcile.Result{}, err
 	}
 	plan := manageReplicas(in, &counts, now)
 	var manageErr error
@@ -264,18 +259,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		now = r.clock.Now()
 		var decided bool
 		if plan, decided = afterWrites(in, plan, manageErr, now); !decided {
-			return Result{RequeueAfter: plan.RequeueAfter}, nil // the pods' events write the status
+			return reconcile.Result{RequeueAfter: plan.RequeueAfter}, nil // the pods' events write the status
 		}
 	}
 	if plan.Status != nil {
 		if err := r.writeStatus(ctx, in.ReplicaSet, *plan.Status); err != nil {
-			return Result{}, fmt.Errorf("replicaset %s: %w", key, errors.Join(err, manageErr))
+			return reconcile.Result{}, fmt.Errorf("replicaset %s: %w", key, errors.Join(err, manageErr))
 		}
 	}
 	if manageErr != nil {
-		return Result{}, fmt.Errorf("replicaset %s: %w", key, manageErr)
+		return reconcile.Result{}, fmt.Errorf("replicaset %s: %w", key, manageErr)
 	}
-	return Result{RequeueAfter: requeueAfter(in, plan, now, r.clock.Now())}, nil
+	return reconcile.Result{RequeueAfter: requeueAfter(in, plan, now, r.clock.Now())}, nil
 }
 
 // read reads what one sync of key decides from: the ReplicaSet, its
@@ -360,7 +355,7 @@ func (r *Reconciler) expiredAndCaughtUp(ctx context.Context, key types.Namespace
 		r.written.forget(key)
 		return true, nil
 	}
-	r.exp.Renew(key, now)
+	r.exp.renew(key, now)
 	logr.FromContextOrDiscard(ctx).Info("Expectations expired, but the pod cache is behind this controller's writes: waiting again", "replicaSet", key, "reason", why)
 	r.events.Event(rs, corev1.EventTypeWarning, ReasonExpectationsRenewed,
 		fmt.Sprintf("Waiting another %v for the pod cache: %s", ExpectationsTimeout, why))
@@ -481,11 +476,11 @@ func (r *Reconciler) listPods(ctx context.Context, rs *appsv1.ReplicaSet, buf *[
 	var err error
 	if a, ok := r.index.(podAppender); ok {
 		b := *buf
-		if b, err = a.AppendByController(b[:0], rs.Namespace, rs.UID); err != nil {
+		if b, err = a.appendByController(b[:0], rs.Namespace, rs.UID); err != nil {
 			return out, err
 		}
 		n := len(b)
-		b, err = a.AppendByController(b, rs.Namespace, "")
+		b, err = a.appendByController(b, rs.Namespace, "")
 		*buf = b
 		out[0], out[1] = b[:n:n], b[n:]
 		return out, err

@@ -14,13 +14,6 @@ import (
 	"github.com/ctrlkit/ctrlkit/features"
 )
 
-// ReplicaFailure condition reasons. The reason is empty when the failing
-// sync neither created nor deleted.
-const (
-	ReasonCreateFailed = "FailedCreate"
-	ReasonDeleteFailed = "FailedDelete"
-)
-
 // CalculateStatus returns the status rs should have given its active and
 // terminating claimed pods, the error of the last create/delete round
 // (manageErr, nil on success) and the current time. Neither rs nor the pods
@@ -132,9 +125,9 @@ func statusFromCounts(rs *appsv1.ReplicaSet, c podCounts, terminating []*corev1.
 	case manageErr != nil && !hasFailure:
 		reason := ""
 		if d := int(c.active) - replicas(rs); d < 0 {
-			reason = ReasonCreateFailed
+			reason = ReasonFailedCreate
 		} else if d > 0 {
-			reason = ReasonDeleteFailed
+			reason = ReasonFailedDelete
 		}
 		st.Conditions = append(withoutReplicaFailure(st.Conditions), appsv1.ReplicaSetCondition{
 			Type:               appsv1.ReplicaSetReplicaFailure,
@@ -266,7 +259,7 @@ func untilAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) (time.D
 // schedules after writing status: none unless minReadySeconds > 0 and some
 // ready pods are not yet available; then nextAvailabilityCheck, falling
 // back to minReadySeconds. A due check yields the smallest positive delay,
-// because a zero [Result.RequeueAfter] means "no requeue" (upstream's
+// because a zero [reconcile.Result.RequeueAfter] means "no requeue" (upstream's
 // AddAfter(key, 0) adds at once). A nil rs or status needs no requeue: 0.
 // Nil pods are never waiting.
 func availabilityRequeue(rs *appsv1.ReplicaSet, status *appsv1.ReplicaSetStatus, active []*corev1.Pod, evaluatedAt, now time.Time) time.Duration {
