@@ -160,14 +160,10 @@ func (t *Tracker) createPending(ctx context.Context, w write) (bool, error) {
 	if _, got, ok := t.cache.Cached(ctx, ReplicaSet, w.key); ok && (w.uid == "" || got == w.uid) {
 		return false, nil
 	}
-	rs, err := t.live(ctx, w.key)
+	rs, err := t.read(ctx, w.key, "the create")
 	switch {
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("deployment: confirming the create of ReplicaSet %s: %w", w.key, err)
-	case rs == nil:
-		return false, fmt.Errorf("deployment: confirming the create of ReplicaSet %s: the live read returned nothing", w.key)
+	case err != nil || rs == nil:
+		return false, err
 	case w.uid != "" && rs.UID != w.uid:
 		return false, nil // ours is gone; another took its name
 	}
@@ -190,14 +186,10 @@ func (t *Tracker) writePending(ctx context.Context, w write) (bool, error) {
 	if rv, _, ok := t.cache.Cached(ctx, ReplicaSet, w.key); !ok || rv != w.replaced || w.replaced == "" {
 		return false, nil
 	}
-	rs, err := t.live(ctx, w.key)
+	rs, err := t.read(ctx, w.key, "a write")
 	switch {
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("deployment: confirming a write of ReplicaSet %s: %w", w.key, err)
-	case rs == nil:
-		return false, fmt.Errorf("deployment: confirming a write of ReplicaSet %s: the live read returned nothing", w.key)
+	case err != nil || rs == nil:
+		return false, err
 	case rs.ResourceVersion == w.replaced:
 		return false, nil // it did not happen, and nothing else did
 	}
@@ -205,6 +197,21 @@ func (t *Tracker) writePending(ctx context.Context, w write) (bool, error) {
 		return false, nil // the event arrived meanwhile
 	}
 	return true, nil
+}
+
+// read reads the ReplicaSet key live to confirm what (a create, a write);
+// nil and no error when it is gone.
+func (t *Tracker) read(ctx context.Context, key types.NamespacedName, what string) (*appsv1.ReplicaSet, error) {
+	rs, err := t.live(ctx, key)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("deployment: confirming %s of ReplicaSet %s: %w", what, key, err)
+	case rs == nil:
+		return nil, fmt.Errorf("deployment: confirming %s of ReplicaSet %s: the live read returned nothing", what, key)
+	}
+	return rs, nil
 }
 
 // record adds w to the writes of the Deployment synced in ctx.
