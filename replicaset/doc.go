@@ -2,6 +2,18 @@
 // (v1.37) as a library: a pure core that decides, and a thin shell that
 // reads, writes and schedules.
 //
+// Entry points:
+//
+//   - [NewController] (with informers and a [Client]) and Controller.Run:
+//     the controller, ready to run;
+//   - [NewReconciler] and Reconciler.Reconcile: one sync of a key, for a
+//     shell of your own;
+//   - [ManageReplicas]: the pure decision of a sync, an [Input] in and a
+//     [Plan] out (pods to create or delete, the expectation, the status,
+//     the requeue); [Apply] makes its writes;
+//   - [EventRules] and [Expectations]: which ReplicaSets an informer event
+//     asks to sync, and what it tells the expectations.
+//
 // It keeps a ReplicaSet's number of active pods at spec.replicas: it adopts
 // matching orphan pods and releases pods that no longer match, creates
 // missing pods from the template, deletes surplus pods in upstream's

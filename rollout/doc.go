@@ -2,6 +2,18 @@
 // controller (kube-controller-manager v1.37) and of the kubectl rollout
 // verbs, as pure functions: objects and a now in, decisions out.
 //
+// Entry points:
+//
+//   - [Status]: is a Deployment's rollout done, stuck or going on
+//     (kubectl rollout status);
+//   - [ComputeHash] and [NewReplicaSet]: the pod-template hash and the
+//     ReplicaSet a template change creates;
+//   - [Rolling], [Recreate] and [Proportional]: one step of each strategy,
+//     and how a resize is shared out;
+//   - [CalculateStatus] and [SyncStatus]: the status and conditions a sync
+//     writes;
+//   - [History] and [RollbackPatch]: kubectl rollout history and undo.
+//
 // It answers the questions the controller asks on every sync — how far may
 // this rollout surge, how big should the new ReplicaSet be, which old
 // ReplicaSets shrink and by how much, how is a resize shared out, what is
