@@ -42,13 +42,12 @@ func findCondition(status *appsv1.DeploymentStatus, t appsv1.DeploymentCondition
 // GetCondition returns a copy of the first condition of type t in status,
 // or nil (upstream GetDeploymentCondition).
 func GetCondition(status appsv1.DeploymentStatus, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
-	for i := range status.Conditions {
-		if status.Conditions[i].Type == t {
-			c := status.Conditions[i]
-			return &c
-		}
+	c := findCondition(&status, t)
+	if c == nil {
+		return nil
 	}
-	return nil
+	cp := *c // declared outside the search: inlined, it stays on the caller's stack
+	return &cp
 }
 
 // SetCondition returns status with c set (upstream SetDeploymentCondition):
