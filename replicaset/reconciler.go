@@ -198,39 +198,15 @@ func (r *Reconciler) Expectations() *Expectations { return r.exp }
 // An invalid selector is a
 // [reconcile.Terminal] error: upstream does not retry it either.
 //
-// One deliberate difference from upstream, unless
-// ReconcilerConfig.EagerStatus is set: when step 4 creates or deletes pods and every one of those writes
-// succeeds, step 5 is skipped. Upstream writes a status there that counts
-// the pods as they were before the sync (only observedGeneration and the
-// ReplicaFailure condition can be news), and then writes again for each
-// pod event. Each created or deleted pod comes back as an event that
-// syncs the key again, and that sync writes the status with the pods
-// counted, so the status reaches the same value with one write fewer per
-// round; at scale, under a client rate limit, that is most of the
-// ReplicaSet controller's status writes. Should those events be lost (a
-// pod created and deleted between two lists of a watch that expired),
-// the result asks for a sync once the expectations have expired
-// ([ExpectationsTimeout]), which upstream leaves to the next event. A
-// failed create or delete is written at once, as upstream does: the
-// ReplicaFailure condition is news. A caller that does not sync a
-// ReplicaSet again on its pods' events should set EagerStatus.
-//
-// A second deliberate difference, whatever EagerStatus says: a sync that
-// starts while creations or deletions of earlier syncs are unobserved
-// (expectations not satisfied) writes the counts it sees, as upstream,
-// but does not advance status.observedGeneration. Its pod cache is
-// behind the controller's own writes: upstream writes status.replicas
-// from it with observedGeneration current, and a Deployment controller
-// reading that status (a Recreate rollout waits for old ReplicaSets to
-// report 0 at their generation, see rollout.OldStatusPending) may start
-// new pods beside old ones that status failed to count. The counts stay
-// as fresh as upstream's (a Deployment's availability reads them), and
-// pods this controller is deleting count as terminating even before the
-// cache shows it (upstream counts them available, and a Deployment may
-// then report a resize complete that is not); only the claim "this
-// generation is accounted for" waits for the sync that has seen the
-// controller's own writes. Should their events never come, the result
-// asks for a sync once the expectations expire.
+// Two deliberate differences from upstream, both decided by
+// [ManageReplicas] and described once in the README ("Deliberate
+// differences from upstream"): unless ReconcilerConfig.EagerStatus is set,
+// a sync whose creates and deletes all succeed leaves the status to the
+// sync their pod events trigger; and a sync that starts while earlier
+// creates or deletes are unobserved writes the counts it sees (pods being
+// deleted as terminating) but keeps status.observedGeneration. Either way
+// the result asks for a sync once the expectations expire, in case the
+// events never come.
 //
 // Every error is returned wrapped with the key.
 func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
