@@ -50,7 +50,7 @@
 // # I/O boundary
 //
 // There is none. The package never reads or writes the API; the caller
-// lists the ReplicaSets, applies [Scale.Apply] objects, creates
+// lists the ReplicaSets, applies [Scale.Scaled] objects, creates
 // [NewReplicaSet], deletes what [Cleanup] returns, writes
 // [StatusUpdate.Status] and requeues after [ProgressCheck.After]. Inputs
 // are snapshots: like upstream, decisions are made from the objects as read
@@ -65,7 +65,7 @@
 //	}
 //	step, err := rollout.Rolling(d, newRS, olds)
 //	for _, s := range step.Scales {
-//		update(s.Apply()) // then record s.Event()
+//		update(s.Scaled()) // then record s.Event()
 //	}
 //	if !step.Scaled() && rollout.DeploymentComplete(d, d.Status) {
 //		deleteAll(rollout.Cleanup(d, olds))
