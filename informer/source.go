@@ -60,4 +60,3 @@ func (f ListWatchFuncs[T]) Watch(ctx context.Context, resourceVersion string) (w
 	}
 	return f.WatchFunc(ctx, resourceVersion)
 }
-
