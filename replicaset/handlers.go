@@ -20,25 +20,18 @@ import (
 // EventRules are the ReplicaSet controller's informer event-handler rules
 // (upstream ReplicaSetController's addRS … deletePod): which ReplicaSets
 // an add, update or delete of a ReplicaSet or pod asks to sync, and which
-// expectations it fulfils ([Observation]). They read the ReplicaSet cache
-// and change nothing; the [Controller] applies them to its informers, and
-// framework adapters (controller-runtime, client-go informers) to theirs.
-// An adapter that enqueues without recording the observations stalls every
-// rollout step until [ExpectationsTimeout].
+// expectations it fulfils ([Observation]), with the conventions of every
+// ctrlkit controller's rules (see [reconcile.Enqueue]; an event they cannot
+// interpret asks for no keys and no observations). The [Controller]
+// applies them to its informers, and framework adapters
+// (controller-runtime, client-go informers) to theirs. An adapter that
+// enqueues without recording the observations stalls every rollout step
+// until [ExpectationsTimeout].
 //
-// Deletes take the object's last known state, which for a tombstone
-// (client-go's cache.DeletedFinalStateUnknown) is the object it carries.
 // Every pod event is marked [reconcile.Enqueue.Batch]: with a batch period
-// a burst of them costs one sync.
-//
-// No rule panics. An event with a nil object (for an update, a nil old or
-// current object) is one the rules cannot interpret, and asks for nothing:
-// no keys, no observations (upstream's handlers log and ignore objects they
-// cannot interpret). The zero EventRules, without a cache, has no
-// ReplicaSets: ReplicaSet events still sync their own key, but a pod event
-// resolves to no ReplicaSet and asks for nothing, and it logs an error to
-// the context's logger (logr.FromContextOrDiscard), as a reader that
-// returns nil with no error.
+// a burst of them costs one sync. The zero EventRules, without a cache,
+// has no ReplicaSets: ReplicaSet events still sync their own key, but a
+// pod event resolves to no ReplicaSet and asks for nothing.
 type EventRules struct {
 	// ReplicaSets reads the cached ReplicaSets: by key to resolve a pod's
 	// controller reference, by namespace to find the ReplicaSets that
