@@ -259,3 +259,19 @@ func statusLine(old, d *appsv1.Deployment) string {
 // replicas reads a spec.replicas; nil is the API default
 // (rollout.DefaultReplicas).
 func replicas(p *int32) int32 { return rollout.ReplicasOrDefault(p) }
+
+// onlyScales reports whether plan writes something and every write is a
+// ReplicaSet scale (events aside).
+func onlyScales(plan Plan) bool {
+	scales := 0
+	for _, a := range plan.Actions {
+		switch a.(type) {
+		case ScaleReplicaSet:
+			scales++
+		case Event:
+		default:
+			return false
+		}
+	}
+	return scales > 0
+}

@@ -198,29 +198,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (r
 	if err := r.canAdopt(ctx, d, plan); err != nil {
 		return reconcile.Result{}, err
 	}
-	if !r.cfg.EagerStatus && onlyScales(plan) {
-		plan.UpdateStatus = nil
-	}
 	if _, err := Apply(ctx, r.cfg.Client, r.cfg.Events, plan); err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: plan.RequeueAfter}, nil
-}
-
-// onlyScales reports whether plan writes something and every write is a
-// ReplicaSet scale (events aside).
-func onlyScales(plan Plan) bool {
-	scales := 0
-	for _, a := range plan.Actions {
-		switch a.(type) {
-		case ScaleReplicaSet:
-			scales++
-		case Event:
-		default:
-			return false
-		}
-	}
-	return scales > 0
 }
 
 // snapshot reads what Sync needs: the ReplicaSets of the namespace and,
@@ -232,7 +213,7 @@ func (r *Reconciler) snapshot(ctx context.Context, d *appsv1.Deployment) (_ Stat
 	if err != nil {
 		return State{}, false, err
 	}
-	s := State{Deployment: d, ReplicaSets: rss, FeatureGates: r.FeatureGates()}
+	s := State{Deployment: d, ReplicaSets: rss, FeatureGates: r.FeatureGates(), DeferStatus: !r.cfg.EagerStatus}
 	if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 		return s, narrowed, nil
 	}

@@ -55,7 +55,11 @@ func Sync(state State, now time.Time) (Plan, error) {
 	if err := s.run(); err != nil && err != errStop {
 		return Plan{}, err
 	}
-	return s.plan(), nil
+	p := s.plan()
+	if state.DeferStatus && onlyScales(p) {
+		p.UpdateStatus = nil
+	}
+	return p, nil
 }
 
 func (s *syncer) run() error {

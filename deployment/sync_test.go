@@ -263,3 +263,28 @@ func TestSyncRecreateAfterPausedRollout(t *testing.T) {
 		t.Errorf("ReplicaSets after converging mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// With DeferStatus, a plan whose only writes are scales leaves the status
+// to the sync their events trigger; without it, the same plan writes it.
+func TestSyncDeferStatus(t *testing.T) {
+	_, s := settled(t, newDeployment(3, "web:v1"))
+	d := s.Deployment.DeepCopy()
+	d.Spec.Replicas = ptr(int32(5))
+	d.Generation++
+	s.Deployment = d
+	eager, err := deployment.Sync(s, t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eager.UpdateStatus == nil {
+		t.Fatalf("eager plan writes no status:\n%s", eager)
+	}
+	s.DeferStatus = true
+	deferred, err := deployment.Sync(s, t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if deferred.UpdateStatus != nil || len(deferred.Actions) != len(eager.Actions) {
+		t.Errorf("deferred plan:\n%s\nwant the eager plan's actions without its status:\n%s", deferred, eager)
+	}
+}
