@@ -36,3 +36,18 @@ func TestSettleNamesAComponentNeverStarted(t *testing.T) {
 		}
 	}
 }
+
+// A context that ends before the grace still names the component.
+func TestSettleContextEndNamesAComponentNeverStarted(t *testing.T) {
+	fc := clock.NewFake(time.Unix(0, 0))
+	src := clock.NewSource(fc, "memcluster: kubelet")
+	src.Expect()
+	w, _ := src.Start(func() {})
+	defer w.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := fc.Settle(ctx)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "never started: memcluster: kubelet") {
+		t.Errorf("Settle(ended context) = %v; want context.Canceled naming the kubelet", err)
+	}
+}

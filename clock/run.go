@@ -81,10 +81,13 @@ func (f *Fake) Settle(ctx context.Context) error {
 			f.cond.Wait()
 		}
 		if err := ctx.Err(); err != nil {
-			busy := f.busyLocked()
+			busy, idle := f.busyLocked(), f.notRunningLocked()
 			f.mu.Unlock()
-			if busy == "" {
+			switch {
+			case busy == "":
 				return err
+			case len(idle) > 0:
+				return fmt.Errorf("clock: settle: %w; never started: %s; unfinished work: %s", err, strings.Join(idle, ", "), busy)
 			}
 			return fmt.Errorf("clock: settle: %w; unfinished work: %s", err, busy)
 		}
