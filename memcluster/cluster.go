@@ -89,6 +89,12 @@ type Cluster struct {
 	uids     map[types.UID]schema.GroupKind
 	kinds    map[schema.GroupKind]collector
 	order    []collector
+	// kindsChanged counts the changes of the kinds served (kinds added or
+	// removed, custom kinds changed), so the REST view knows when to
+	// rebuild.
+	kindsChanged uint64
+	customs      map[schema.GroupResource]*customKind
+	hooks        hookRunner
 	kubelets []*Kubelet
 	watchSeq uint64 // watches opened so far
 
@@ -109,6 +115,8 @@ func New(cfg Config) *Cluster {
 		rnd:   rand.New(rand.NewPCG(cfg.Seed, 0x6d656d636c757374)),
 		uids:  map[types.UID]schema.GroupKind{},
 		kinds: map[schema.GroupKind]collector{},
+
+		customs: map[schema.GroupResource]*customKind{},
 	}
 	c.faults.init(cfg.Seed)
 	c.pods = NewResource(c, podKind())

@@ -94,11 +94,14 @@ func (r *Resource[T]) deleteLocked(key types.NamespacedName, opts metav1.DeleteO
 		r.commitLocked(watch.Modified, next)
 		return nil
 	}
-	if grace == 0 && len(old.GetFinalizers()) == 0 {
-		r.removeLocked(deepCopy(old))
+	next := deepCopy(old)
+	if r.kind.PrepareDelete != nil {
+		r.kind.PrepareDelete(next)
+	}
+	if grace == 0 && len(next.GetFinalizers()) == 0 {
+		r.removeLocked(next)
 		return nil
 	}
-	next := deepCopy(old)
 	ts := metav1.NewTime(now.Add(time.Duration(grace) * time.Second))
 	next.SetDeletionTimestamp(&ts)
 	next.SetDeletionGracePeriodSeconds(&grace)

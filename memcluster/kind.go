@@ -6,7 +6,9 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/watch"
 	"maps"
 )
 
@@ -60,6 +62,28 @@ type Kind[T Object] struct {
 	// NoStrategicMerge refuses strategic merge patches with 415
 	// Unsupported Media Type, as kube-apiserver does for custom resources.
 	NoStrategicMerge bool
+	// ValidateStatus returns the errors of a status write: obj is the
+	// stored object with the status (and status metadata) of the write,
+	// old the stored one. Nil: status writes are not validated.
+	ValidateStatus func(obj, old T) field.ErrorList
+	// PrepareDelete runs when the deletion of an object starts, on a
+	// private copy of it, before its finalizers are looked at: it may add
+	// finalizers and conditions, as kube-apiserver's registry of
+	// CustomResourceDefinitions adds its cleanup finalizer. Nil: nothing.
+	PrepareDelete func(obj T)
+	// Stored, if set, is told about every write of an object of this kind
+	// once it is stored (created, updated, its status written, deleted or
+	// marked for deletion), with the stored snapshot (read it, never
+	// modify it). It runs with the cluster's lock held, inside the request
+	// that wrote, and may write more through tx: what it writes is stored
+	// before that request returns, without admission (no faults, no
+	// [Gate]), as kube-apiserver's own controllers would have written it
+	// soon after. Hooks of writes made by hooks run after the hook that
+	// made them returns, in the order of the writes.
+	Stored func(tx *Tx, ev watch.EventType, obj T)
+	// TypeConverter gives type information for server-side apply and
+	// managedFields of this kind; nil: the cluster's Config.TypeConverter.
+	TypeConverter managedfields.TypeConverter
 
 	// statusUpdate, which only the built-in kinds set, does what
 	// CopyStatus and StatusMeta do to a copy of old, without the copy: it
@@ -71,6 +95,15 @@ type Kind[T Object] struct {
 	// semantically equal but for the resourceVersion, comparing only the
 	// parts statusUpdate replaced (the rest is shared).
 	statusEqual func(old, next T) bool
+
+	// The hooks of custom kinds (see custom.go), which store objects in
+	// one version and serve them in several. asVersionOf returns the
+	// stored object old as the version of in; toStorage converts in, of a
+	// served version, to the stored one. ownMetaValidation says Validate
+	// validates metadata itself.
+	asVersionOf       func(old, in T) T
+	toStorage         func(in T) (T, error)
+	ownMetaValidation bool
 }
 
 // semanticEqual is apiequality.Semantic.DeepEqual, as the whole-object

@@ -49,7 +49,7 @@ func (cl Client[T]) Patch(ctx context.Context, name string, pt types.PatchType, 
 		return zero, err
 	}
 	c.mu.Lock()
-	out, err := cl.r.patchLocked(cl.key(cl.ns, name), pt, data, status)
+	out, err := cl.r.patchLocked(cl.key(cl.ns, name), pt, data, status, nil)
 	c.mu.Unlock()
 	if err != nil {
 		return zero, err
@@ -60,11 +60,20 @@ func (cl Client[T]) Patch(ctx context.Context, name string, pt types.PatchType, 
 	return out, nil
 }
 
-func (r *Resource[T]) patchLocked(key types.NamespacedName, pt types.PatchType, data []byte, status bool) (T, error) {
+// patchLocked patches the object at key; view, if set, returns the
+// stored object as the patch sees it (a custom kind's, in the version of
+// the request).
+func (r *Resource[T]) patchLocked(key types.NamespacedName, pt types.PatchType, data []byte, status bool, view func(T) (T, error)) (T, error) {
 	var zero T
 	old, ok := r.objs[key]
 	if !ok {
 		return zero, apierrors.NewNotFound(r.kind.groupResource(), key.Name)
+	}
+	if view != nil {
+		var err error
+		if old, err = view(old); err != nil {
+			return zero, err
+		}
 	}
 	orig, err := json.Marshal(old)
 	if err != nil {
@@ -99,7 +108,7 @@ func (r *Resource[T]) patchLocked(key types.NamespacedName, pt types.PatchType, 
 	if err := json.Unmarshal(patched, in); err != nil {
 		return zero, apierrors.NewBadRequest(fmt.Sprintf("memcluster: decode patched %s: %v", r.kind.Resource, err))
 	}
-	in.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	clearTypeMeta(in)
 	if in.GetName() != key.Name || in.GetNamespace() != key.Namespace {
 		return zero, apierrors.NewBadRequest("the name and namespace of a patched object cannot change")
 	}

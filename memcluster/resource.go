@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -35,6 +36,21 @@ type Resource[T Object] struct {
 // NewResource adds a kind to the cluster and returns its storage. Adding a
 // kind twice is a programming error and panics.
 func NewResource[T Object](c *Cluster, k Kind[T]) *Resource[T] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, err := newResourceLocked(c, k)
+	if err != nil {
+		panic(err.Error())
+	}
+	return r
+}
+
+// newResourceLocked adds a kind; a kind already there is an error.
+func newResourceLocked[T Object](c *Cluster, k Kind[T]) (*Resource[T], error) {
+	gk := k.groupKind()
+	if _, dup := c.kinds[gk]; dup {
+		return nil, fmt.Errorf("memcluster: kind %s added twice", gk)
+	}
 	r := &Resource[T]{
 		c:    c,
 		kind: k,
@@ -43,15 +59,10 @@ func NewResource[T Object](c *Cluster, k Kind[T]) *Resource[T] {
 	r.hist.limit = c.cfg.WatchHistory
 	r.norm = newNormalizer(func() any { return k.New() })
 	r.work = clock.NewSource(c.clock, "memcluster: watch "+k.Resource)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	gk := k.groupKind()
-	if _, dup := c.kinds[gk]; dup {
-		panic(fmt.Sprintf("memcluster: kind %s added twice", gk))
-	}
 	c.kinds[gk] = r
 	c.order = append(c.order, r)
-	return r
+	c.kindsChanged++
+	return r, nil
 }
 
 // Namespace returns a client for the objects of namespace. For List and
@@ -289,8 +300,16 @@ func (r *Resource[T]) jsonRoundTrip(obj T) (T, error) {
 	if err := json.Unmarshal(b, out); err != nil {
 		return zero, apierrors.NewBadRequest(fmt.Sprintf("memcluster: decode %s: %v", r.kind.Resource, err))
 	}
-	out.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	clearTypeMeta(out)
 	return out, nil
+}
+
+// clearTypeMeta clears the apiVersion and kind of a typed object, which
+// stored objects do not carry; an object without a Go type keeps them.
+func clearTypeMeta(obj runtime.Object) {
+	if _, ok := obj.(runtime.Unstructured); !ok {
+		obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	}
 }
 
 // semanticallyEqual reports whether a stored object and a private one

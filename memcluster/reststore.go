@@ -23,6 +23,23 @@ type restInfo struct {
 	newObj        func() runtime.Object
 	newList       func() runtime.Object // nil: lists are served as JSON only
 	protobuf      bool                  // the Go types can be encoded as protobuf
+
+	// Custom kinds only (the others take them from the kind):
+	custom     bool   // no Go type: nothing to register in the scheme
+	listKind   string // "": the kind + "List"
+	singular   string // "": the kind in lower case
+	shortNames []string
+	categories []string
+	scale      *CustomScale
+	// watchEvent converts a watch event's stored object for the client.
+	watchEvent func(watch.Event) watch.Event
+}
+
+func (in restInfo) listGVK() schema.GroupVersionKind {
+	if in.listKind != "" {
+		return in.gvk.GroupVersion().WithKind(in.listKind)
+	}
+	return in.gvk.GroupVersion().WithKind(in.gvk.Kind + "List")
 }
 
 // restStore is the type-erased view of a [Resource] that [Handler]

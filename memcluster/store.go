@@ -56,7 +56,10 @@ func (r *Resource[T]) createLocked(obj T, ns string) (T, error) {
 	if r.kind.Default != nil {
 		r.kind.Default(in)
 	}
-	errs := apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	var errs field.ErrorList
+	if !r.kind.ownMetaValidation {
+		errs = apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	}
 	if r.kind.Validate != nil {
 		var none T
 		errs = append(errs, r.kind.Validate(in, none)...)
@@ -66,6 +69,11 @@ func (r *Resource[T]) createLocked(obj T, ns string) (T, error) {
 	}
 	if _, exists := r.objs[objectKey(in)]; exists {
 		return zero, apierrors.NewAlreadyExists(r.kind.groupResource(), in.GetName())
+	}
+	if r.kind.toStorage != nil {
+		if in, err = r.kind.toStorage(in); err != nil {
+			return zero, err
+		}
 	}
 	stored := r.commitLocked(watch.Added, in)
 	r.collectIfOrphanedLocked(stored)
@@ -110,14 +118,23 @@ func (r *Resource[T]) checkPreconditionsLocked(in T) (T, error) {
 // round-tripped copy.
 func (r *Resource[T]) updateLocked(in T) (T, error) {
 	var zero T
-	old, err := r.checkPreconditionsLocked(in)
+	stored, err := r.checkPreconditionsLocked(in)
 	if err != nil {
 		return zero, err
+	}
+	old := stored
+	if r.kind.asVersionOf != nil {
+		old = r.kind.asVersionOf(stored, in)
 	}
 	if r.kind.PrepareUpdate != nil {
 		if errs := r.kind.PrepareUpdate(in, old); len(errs) > 0 {
 			return zero, apierrors.NewInvalid(r.kind.groupKind(), in.GetName(), errs)
 		}
+	}
+	// Defaults first, as kube-apiserver applies them when it decodes the
+	// request: then the server-owned fields and the status are kept.
+	if r.kind.Default != nil {
+		r.kind.Default(in)
 	}
 	in.SetUID(old.GetUID())
 	in.SetCreationTimestamp(old.GetCreationTimestamp())
@@ -129,11 +146,11 @@ func (r *Resource[T]) updateLocked(in T) (T, error) {
 	if r.kind.CopyStatus != nil {
 		r.kind.CopyStatus(in, old)
 	}
-	if r.kind.Default != nil {
-		r.kind.Default(in)
+	var errs field.ErrorList
+	if !r.kind.ownMetaValidation {
+		errs = apivalidation.ValidateObjectMetaAccessorUpdate(in, old, field.NewPath("metadata"))
+		errs = append(errs, apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))...)
 	}
-	errs := apivalidation.ValidateObjectMetaAccessorUpdate(in, old, field.NewPath("metadata"))
-	errs = append(errs, apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))...)
 	if r.kind.Validate != nil {
 		errs = append(errs, r.kind.Validate(in, old)...)
 	}
@@ -151,15 +168,20 @@ func (r *Resource[T]) updateLocked(in T) (T, error) {
 	if r.kind.Generation != nil && !apiequality.Semantic.DeepEqual(r.kind.Generation(in), r.kind.Generation(old)) {
 		in.SetGeneration(old.GetGeneration() + 1)
 	}
-	if semanticallyEqual(old, in) {
-		return deepCopy(old), nil
+	if r.kind.toStorage != nil {
+		if in, err = r.kind.toStorage(in); err != nil {
+			return zero, err
+		}
+	}
+	if semanticallyEqual(stored, in) {
+		return deepCopy(stored), nil
 	}
 	if r.finalizedLocked(in) {
 		return deepCopy(r.removeLocked(in)), nil
 	}
-	stored := r.commitLocked(watch.Modified, in)
-	r.collectIfOrphanedLocked(stored)
-	return deepCopy(stored), nil
+	out := r.commitLocked(watch.Modified, in)
+	r.collectIfOrphanedLocked(out)
+	return deepCopy(out), nil
 }
 
 // updateStatusLocked writes the status of in and nothing else.
@@ -168,25 +190,47 @@ func (r *Resource[T]) updateStatusLocked(in T) (T, error) {
 	if r.kind.CopyStatus == nil {
 		return zero, apierrors.NewMethodNotSupported(r.kind.groupResource(), "update/status")
 	}
-	old, err := r.checkPreconditionsLocked(in)
+	stored, err := r.checkPreconditionsLocked(in)
 	if err != nil {
 		return zero, err
 	}
 	var next T
 	var same bool
 	if r.kind.statusUpdate != nil {
-		next = r.kind.statusUpdate(old, in)
-		same = r.kind.statusEqual(old, next)
+		next = r.kind.statusUpdate(stored, in)
+		same = r.kind.statusEqual(stored, next)
 	} else {
+		if r.kind.Default != nil {
+			r.kind.Default(in) // as kube-apiserver decodes the request
+		}
+		old := stored
+		if r.kind.asVersionOf != nil {
+			old = r.kind.asVersionOf(stored, in)
+		}
 		next = deepCopy(old)
 		r.kind.CopyStatus(next, in)
 		if r.kind.StatusMeta != nil {
 			r.kind.StatusMeta(next, in)
 		}
-		same = semanticallyEqual(old, next)
+		if r.kind.ValidateStatus != nil {
+			if errs := r.kind.ValidateStatus(next, old); len(errs) > 0 {
+				return zero, apierrors.NewInvalid(r.kind.groupKind(), in.GetName(), errs)
+			}
+		}
+		if r.kind.toStorage != nil {
+			if next, err = r.kind.toStorage(next); err != nil {
+				return zero, err
+			}
+		}
+		same = semanticallyEqual(stored, next)
 	}
 	if same {
-		return deepCopy(old), nil
+		return deepCopy(stored), nil
+	}
+	if r.finalizedLocked(next) {
+		// A status write may drop the last finalizer where StatusMeta
+		// keeps metadata (CustomResourceDefinitions' status does).
+		return deepCopy(r.removeLocked(next)), nil
 	}
 	return deepCopy(r.commitLocked(watch.Modified, next)), nil
 }
@@ -218,6 +262,9 @@ func (r *Resource[T]) commitLocked(typ watch.EventType, obj T) T {
 	r.recordLocked(typ, obj, prev, rv)
 	if r.kind.GVK.Group == "" && r.kind.GVK.Kind == "Pod" {
 		r.c.podWrittenLocked(key)
+	}
+	if hook := r.kind.Stored; hook != nil {
+		r.c.runHookLocked(func(tx *Tx) { hook(tx, typ, obj) })
 	}
 	return obj
 }
