@@ -122,8 +122,8 @@ type customKind struct {
 	spec atomic.Pointer[customSpec]
 
 	// guarded by the cluster's lock:
-	terminating bool       // being removed: creates are refused
-	removed     bool       // no longer served
+	terminating bool      // being removed: creates are refused
+	removed     bool      // no longer served
 	onRemoved   func(*Tx) // called once it is removed
 }
 

@@ -27,10 +27,10 @@ import (
 type api struct {
 	c       *Cluster
 	changed uint64 // the cluster's kindsChanged it was built at
-	scheme *runtime.Scheme
-	codecs serializer.CodecFactory
-	stores map[schema.GroupVersionResource]*served
-	order  []restInfo // registration order, for discovery
+	scheme  *runtime.Scheme
+	codecs  serializer.CodecFactory
+	stores  map[schema.GroupVersionResource]*served
+	order   []restInfo // registration order, for discovery
 }
 
 // served is a store with its description.

@@ -439,4 +439,3 @@ func acceptNames(crd *CRD, all []*CRD) (apiextensionsv1.CustomResourceDefinition
 	}
 	return names, cond
 }
-
