@@ -437,7 +437,7 @@ func (ck *customKind) kind() Kind[*unstructured.Unstructured] {
 				delete(obj.Object, "status")
 			}
 		},
-		PrepareUpdate: requireResourceVersion[*U],
+		RequireResourceVersion: true,
 		Default: func(obj *U) {
 			s := ck.spec.Load()
 			if v, ok := s.versionOf(obj); ok {

@@ -62,6 +62,10 @@ type Kind[T Object] struct {
 	// NoStrategicMerge refuses strategic merge patches with 415
 	// Unsupported Media Type, as kube-apiserver does for custom resources.
 	NoStrategicMerge bool
+	// RequireResourceVersion refuses an update without a resourceVersion
+	// (422, as kube-apiserver answers for custom resources and
+	// CustomResourceDefinitions); false updates unconditionally.
+	RequireResourceVersion bool
 	// ValidateStatus returns the errors of a status write: obj is the
 	// stored object with the status (and status metadata) of the write,
 	// old the stored one. Nil: status writes are not validated.

@@ -83,8 +83,12 @@ func (r *Resource[T]) patchLocked(key types.NamespacedName, pt types.PatchType, 
 	switch pt {
 	case types.StrategicMergePatchType:
 		if r.kind.NoStrategicMerge {
-			return zero, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", r.kind.groupResource(), key.Name,
-				fmt.Sprintf("strategic merge patch is not supported for %s; use a JSON merge or JSON patch", r.kind.groupResource()), 0, false)
+			// kube-apiserver's answer, which lists the patch types it accepts.
+			return zero, &apierrors.StatusError{ErrStatus: metav1.Status{
+				Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+				Message: "the body of the request was in an unknown format - accepted media types include: " +
+					"application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+			}}
 		}
 		patched, err = strategicMergePatch(orig, data, reflect.TypeOf(r.kind.New()))
 		if err != nil {

@@ -254,6 +254,9 @@ func unstructuredList(in restInfo, items []runtime.Object, rv string) (runtime.O
 	u := &unstructured.UnstructuredList{Object: map[string]any{}}
 	u.SetGroupVersionKind(in.listGVK())
 	u.SetResourceVersion(rv)
+	if in.custom {
+		u.SetContinue("") // kube-apiserver's lists of custom resources have it
+	}
 	for _, it := range items {
 		if item, ok := it.(*unstructured.Unstructured); ok {
 			u.Items = append(u.Items, *item)

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
@@ -121,6 +122,12 @@ func (r *Resource[T]) updateLocked(in T) (T, error) {
 	stored, err := r.checkPreconditionsLocked(in)
 	if err != nil {
 		return zero, err
+	}
+	if r.kind.RequireResourceVersion && in.GetResourceVersion() == "" {
+		// kube-apiserver names the resource here, not the kind.
+		gr := r.kind.groupResource()
+		return zero, apierrors.NewInvalid(schema.GroupKind{Group: gr.Group, Kind: gr.Resource}, in.GetName(), field.ErrorList{
+			field.Invalid(field.NewPath("metadata", "resourceVersion"), uint64(0), "must be specified for an update")})
 	}
 	old := stored
 	if r.kind.asVersionOf != nil {

@@ -115,13 +115,8 @@ func Serve(c *memcluster.Cluster) (*Server, error) {
 			crdStrategy.PrepareForCreate(context.Background(), in)
 			crd.Status.StoredVersions = in.Status.StoredVersions
 		},
-		PrepareUpdate: func(crd, _ *CRD) field.ErrorList {
-			if crd.ResourceVersion == "" {
-				return field.ErrorList{field.Invalid(field.NewPath("metadata", "resourceVersion"), uint64(0), "must be specified for an update")}
-			}
-			return nil
-		},
-		Default: func(crd *CRD) { scheme.Default(crd) },
+		RequireResourceVersion: true,
+		Default:                func(crd *CRD) { scheme.Default(crd) },
 		Validate: func(crd, old *CRD) field.ErrorList {
 			in, err := toInternal(crd)
 			if err != nil {

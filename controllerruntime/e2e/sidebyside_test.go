@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/ctrlkit/ctrlkit/controllerruntime/crd"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
@@ -60,8 +62,22 @@ func realAPIServer(t *testing.T) *rest.Config {
 // two in step, so that these tests compare what bench users get.
 func memAPIServer(t *testing.T) (*rest.Config, *memcluster.Cluster) {
 	t.Helper()
+	return memAPIServerWithCRDs(t)
+}
+
+// memAPIServerWithCRDs is memAPIServer with crds installed, as the bench
+// installs Options.CRDs and Options.CRDDirectoryPaths.
+func memAPIServerWithCRDs(t *testing.T, crds ...*apiextensionsv1.CustomResourceDefinition) (*rest.Config, *memcluster.Cluster) {
+	t.Helper()
 	c := memcluster.New(memcluster.Config{Seed: 1})
 	memcluster.AddCoreKinds(c)
+	s, err := crd.Serve(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Install(t.Context(), crds...); err != nil {
+		t.Fatal(err)
+	}
 	cfg := &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: memcluster.NewHandler(c)}, QPS: -1}
 	return cfg, c
 }
