@@ -489,7 +489,7 @@ func (ck *customKind) kind() Kind[*unstructured.Unstructured] {
 			return out
 		},
 		toStorage:         func(in *U) (*U, error) { return ck.spec.Load().toStorage(in) },
-		ownMetaValidation: true,
+		ValidatesMetadata: true,
 	}
 }
 

@@ -354,7 +354,7 @@ func TestRemoveCustomKind(t *testing.T) {
 	}
 	// "a" is gone, "held" waits for its finalizer; the kind is served until then, but refuses creates.
 	resp, body := rc.do(req{method: http.MethodPost, path: coll, body: `{"apiVersion":"example.com/v2","kind":"Gadget","metadata":{"name":"b"}}`})
-	if resp.StatusCode != http.StatusMethodNotAllowed || !strings.Contains(string(body), "create not allowed while custom resource definition is terminating") {
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "create not allowed while custom resource definition is terminating") {
 		t.Errorf("create while terminating: %d %s", resp.StatusCode, body)
 	}
 	_, body = rc.do(req{method: http.MethodGet, path: coll})

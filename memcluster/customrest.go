@@ -2,6 +2,7 @@ package memcluster
 
 import (
 	"context"
+	"errors"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -159,7 +160,7 @@ func (v customView) create(ctx context.Context, ns string, obj runtime.Object) (
 	var out *unstructured.Unstructured
 	switch {
 	case v.ck.terminating:
-		err = v.terminating()
+		err = apierrors.NewForbidden(r.kind.groupResource(), u.GetName(), errors.New("create not allowed while custom resource definition is terminating"))
 	case v.ck.removed:
 		err = apierrors.NewNotFound(r.kind.groupResource(), u.GetName())
 	default:
@@ -173,14 +174,6 @@ func (v customView) create(ctx context.Context, ns string, obj runtime.Object) (
 		return nil, after
 	}
 	return v.out(out)
-}
-
-// terminating is kube-apiserver's answer to a create while the kind's
-// CustomResourceDefinition is being deleted.
-func (v customView) terminating() error {
-	err := apierrors.NewMethodNotSupported(v.ck.res.kind.groupResource(), "create")
-	err.ErrStatus.Message = "create not allowed while custom resource definition is terminating"
-	return err
 }
 
 func (v customView) update(ctx context.Context, ns string, obj runtime.Object, status bool) (runtime.Object, error) {

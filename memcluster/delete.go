@@ -97,6 +97,14 @@ func (r *Resource[T]) deleteLocked(key types.NamespacedName, opts metav1.DeleteO
 	next := deepCopy(old)
 	if r.kind.PrepareDelete != nil {
 		r.kind.PrepareDelete(next)
+		if next.GetDeletionTimestamp() != nil {
+			if r.finalizedLocked(next) {
+				r.removeLocked(next)
+			} else {
+				r.commitLocked(watch.Modified, next)
+			}
+			return nil
+		}
 	}
 	if grace == 0 && len(next.GetFinalizers()) == 0 {
 		r.removeLocked(next)

@@ -44,6 +44,10 @@ type Kind[T Object] struct {
 	Default func(obj T)
 	// Validate returns the errors of obj; old is nil-valued on create.
 	Validate func(obj, old T) field.ErrorList
+	// ValidatesMetadata says Validate validates the metadata too (as
+	// apiextensions-apiserver's strategies do): memcluster then does not,
+	// lest every error of metadata be reported twice.
+	ValidatesMetadata bool
 	// GracePeriod returns the graceful-deletion period in seconds for obj
 	// given the requested one (nil when the request has none). Zero or a
 	// nil hook deletes at once.
@@ -72,8 +76,11 @@ type Kind[T Object] struct {
 	ValidateStatus func(obj, old T) field.ErrorList
 	// PrepareDelete runs when the deletion of an object starts, on a
 	// private copy of it, before its finalizers are looked at: it may add
-	// finalizers and conditions, as kube-apiserver's registry of
-	// CustomResourceDefinitions adds its cleanup finalizer. Nil: nothing.
+	// finalizers and conditions. If it sets the deletionTimestamp, the
+	// deletion is its own, and memcluster stores obj as it is (no grace
+	// period, no generation bump), as kube-apiserver's registry of
+	// CustomResourceDefinitions starts their deletion with its cleanup
+	// finalizer. Nil: nothing.
 	PrepareDelete func(obj T)
 	// Stored, if set, is told about every write of an object of this kind
 	// once it is stored (created, updated, its status written, deleted or
@@ -103,11 +110,9 @@ type Kind[T Object] struct {
 	// The hooks of custom kinds (see custom.go), which store objects in
 	// one version and serve them in several. asVersionOf returns the
 	// stored object old as the version of in; toStorage converts in, of a
-	// served version, to the stored one. ownMetaValidation says Validate
-	// validates metadata itself.
-	asVersionOf       func(old, in T) T
-	toStorage         func(in T) (T, error)
-	ownMetaValidation bool
+	// served version, to the stored one.
+	asVersionOf func(old, in T) T
+	toStorage   func(in T) (T, error)
 }
 
 // semanticEqual is apiequality.Semantic.DeepEqual, as the whole-object

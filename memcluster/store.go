@@ -58,7 +58,7 @@ func (r *Resource[T]) createLocked(obj T, ns string) (T, error) {
 		r.kind.Default(in)
 	}
 	var errs field.ErrorList
-	if !r.kind.ownMetaValidation {
+	if !r.kind.ValidatesMetadata {
 		errs = apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	}
 	if r.kind.Validate != nil {
@@ -154,7 +154,7 @@ func (r *Resource[T]) updateLocked(in T) (T, error) {
 		r.kind.CopyStatus(in, old)
 	}
 	var errs field.ErrorList
-	if !r.kind.ownMetaValidation {
+	if !r.kind.ValidatesMetadata {
 		errs = apivalidation.ValidateObjectMetaAccessorUpdate(in, old, field.NewPath("metadata"))
 		errs = append(errs, apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))...)
 	}

@@ -117,6 +117,7 @@ func Serve(c *memcluster.Cluster) (*Server, error) {
 		},
 		RequireResourceVersion: true,
 		Default:                func(crd *CRD) { scheme.Default(crd) },
+		ValidatesMetadata:      true,
 		Validate: func(crd, old *CRD) field.ErrorList {
 			in, err := toInternal(crd)
 			if err != nil {
@@ -204,6 +205,8 @@ func statusMeta(dst, src *CRD) {
 // prepareDelete starts the deletion of a CRD as kube-apiserver's registry
 // does: with the cleanup finalizer and the Terminating condition.
 func (s *Server) prepareDelete(crd *CRD) {
+	now := metav1.NewTime(s.c.Clock().Now())
+	crd.DeletionTimestamp = &now
 	if !apihelpers.CRDHasFinalizer(crd, apiextensionsv1.CustomResourceCleanupFinalizer) {
 		crd.Finalizers = append(crd.Finalizers, apiextensionsv1.CustomResourceCleanupFinalizer)
 	}
