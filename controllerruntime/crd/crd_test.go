@@ -433,4 +433,3 @@ func BenchmarkInstallPaths(b *testing.B) {
 		}
 	}
 }
-
