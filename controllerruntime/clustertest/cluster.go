@@ -9,7 +9,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,6 +75,26 @@ type Options struct {
 	// but the order of what happens within one instant, and so the trace,
 	// may differ from run to run.
 	Concurrent bool
+
+	// CRDDirectoryPaths (files, and directories of .yaml, .yml and .json
+	// files) and CRDs are the CustomResourceDefinitions to install, as
+	// envtest's options of the same names: they are created through the
+	// cluster's API before the test's function runs, and their kinds are
+	// served with their schemas (validation, CEL rules, defaults, pruning,
+	// versions, subresources). They need CRDSupport. A kind that has both
+	// a CRD and a Go type in Types or Kinds is the CRD's: its schema rules,
+	// and the Go type is only how your code reads it.
+	CRDDirectoryPaths []string
+	CRDs              []*apiextensionsv1.CustomResourceDefinition
+	// CRDSupport serves CustomResourceDefinitions and installs the CRDs:
+	// set it to crd.Bench, of package
+	// github.com/ctrlkit/ctrlkit/controllerruntime/crd. It is opt-in, in a
+	// package of its own, because apiextensions-apiserver (its validation
+	// and CEL) makes a test binary several times longer to build and link;
+	// a test that does not import it does not pay. Nil: no CRDs (setting
+	// CRDs or CRDDirectoryPaths is then an error), and Types work as
+	// without it.
+	CRDSupport func(ctx context.Context, c *memcluster.Cluster, paths []string, crds []*apiextensionsv1.CustomResourceDefinition) ([]*apiextensionsv1.CustomResourceDefinition, error)
 }
 
 // Kind is one of your own kinds, as in [Options.Kinds].
@@ -142,33 +164,65 @@ func start(t testing.TB, opts Options) (*Cluster, error) {
 		NoGarbageCollection: opts.Disable&GarbageCollector != 0,
 	})
 	memcluster.AddCoreKinds(c.mc)
+	if !opts.Concurrent {
+		c.wg.Go(func() { c.sched.run(ctx) })
+	}
+	fail := func(err error) (*Cluster, error) {
+		c.stop()
+		return nil, err
+	}
+	crdKinds, err := c.installCRDs()
+	if err != nil {
+		return fail(err)
+	}
 	kinds := opts.Kinds
 	for _, obj := range opts.Types {
 		kinds = append(kinds, Kind{Example: obj})
 	}
 	for _, k := range kinds {
 		if k.Example == nil {
-			cancel()
-			return nil, errors.New("clustertest: a nil example object in Options.Types or Kinds")
+			return fail(errors.New("clustertest: a nil example object in Options.Types or Kinds"))
 		}
 		kind, err := memcluster.KindFor[memcluster.Object](scheme, k.Example, k.Options)
 		if err != nil {
-			cancel()
-			return nil, fmt.Errorf("clustertest: %w", err)
+			return fail(fmt.Errorf("clustertest: %w", err))
+		}
+		if crdKinds[kind.GVK.GroupKind()] {
+			continue // the CRD's
 		}
 		memcluster.NewResource(c.mc, kind)
 	}
 	c.mc.SetFaults(opts.Faults)
 	c.cfg = &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: withoutWatchList{memcluster.NewHandler(c.mc)}},
 		QPS: -1} // no client-side throttling: the cluster answers at once, in virtual time
-	if !opts.Concurrent {
-		c.wg.Go(func() { c.sched.run(ctx) })
-	}
 	if err := c.startBuiltins(); err != nil {
 		c.stop()
 		return nil, err
 	}
 	return c, nil
+}
+
+// installCRDs serves CustomResourceDefinitions if Options.CRDSupport is
+// set, installs Options.CRDDirectoryPaths and Options.CRDs, and returns the
+// kinds they serve.
+func (c *Cluster) installCRDs() (map[schema.GroupKind]bool, error) {
+	o := c.opts
+	if o.CRDSupport == nil {
+		if len(o.CRDs) > 0 || len(o.CRDDirectoryPaths) > 0 {
+			return nil, errors.New("clustertest: Options.CRDs and CRDDirectoryPaths need Options.CRDSupport: set it to crd.Bench " +
+				"(import github.com/ctrlkit/ctrlkit/controllerruntime/crd; CRD support is opt-in, as it makes test binaries slower to build)")
+		}
+		return nil, nil
+	}
+	installed, err := o.CRDSupport(c.ctx, c.mc, o.CRDDirectoryPaths, o.CRDs)
+	if err != nil {
+		return nil, fmt.Errorf("clustertest: %w", err)
+	}
+	kinds := map[schema.GroupKind]bool{}
+	for _, crd := range installed {
+		kinds[schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}] = true
+	}
+	return kinds, nil
 }
 
 // stop ends everything the cluster started, then reports the errors of

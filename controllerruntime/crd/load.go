@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
 // Manifest is a CustomResourceDefinition read from a file, with where it
@@ -187,4 +189,30 @@ func (s *Server) install(ctx context.Context, m Manifest) error {
 		return fmt.Errorf("crd: install %s: %s", m, why)
 	}
 	return nil
+}
+
+// Bench is what clustertest.Options.CRDSupport wants: it serves
+// CustomResourceDefinitions on c, installs the CRDs of paths (see [Load])
+// and crds through the API, in that order, and returns the CRDs
+// installed. Setting it is what makes a bench test import this package.
+func Bench(ctx context.Context, c *memcluster.Cluster, paths []string, crds []*CRD) ([]*CRD, error) {
+	s, err := Serve(c)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := Load(paths...)
+	if err != nil {
+		return nil, err
+	}
+	for _, crd := range crds {
+		ms = append(ms, Manifest{CRD: crd})
+	}
+	if err := s.InstallManifests(ctx, ms...); err != nil {
+		return nil, err
+	}
+	out := make([]*CRD, len(ms))
+	for i, m := range ms {
+		out[i] = m.CRD
+	}
+	return out, nil
 }

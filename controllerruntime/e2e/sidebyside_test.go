@@ -71,12 +71,10 @@ func memAPIServerWithCRDs(t *testing.T, crds ...*apiextensionsv1.CustomResourceD
 	t.Helper()
 	c := memcluster.New(memcluster.Config{Seed: 1})
 	memcluster.AddCoreKinds(c)
-	s, err := crd.Serve(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Install(t.Context(), crds...); err != nil {
-		t.Fatal(err)
+	if len(crds) > 0 { // the bench with Options.CRDSupport set to crd.Bench
+		if _, err := crd.Bench(t.Context(), c, nil, crds); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cfg := &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: memcluster.NewHandler(c)}, QPS: -1}
 	return cfg, c
