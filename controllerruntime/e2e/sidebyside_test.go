@@ -62,19 +62,21 @@ func realAPIServer(t *testing.T) *rest.Config {
 // two in step, so that these tests compare what bench users get.
 func memAPIServer(t *testing.T) (*rest.Config, *memcluster.Cluster) {
 	t.Helper()
-	return memAPIServerWithCRDs(t)
+	c := memcluster.New(memcluster.Config{Seed: 1})
+	memcluster.AddCoreKinds(c)
+	cfg := &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: memcluster.NewHandler(c)}, QPS: -1}
+	return cfg, c
 }
 
-// memAPIServerWithCRDs is memAPIServer with crds installed, as the bench
-// installs Options.CRDs and Options.CRDDirectoryPaths.
+// memAPIServerWithCRDs is memAPIServer as the bench sets it up with
+// Options.CRDSupport set to crd.Bench: CustomResourceDefinitions served,
+// and crds installed as Options.CRDs are.
 func memAPIServerWithCRDs(t *testing.T, crds ...*apiextensionsv1.CustomResourceDefinition) (*rest.Config, *memcluster.Cluster) {
 	t.Helper()
 	c := memcluster.New(memcluster.Config{Seed: 1})
 	memcluster.AddCoreKinds(c)
-	if len(crds) > 0 { // the bench with Options.CRDSupport set to crd.Bench
-		if _, err := crd.Bench(t.Context(), c, nil, crds); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := crd.Bench(t.Context(), c, nil, crds); err != nil {
+		t.Fatal(err)
 	}
 	cfg := &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: memcluster.NewHandler(c)}, QPS: -1}
 	return cfg, c
