@@ -1,6 +1,7 @@
 package memcluster
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -452,5 +453,39 @@ func TestStoredHook(t *testing.T) {
 	}
 	if want := []string{"ADDED w ready=false", "MODIFIED w ready=true"}; !slices.Equal(seen, want) {
 		t.Errorf("hook calls %q; want %q", seen, want)
+	}
+}
+
+// TestCustomKindWatch watches in v1 a kind stored in v2: events come in
+// v1, read with the storage version's defaults.
+func TestCustomKindWatch(t *testing.T) {
+	c, _ := newTestCluster(t)
+	if _, err := AddCustomKind(c, gadgets(nil)); err != nil {
+		t.Fatal(err)
+	}
+	h := NewHandler(c)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://memcluster/apis/example.com/v1/namespaces/ns/gadgets?watch=true&resourceVersion="+c.ResourceVersion(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{Transport: Transport{Handler: h}}).Do(hr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rc := newRESTClient(t, c)
+	rc.do(req{method: http.MethodPost, path: "/apis/example.com/v2/namespaces/ns/gadgets",
+		body: `{"apiVersion":"example.com/v2","kind":"Gadget","metadata":{"name":"a"},"spec":{}}`})
+	var ev struct {
+		Type   string         `json:"type"`
+		Object map[string]any `json:"object"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ev); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(ev.Type, " ", ev.Object["apiVersion"], " ", ev.Object["spec"]); got != "ADDED example.com/v1 map[size:2]" {
+		t.Errorf("watch event = %s; want ADDED example.com/v1 map[size:2]", got)
 	}
 }

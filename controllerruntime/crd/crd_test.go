@@ -433,3 +433,37 @@ func BenchmarkInstallPaths(b *testing.B) {
 		}
 	}
 }
+
+// TestTypeConverter checks the kind's type information for server-side
+// apply: built from the CRD's OpenAPI schema, it types a custom resource
+// (list-map keys included) and refuses a field of the wrong type.
+func TestTypeConverter(t *testing.T) {
+	e := newEnv(t)
+	if err := e.s.InstallPaths(t.Context(), "testdata/crds/webapps.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	crd := &CRD{}
+	if err := e.cl.Get(t.Context(), client.ObjectKey{Name: "webapps.apps.example.com"}, crd); err != nil {
+		t.Fatal(err)
+	}
+	k, err := customKind(crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := webApp("web", map[string]any{"image": "nginx", "size": int64(2), "env": []any{map[string]any{"name": "A", "value": "1"}}})
+	tv, err := k.TypeConverter.ObjectToTyped(obj)
+	if err != nil {
+		t.Fatalf("ObjectToTyped: %v", err)
+	}
+	fs, err := tv.ToFieldSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fs.String(); !strings.Contains(got, `.spec.env[name="A"].value`) {
+		t.Errorf("field set %s; want env keyed by name", got)
+	}
+	bad := webApp("web", map[string]any{"image": "nginx", "size": "two"})
+	if _, err := k.TypeConverter.ObjectToTyped(bad); err == nil {
+		t.Error("ObjectToTyped accepted a string size")
+	}
+}
