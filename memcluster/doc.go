@@ -159,6 +159,34 @@
 // kind (before or after the write takes effect), latency on the cluster
 // clock, lagging watch delivery and dropped watches.
 //
+// # Custom resources
+//
+// A kind without a Go type is a [CustomKind]: what a
+// CustomResourceDefinition says (group, names, scope, versions, the
+// status and scale subresources), served as kube-apiserver serves it.
+// Objects are *unstructured.Unstructured, stored in the storage version
+// and served in every served version: a request in another version is
+// read as kube-apiserver reads from etcd (the storage version's schema
+// prunes and defaults, the apiVersion changes, the request version's
+// schema prunes), and written back the other way. Each version's
+// [CustomSchema] prunes, defaults and validates (the update's old object
+// is in the request's version, for ratcheting and transition rules); this
+// module has no schema of its own to apply, so package
+// controllerruntime/crd fills it with apiextensions-apiserver's. The
+// generation follows any change outside metadata (the status excluded
+// where it is a subresource), updates need a resourceVersion, strategic
+// merge patches are 415; discovery lists short names and categories.
+// [AddCustomKind] adds one, [Tx.ServeCustom] changes it keeping its
+// objects, and [RemoveCustomKind] removes it as kube-apiserver does when a
+// CRD is deleted: creates are refused, every object is deleted (finalizers
+// hold theirs), and the kind goes when the last one has.
+//
+// package controllerruntime/crd serves CustomResourceDefinitions
+// themselves on this: a [Kind.Stored] hook does, inside the request that
+// wrote a CRD, what kube-apiserver's controllers do after it (accept its
+// names, establish it, serve its kind; clean up on deletion), writing
+// through a [Tx].
+//
 // # Differences from kube-apiserver
 //
 // No admission, RBAC, authentication, field managers, server-side apply
@@ -172,10 +200,15 @@
 // Exact is 410 Expired. A watch's timeoutSeconds is ignored (watches end
 // when their client leaves, or when the cluster drops them). No OpenAPI,
 // Table or aggregated discovery documents, so kubectl's explain and
-// printing of columns do not work. Custom resources have no OpenAPI schema:
-// no validation or defaulting beyond metadata's unless you set
-// [Kind.Validate] and [Kind.Default], no scale subresource, one version per
-// kind (no conversion). Namespaces are not enforced: objects may be
+// printing of columns do not work. Kinds of your Go types ([KindFor]) have
+// no schema: no validation or defaulting beyond metadata's unless you set
+// [Kind.Validate] and [Kind.Default], one version, no scale subresource;
+// kinds without a Go type ([CustomKind]) have what a
+// CustomResourceDefinition gives (see Custom resources), except conversion
+// webhooks, which are not called: such a kind is served in its storage
+// version only, and requests in another answer 500 saying so. Warnings
+// (unknown fields dropped, deprecated versions) are not sent, and
+// fieldValidation=Strict is not applied. Namespaces are not enforced: objects may be
 // created in one that does not exist, and deleting one leaves its
 // contents.
 //
