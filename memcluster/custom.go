@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 )
 
 // CustomKind describes a kind the cluster serves without a Go type, as
@@ -56,7 +57,8 @@ type CustomKind struct {
 	WebhookConversion bool
 	// TypeConverter gives type information for server-side apply and
 	// managedFields of the kind, of every version; it becomes the kind's
-	// [Kind.TypeConverter].
+	// [Kind.TypeConverter] (a later change of the kind replaces it; a kind
+	// added without one has the cluster's Config.TypeConverter).
 	TypeConverter managedfields.TypeConverter
 }
 
@@ -287,16 +289,17 @@ func (s *customSpec) checkTypeMeta(obj *unstructured.Unstructured) (*CustomVersi
 // its storage: its [Client] reads and writes objects as they are stored,
 // in the storage version (the REST [Handler] serves every served
 // version). An object written through it is pruned, defaulted and
-// validated in the version of its apiVersion. A kind already served under
-// the same group and kind is an error.
+// validated in the version of its apiVersion. Adding a kind served under
+// the same group and plural changes it (new versions, schemas, names but
+// the kind and scope), keeping its objects; another kind served under the
+// same group and kind is an error.
 func AddCustomKind(c *Cluster, k CustomKind) (*Resource[*unstructured.Unstructured], error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.serveCustomLocked(k)
 }
 
-// ServeCustom adds a custom kind, or changes the one with the same group
-// and plural (new versions, schemas, names), keeping its objects.
+// ServeCustom is [AddCustomKind] for a [Kind.Stored] hook.
 func (tx *Tx) ServeCustom(k CustomKind) (*Resource[*unstructured.Unstructured], error) {
 	return tx.cluster().serveCustomLocked(k)
 }
@@ -370,18 +373,17 @@ func (c *Cluster) serveCustomLocked(k CustomKind) (*Resource[*unstructured.Unstr
 		if ck.terminating {
 			return nil, fmt.Errorf("memcluster: custom kind %s is being removed", gr)
 		}
+		// The store's Kind is read without the lock: what may change is
+		// read from the description instead (the versions, the schemas,
+		// the type information).
 		r := ck.res
 		if old := r.kind.groupKind(); old != gk {
-			if _, dup := c.kinds[gk]; dup {
-				return nil, fmt.Errorf("memcluster: kind %s is served already", gk)
-			}
-			delete(c.kinds, old)
-			c.kinds[gk] = r
+			return nil, fmt.Errorf("memcluster: custom kind %s cannot change its kind from %s to %s", gr, old.Kind, gk.Kind)
+		}
+		if old := ck.spec.Load(); old.ClusterScoped != k.ClusterScoped {
+			return nil, fmt.Errorf("memcluster: custom kind %s cannot change its scope", gr)
 		}
 		ck.spec.Store(spec)
-		r.kind.GVK = spec.gvk(spec.storage)
-		r.kind.ClusterScoped = spec.ClusterScoped
-		r.kind.TypeConverter = spec.TypeConverter
 		c.kindsChanged++
 		return r, nil
 	}
@@ -404,6 +406,16 @@ func (c *Cluster) serveCustomLocked(k CustomKind) (*Resource[*unstructured.Unstr
 // kind returns the strategy of a custom kind's store. Its hooks read the
 // kind's description when they run, so that a change applies at once.
 func (ck *customKind) kind() Kind[*unstructured.Unstructured] {
+	k := ck.strategy()
+	if ck.spec.Load().TypeConverter != nil {
+		// Later descriptions' type information replaces it; a kind that
+		// had none at first has the cluster's.
+		k.TypeConverter = customTypeConverter{ck}
+	}
+	return k
+}
+
+func (ck *customKind) strategy() Kind[*unstructured.Unstructured] {
 	spec := ck.spec.Load()
 	type U = unstructured.Unstructured
 	// hasStatus reports whether the version of obj has a status subresource.
@@ -470,7 +482,6 @@ func (ck *customKind) kind() Kind[*unstructured.Unstructured] {
 			return v.Schema.ValidateStatusUpdate(obj, old)
 		},
 		NoStrategicMerge: true,
-		TypeConverter:    spec.TypeConverter,
 		Stored: func(tx *Tx, ev watch.EventType, _ *U) {
 			if ev == watch.Deleted {
 				tx.cluster().finishRemovalLocked(tx, ck)
@@ -506,3 +517,33 @@ func withoutMetadata(obj map[string]any) map[string]any {
 }
 
 func deepCopyJSON(v any) any { return runtime.DeepCopyJSONValue(v) }
+
+// customTypeConverter is the type information of a custom kind's current
+// description.
+type customTypeConverter struct{ ck *customKind }
+
+func (t customTypeConverter) current() (managedfields.TypeConverter, error) {
+	s := t.ck.spec.Load()
+	if s.TypeConverter == nil {
+		return nil, fmt.Errorf("memcluster: custom kind %s has no type information", s.groupResource())
+	}
+	return s.TypeConverter, nil
+}
+
+// ObjectToTyped converts obj with the kind's type information.
+func (t customTypeConverter) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	tc, err := t.current()
+	if err != nil {
+		return nil, err
+	}
+	return tc.ObjectToTyped(obj, opts...)
+}
+
+// TypedToObject converts v back with the kind's type information.
+func (t customTypeConverter) TypedToObject(v *typed.TypedValue) (runtime.Object, error) {
+	tc, err := t.current()
+	if err != nil {
+		return nil, err
+	}
+	return tc.TypedToObject(v)
+}

@@ -489,3 +489,34 @@ func TestCustomKindWatch(t *testing.T) {
 		t.Errorf("watch event = %s; want ADDED example.com/v1 map[size:2]", got)
 	}
 }
+
+// TestChangeCustomKind changes a served kind: a new version is served at
+// once, the objects are kept, and neither the kind nor the scope may change.
+func TestChangeCustomKind(t *testing.T) {
+	c, _ := newTestCluster(t)
+	k := gadgets(nil)
+	if _, err := AddCustomKind(c, k); err != nil {
+		t.Fatal(err)
+	}
+	rc := newRESTClient(t, c)
+	rc.do(req{method: http.MethodPost, path: "/apis/example.com/v2/namespaces/ns/gadgets",
+		body: `{"apiVersion":"example.com/v2","kind":"Gadget","metadata":{"name":"a"},"spec":{}}`})
+	k.Versions = append(k.Versions, CustomVersion{Name: "v3", Served: true, Schema: fakeSchema{defaultSize: 3, maxSize: 9}})
+	if _, err := AddCustomKind(c, k); err != nil {
+		t.Fatal(err)
+	}
+	_, body := rc.do(req{method: http.MethodGet, path: "/apis/example.com/v3/namespaces/ns/gadgets/a"})
+	if got := obj(t, body); got["apiVersion"] != "example.com/v3" {
+		t.Errorf("GET in the new version: %s", body)
+	}
+	renamed := gadgets(nil)
+	renamed.Kind = "Gizmo"
+	if _, err := AddCustomKind(c, renamed); err == nil {
+		t.Error("changing the kind succeeded")
+	}
+	scoped := gadgets(nil)
+	scoped.ClusterScoped = true
+	if _, err := AddCustomKind(c, scoped); err == nil {
+		t.Error("changing the scope succeeded")
+	}
+}
