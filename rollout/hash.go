@@ -3,11 +3,13 @@ package rollout
 import (
 	"encoding/binary"
 	"errors"
+	"hash/fnv"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/dump"
 	"k8s.io/apimachinery/pkg/util/rand"
 )
 
@@ -16,7 +18,7 @@ const maxNameLength = 253
 
 // ComputeHash returns the pod-template-hash of template, salted with
 // collisionCount when it is non-nil (upstream controller.ComputeHash). The
-// value is byte-for-byte upstream's:
+// value is byte-for-byte upstream's, computed the same way:
 //
 //   - FNV-32a over dump.ForHash(*template) (the value, not the pointer);
 //   - then, with a collision count, 8 bytes: the count as little-endian
@@ -27,22 +29,21 @@ const maxNameLength = 253
 // depends on the PodTemplateSpec struct layout of the k8s.io/api version
 // compiled in, which is why ReplicaSets are matched with [EqualIgnoreHash],
 // not by hash. A nil template hashes as the zero template (upstream
-// panics).
+// panics). Rendering the template is the expensive part (tens of
+// microseconds); [NewReplicaSet] remembers the hash of a Deployment object
+// it has already hashed.
 func ComputeHash(template *corev1.PodTemplateSpec, collisionCount *int32) string {
 	if template == nil {
 		template = &corev1.PodTemplateSpec{}
 	}
-	// What fmt.Fprintf(h, "%v", dump.ForHash(*template)) writes into an
-	// FNV-32a hash, computed without the text (see templateSum).
-	sum := templateSum(template)
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(dump.ForHash(*template))) // a hash.Hash never fails
 	if collisionCount != nil {
 		var b [8]byte
 		binary.LittleEndian.PutUint32(b[:4], uint32(*collisionCount))
-		for _, c := range b {
-			sum = (sum ^ uint32(c)) * fnvPrime32
-		}
+		_, _ = h.Write(b[:])
 	}
-	return rand.SafeEncodeString(strconv.FormatUint(uint64(sum), 10))
+	return rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
 }
 
 // ReplicaSetName is the name of the ReplicaSet for a Deployment called
@@ -83,7 +84,7 @@ func NewReplicaSet(d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet) (*appsv1.R
 	if d == nil {
 		return nil, errors.New("rollout: nil Deployment")
 	}
-	hash := ComputeHash(&d.Spec.Template, d.Status.CollisionCount)
+	hash := templateHash(d)
 	rs := &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            ReplicaSetName(d.Name, hash),
