@@ -243,7 +243,7 @@ func crCases() []crCase {
 		// Create: defaults, pruning, coercion.
 		{name: "minimal", steps: []crStep{createWeb("minimal", "{image: nginx}"), get("minimal")}},
 		{name: "unknown fields", steps: []crStep{{op: "create", name: "unknown", body: webAppYAML("unknown", "{image: nginx, junk: 1, more: {a: b}}") + "extra: 1\nstatus: {phase: Running}\n"}, get("unknown")}},
-		one("unknown-metadata", "{image: nginx}\n# metadata below\n"),
+		one("port-float", "{image: nginx, port: 1.5}"),
 		{name: "metadata junk", steps: []crStep{{op: "create", name: "meta-junk", body: fmt.Sprintf("apiVersion: %s/v1\nkind: WebApp\nmetadata: {name: meta-junk, junk: 1, labels: {a: b}}\nspec: {image: nginx}\n", sbsGroup)}}},
 		one("all-fields", `{image: "registry.k8s.io/app:1.0", size: 3, minReady: 2, pinned: true, tier: backend, port: 8080, ratio: 0.5,
   env: [{name: A, value: "1"}, {name: B}], tags: [a, b], contact: me@example.com, labels: {x: y},
