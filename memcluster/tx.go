@@ -3,7 +3,6 @@ package memcluster
 import (
 	"slices"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -111,12 +110,6 @@ func (t TxClient[T]) UpdateStatus(obj T) (T, error) {
 		return zero, err
 	}
 	return t.r.updateStatusLocked(in)
-}
-
-// Delete deletes the object called name as [Client.Delete] does.
-func (t TxClient[T]) Delete(namespace, name string, opts metav1.DeleteOptions) error {
-	t.tx.cluster()
-	return t.r.deleteLocked(t.r.Namespace(namespace).key(namespace, name), opts)
 }
 
 // keysLocked returns the keys of every object, sorted.
