@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/ctrlkit/ctrlkit/controllerruntime/crd"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
@@ -81,20 +82,13 @@ type Options struct {
 	// envtest's options of the same names: they are created through the
 	// cluster's API before the test's function runs, and their kinds are
 	// served with their schemas (validation, CEL rules, defaults, pruning,
-	// versions, subresources). They need CRDSupport. A kind that has both
-	// a CRD and a Go type in Types or Kinds is the CRD's: its schema rules,
-	// and the Go type is only how your code reads it.
+	// versions, subresources; see package controllerruntime/crd). A kind
+	// that has both a CRD and a Go type in Types or Kinds is the CRD's: its
+	// schema rules, and the Go type is only how your code reads it.
+	// CustomResourceDefinitions the test creates through the API are
+	// served too.
 	CRDDirectoryPaths []string
 	CRDs              []*apiextensionsv1.CustomResourceDefinition
-	// CRDSupport serves CustomResourceDefinitions and installs the CRDs:
-	// set it to crd.Bench, of package
-	// github.com/ctrlkit/ctrlkit/controllerruntime/crd. It is opt-in, in a
-	// package of its own, because apiextensions-apiserver (its validation
-	// and CEL) makes a test binary several times longer to build and link;
-	// a test that does not import it does not pay. Nil: no CRDs (setting
-	// CRDs or CRDDirectoryPaths is then an error), and Types work as
-	// without it.
-	CRDSupport func(ctx context.Context, c *memcluster.Cluster, paths []string, crds []*apiextensionsv1.CustomResourceDefinition) ([]*apiextensionsv1.CustomResourceDefinition, error)
 }
 
 // Kind is one of your own kinds, as in [Options.Kinds].
@@ -202,25 +196,17 @@ func start(t testing.TB, opts Options) (*Cluster, error) {
 	return c, nil
 }
 
-// installCRDs serves CustomResourceDefinitions if Options.CRDSupport is
-// set, installs Options.CRDDirectoryPaths and Options.CRDs, and returns the
-// kinds they serve.
+// installCRDs serves CustomResourceDefinitions, installs
+// Options.CRDDirectoryPaths and Options.CRDs, and returns the kinds they
+// serve.
 func (c *Cluster) installCRDs() (map[schema.GroupKind]bool, error) {
-	o := c.opts
-	if o.CRDSupport == nil {
-		if len(o.CRDs) > 0 || len(o.CRDDirectoryPaths) > 0 {
-			return nil, errors.New("clustertest: Options.CRDs and CRDDirectoryPaths need Options.CRDSupport: set it to crd.Bench " +
-				"(import github.com/ctrlkit/ctrlkit/controllerruntime/crd; CRD support is opt-in, as it makes test binaries slower to build)")
-		}
-		return nil, nil
-	}
-	installed, err := o.CRDSupport(c.ctx, c.mc, o.CRDDirectoryPaths, o.CRDs)
+	installed, err := crd.Bench(c.ctx, c.mc, c.opts.CRDDirectoryPaths, c.opts.CRDs)
 	if err != nil {
 		return nil, fmt.Errorf("clustertest: %w", err)
 	}
 	kinds := map[schema.GroupKind]bool{}
-	for _, crd := range installed {
-		kinds[schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}] = true
+	for _, def := range installed {
+		kinds[schema.GroupKind{Group: def.Spec.Group, Kind: def.Spec.Names.Kind}] = true
 	}
 	return kinds, nil
 }

@@ -59,13 +59,11 @@
 //
 // # The test bench
 //
-// clustertest.Options takes CRDs as envtest does, with this package as
-// its CRD support, which a test opts into because apiextensions-apiserver
-// makes a test binary markedly slower to build:
+// clustertest.Options takes CRDs as envtest does, and installs them with
+// [Bench] before the test's function runs:
 //
 //	clustertest.Test(t, clustertest.Options{
 //		Scheme:            scheme,
 //		CRDDirectoryPaths: []string{filepath.Join("..", "config", "crd", "bases")},
-//		CRDSupport:        crd.Bench,
 //	}, func(t *testing.T, c *clustertest.Cluster) { ... })
 package crd

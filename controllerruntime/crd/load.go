@@ -191,10 +191,11 @@ func (s *Server) install(ctx context.Context, m Manifest) error {
 	return nil
 }
 
-// Bench is what clustertest.Options.CRDSupport wants: it serves
+// Bench sets up CRDs as the test bench (controllerruntime/clustertest)
+// does for Options.CRDDirectoryPaths and Options.CRDs: it serves
 // CustomResourceDefinitions on c, installs the CRDs of paths (see [Load])
 // and crds through the API, in that order, and returns the CRDs
-// installed. Setting it is what makes a bench test import this package.
+// installed.
 func Bench(ctx context.Context, c *memcluster.Cluster, paths []string, crds []*CRD) ([]*CRD, error) {
 	s, err := Serve(c)
 	if err != nil {

@@ -62,15 +62,11 @@ func realAPIServer(t *testing.T) *rest.Config {
 // two in step, so that these tests compare what bench users get.
 func memAPIServer(t *testing.T) (*rest.Config, *memcluster.Cluster) {
 	t.Helper()
-	c := memcluster.New(memcluster.Config{Seed: 1})
-	memcluster.AddCoreKinds(c)
-	cfg := &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: memcluster.NewHandler(c)}, QPS: -1}
-	return cfg, c
+	return memAPIServerWithCRDs(t)
 }
 
-// memAPIServerWithCRDs is memAPIServer as the bench sets it up with
-// Options.CRDSupport set to crd.Bench: CustomResourceDefinitions served,
-// and crds installed as Options.CRDs are.
+// memAPIServerWithCRDs is memAPIServer with crds installed, as the bench
+// installs Options.CRDs (it serves CustomResourceDefinitions either way).
 func memAPIServerWithCRDs(t *testing.T, crds ...*apiextensionsv1.CustomResourceDefinition) (*rest.Config, *memcluster.Cluster) {
 	t.Helper()
 	c := memcluster.New(memcluster.Config{Seed: 1})
