@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 	upstreamrs "k8s.io/kubernetes/pkg/controller/replicaset"
 
+	"github.com/ctrlkit/ctrlkit/features"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/replicaset"
@@ -288,6 +289,21 @@ func newOursRSCachedHarness(t testing.TB, w rsWorld) *oursRSHarness {
 }
 
 func newOursRSHarnessWith(t testing.TB, w rsWorld, eager bool, podLister func([]*corev1.Pod) reconcile.Lister[*corev1.Pod]) *oursRSHarness {
+	return newOursRSHarnessGates(t, w, eager, podLister, features.Gates{})
+}
+
+// newOursRSHarnessGates is newOursRSHarnessWith with feature gates. Like
+// every harness of ours it replaces rejected pods at upstream's pace
+// (ReplaceRejectedPodsAtOnce): the comparisons are of upstream's
+// decisions; TestReplicaSetSync checks the backoff, a deliberate
+// difference, on its own.
+func newOursRSHarnessGates(t testing.TB, w rsWorld, eager bool, podLister func([]*corev1.Pod) reconcile.Lister[*corev1.Pod], gates features.Gates) *oursRSHarness {
+	return newOursRSHarnessPaced(t, w, eager, podLister, gates, true)
+}
+
+// newOursRSHarnessPaced is newOursRSHarnessGates; atOnce false gives the
+// Reconciler its default pace of replacing rejected pods (the backoff).
+func newOursRSHarnessPaced(t testing.TB, w rsWorld, eager bool, podLister func([]*corev1.Pod) reconcile.Lister[*corev1.Pod], gates features.Gates, atOnce bool) *oursRSHarness {
 	objs := w.objects()
 	client := fake.NewSimpleClientset(objs...)
 	rss := map[types.NamespacedName]*appsv1.ReplicaSet{}
@@ -301,10 +317,13 @@ func newOursRSHarnessWith(t testing.TB, w rsWorld, eager bool, podLister func([]
 		}
 	}
 	rec, err := replicaset.NewReconciler(replicaset.ReconcilerConfig{
-		ReplicaSets: rsReader{rss},
-		Pods:        podLister(pods),
-		Client:      clientWriter{client},
-		EagerStatus: eager,
+		ReplicaSets:  rsReader{rss},
+		Pods:         podLister(pods),
+		Client:       clientWriter{client},
+		EagerStatus:  eager,
+		FeatureGates: gates,
+
+		ReplaceRejectedPodsAtOnce: atOnce,
 	})
 	if err != nil {
 		t.Fatalf("NewReconciler: %v", err)
@@ -366,6 +385,18 @@ func TestReplicaSetSync(t *testing.T) {
 			if d := newOursRSHarness(t, w, false).sync(ctx); !sameAsEagerButDeferred(o, d) {
 				return disagree("default timing departs from eager beyond the deferred status:\neager:   %v\ndefault: %v", o, d)
 			}
+			// The deliberate difference of kubernetes#72593: by default
+			// ours replaces rejected pods with a backoff. It may create
+			// fewer pods than upstream only when RejectionBackoff says so.
+			paced := newOursRSHarnessPaced(t, w, true, func(pods []*corev1.Pod) reconcile.Lister[*corev1.Pod] { return podReader{pods} }, features.Gates{}, false).sync(ctx)
+			backoff := rejectionBackoffOf(w)
+			switch {
+			case paced.created == o.created && slices.Equal(paced.deleted, o.deleted):
+			case backoff.Probe && paced.created < o.created && (paced.created == 0 && backoff.Wait > 0 || paced.created == 1):
+				return knownDeviation(devRejectedBackoff)
+			default:
+				return disagree("the rejected pods' backoff departs from upstream's pace where it should not (%+v):\nat once: %v\npaced:   %v", backoff, o, paced)
+			}
 			if panicked {
 				// The age-ratio metric of getPodsToDelete divides by zero
 				// when the youngest ready pod is < 1 ms old (FINDINGS.md U1).
@@ -382,6 +413,21 @@ func TestReplicaSetSync(t *testing.T) {
 			}
 			return agree()
 		})
+}
+
+// devRejectedBackoff is the deliberate difference of kubernetes#72593.
+const devRejectedBackoff = "rejected pods replaced with a backoff (kubernetes#72593)"
+
+// rejectionBackoffOf is replicaset.RejectionBackoff over the failed pods
+// the ReplicaSet of w controls.
+func rejectionBackoffOf(w rsWorld) replicaset.Backoff {
+	var failed []*corev1.Pod
+	for _, p := range w.pods {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == w.rs.UID && p.Status.Phase == corev1.PodFailed && p.DeletionTimestamp == nil {
+			failed = append(failed, p)
+		}
+	}
+	return replicaset.RejectionBackoff(failed, time.Now())
 }
 
 // sameAsEagerButDeferred reports whether def, a sync with the default

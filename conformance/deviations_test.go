@@ -5,6 +5,7 @@ package conformance
 
 import (
 	"context"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -52,25 +53,39 @@ func recreateOldStatusPending(in deployWorld) bool {
 	return true
 }
 
-// staleNewStatusAgrees reports whether ours is upstream's sync of w with
-// the deviation of deployment's rolling step applied by hand: an unpaused
-// RollingUpdate Deployment whose new ReplicaSet (upstream's
-// FindNewReplicaSet) has a status behind its generation that counts
-// available pods; upstream, given the same world with those pods not
-// counted, makes ours' decisions (everything but the Deployment status,
-// which counts the real pods on both sides).
-func staleNewStatusAgrees(ctx context.Context, w deployWorld, o deployResult) bool {
+// staleStatusesAgree reports whether ours is upstream's sync of w with
+// the deviations of deployment's rolling step applied by hand, and which
+// (devNewStatus, devOldStatus, or both): for an unpaused RollingUpdate
+// Deployment, a new ReplicaSet (upstream's FindNewReplicaSet) whose status
+// is behind its generation counts no available pod, and an old one whose
+// status is behind its generation counts at most spec.replicas; upstream,
+// given the same world so adjusted, makes ours' decisions (everything but
+// the Deployment status, which counts the real pods on both sides).
+func staleStatusesAgree(ctx context.Context, w deployWorld, o deployResult) (string, bool) {
 	if w.d.Spec.Paused || !deploymentutil.IsRollingUpdate(w.d) {
-		return false
+		return "", false
 	}
 	w2 := w.clone()
 	newRS := deploymentutil.FindNewReplicaSet(w2.d, w2.rss)
-	if newRS == nil || newRS.Status.ObservedGeneration >= newRS.Generation || newRS.Status.AvailableReplicas == 0 {
-		return false
+	var adjusted []string
+	if newRS != nil && newRS.Status.ObservedGeneration < newRS.Generation && newRS.Status.AvailableReplicas > 0 {
+		newRS.Status.AvailableReplicas = 0
+		adjusted = append(adjusted, devNewStatus)
 	}
-	newRS.Status.AvailableReplicas = 0
+	for _, rs := range w2.rss {
+		if rs == newRS || rs.Spec.Replicas == nil || rs.Status.ObservedGeneration >= rs.Generation || rs.Status.AvailableReplicas <= *rs.Spec.Replicas {
+			continue
+		}
+		if len(adjusted) == 0 || adjusted[len(adjusted)-1] != devShrinkingStatus {
+			adjusted = append(adjusted, devShrinkingStatus)
+		}
+		rs.Status.AvailableReplicas = *rs.Spec.Replicas
+	}
+	if len(adjusted) == 0 {
+		return "", false
+	}
 	u2 := upstreamDeploySync(ctx, w2)
 	u2.d.Status = *o.d.Status.DeepCopy()
 	known, diff := compareDeploy(w, u2, o)
-	return diff == "" && (known == "" || known == devStaleStatus)
+	return strings.Join(adjusted, "; "), diff == "" && (known == "" || known == devStaleStatus)
 }

@@ -78,6 +78,12 @@ func TestAdd(t *testing.T) {
 					}
 					c.Start(mgr)
 					c.Advance(time.Second) // the caches sync, the controllers start
+					// The bench requires namespaces, as a real cluster does.
+					for _, ns := range []string{"a", "b"} {
+						if err := c.Client().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+							t.Fatal(err)
+						}
+					}
 					deployments := []*appsv1.Deployment{
 						newDeployment("a", "web", web), newDeployment("b", "web", web), newDeployment("a", "other", nil),
 					}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/ctrlkit/ctrlkit/deployment"
+	"github.com/ctrlkit/ctrlkit/features"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/replicaset"
 )
@@ -63,6 +64,12 @@ type Options struct {
 	// BurstReplicas caps the pods the ReplicaSet controller creates or
 	// deletes in one sync; 0 means replicaset.BurstReplicas.
 	BurstReplicas int
+	// FeatureGates are kube-controller-manager's feature gates both
+	// controllers consult (features.Gates); the zero value is v1.37's
+	// defaults. With StaleControllerConsistencyReplicaSet off the
+	// ReplicaSet controller does not wait for its own writes to reach the
+	// manager's cache.
+	FeatureGates features.Gates
 }
 
 func (o Options) validate() error {
@@ -73,6 +80,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("controllerruntime: Options.BatchPeriod is negative (%v)", o.BatchPeriod)
 	case o.BurstReplicas < 0:
 		return fmt.Errorf("controllerruntime: Options.BurstReplicas is negative (%d)", o.BurstReplicas)
+	case o.FeatureGates.Validate() != nil:
+		return fmt.Errorf("controllerruntime: Options.FeatureGates: %w", o.FeatureGates.Validate())
 	}
 	return nil
 }
@@ -188,10 +197,11 @@ func newDeploymentSync(cfg deploymentSyncConfig) (*deploymentSync, error) {
 	writes := newDeploymentWrites(cfg.Marks, w.live())
 	r, err := deployment.NewReconciler(deployment.ReconcilerConfig{
 		Deployments: ds, ReplicaSets: replicaSetReader(cfg.Cache), Pods: podReader(cfg.Cache),
-		Live:        reconcile.GetterFunc[*appsv1.Deployment](w.GetDeployment),
-		Client:      trackingDeploymentClient{Client: w, t: writes},
-		Events:      cfg.Events,
-		EagerStatus: cfg.Opts.EagerStatus,
+		Live:         reconcile.GetterFunc[*appsv1.Deployment](w.GetDeployment),
+		Client:       trackingDeploymentClient{Client: w, t: writes},
+		Events:       cfg.Events,
+		EagerStatus:  cfg.Opts.EagerStatus,
+		FeatureGates: cfg.Opts.FeatureGates,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("controllerruntime: %w", err)
@@ -238,12 +248,13 @@ func addReplicaSet(mgr manager.Manager, opts Options, marks *writeMarks) error {
 		Events:        mgr.GetEventRecorderFor(ReplicaSetControllerName), //nolint:staticcheck // core/v1 Events, as kube-controller-manager records them
 		BurstReplicas: opts.BurstReplicas,
 		EagerStatus:   opts.EagerStatus,
+		FeatureGates:  opts.FeatureGates,
 	})
 	if err != nil {
 		return fmt.Errorf("controllerruntime: %w", err)
 	}
 	do := func(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
-		if marks.behind(ctx, markKey{key: key}) {
+		if r.FeatureGates().Enabled(features.StaleControllerConsistencyReplicaSet) && marks.behind(ctx, markKey{key: key}) {
 			skipped.Inc()
 			return reconcile.Result{}, nil // the write's event enqueues key again
 		}

@@ -2,6 +2,7 @@ package controllerruntime
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -34,11 +35,23 @@ type writeMarks struct {
 	cache client.Reader
 
 	mu       sync.Mutex
-	replaced map[markKey]string
+	replaced map[markKey][]string
 }
 
 func newWriteMarks(cache client.Reader) *writeMarks {
-	return &writeMarks{cache: cache, replaced: make(map[markKey]string)}
+	return &writeMarks{cache: cache, replaced: make(map[markKey][]string)}
+}
+
+// mark adds replaced to the stale versions of k; the caller holds mu.
+func (m *writeMarks) mark(k markKey, replaced string) {
+	if replaced == "" || slices.Contains(m.replaced[k], replaced) {
+		return
+	}
+	marks := append(m.replaced[k], replaced)
+	if len(marks) > 8 {
+		marks = slices.Clone(marks[len(marks)-8:])
+	}
+	m.replaced[k] = marks
 }
 
 // cachedRV returns the resourceVersion of the cached object, or "".
@@ -53,14 +66,20 @@ func (m *writeMarks) cachedRV(ctx context.Context, k markKey) string {
 	return obj.GetResourceVersion()
 }
 
-// wrote marks k as replaced by a write that stored out (nil: no result).
-func (m *writeMarks) wrote(k markKey, replaced string, out client.Object) bool {
+// wrote marks k as replaced by a write that stored out (nil: no result),
+// and based, the version the write was based on, when it is another one
+// (the result of an earlier write of the same sync, which the cache has
+// not seen either; e2e soak seed 4019).
+func (m *writeMarks) wrote(k markKey, replaced string, out client.Object, based ...string) bool {
 	if replaced == "" || out == nil || out.GetResourceVersion() == replaced {
 		return false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.replaced[k] = replaced
+	m.mark(k, replaced)
+	for _, b := range based {
+		m.mark(k, b)
+	}
 	return true
 }
 
@@ -68,16 +87,16 @@ func (m *writeMarks) wrote(k markKey, replaced string, out client.Object) bool {
 // write replaced; once it does not, the mark goes.
 func (m *writeMarks) behind(ctx context.Context, k markKey) bool {
 	m.mu.Lock()
-	replaced, ok := m.replaced[k]
+	marks := slices.Clone(m.replaced[k])
 	m.mu.Unlock()
-	if !ok {
+	if len(marks) == 0 {
 		return false
 	}
-	if m.cachedRV(ctx, k) == replaced {
+	if slices.Contains(marks, m.cachedRV(ctx, k)) {
 		return true
 	}
 	m.mu.Lock()
-	if m.replaced[k] == replaced {
+	if slices.Equal(m.replaced[k], marks) {
 		delete(m.replaced, k)
 	}
 	m.mu.Unlock()
@@ -95,6 +114,10 @@ type trackedWrite struct {
 	// empty when the create failed, maybe ambiguously).
 	create bool
 	uid    types.UID
+	// failed marks a ReplicaSet update or patch that returned an error;
+	// replaced is the cached version it was based on.
+	failed   bool
+	replaced string
 }
 
 // deploymentWrites is the Deployment controller's view of its writes: the
@@ -110,7 +133,10 @@ type trackedWrite struct {
 // Recreate). So the next sync of that Deployment waits until the cache has
 // it, or until a live read says it is gone. Failed creates are tracked the
 // same way: the error may hide a create that happened (a lost response, a
-// timeout).
+// timeout). So are failed ReplicaSet updates and patches, by the packaged
+// controller's rule (deployment.WritePending): if a live read finds a
+// newer version than the cache's, the next sync waits for its event
+// instead of sizing a rollout step on a stale spec.replicas.
 type deploymentWrites struct {
 	marks *writeMarks
 	// live reads ReplicaSets from the API server, bypassing the cache.
@@ -137,6 +163,11 @@ func (t *deploymentWrites) behind(ctx context.Context, d types.NamespacedName) (
 	for _, w := range writes {
 		if w.create {
 			waiting, err := t.createPending(ctx, w)
+			if err != nil || waiting {
+				return waiting, err
+			}
+		} else if w.failed {
+			waiting, err := t.writePending(ctx, w)
 			if err != nil || waiting {
 				return waiting, err
 			}
@@ -167,6 +198,38 @@ func (t *deploymentWrites) createPending(ctx context.Context, w trackedWrite) (b
 	})
 }
 
+// writePending reports whether the failed write w has left the cache
+// behind the API server (deployment.WritePending); if so it marks the
+// ReplicaSet, so that the ReplicaSet controller waits for its event too.
+func (t *deploymentWrites) writePending(ctx context.Context, w trackedWrite) (bool, error) {
+	waiting, err := deployment.WritePending(ctx, w.key, w.replaced, func(key types.NamespacedName) (string, bool) {
+		rv := t.marks.cachedRV(ctx, markKey{key: key})
+		return rv, rv != ""
+	}, func(ctx context.Context, key types.NamespacedName) (*appsv1.ReplicaSet, error) {
+		rs := &appsv1.ReplicaSet{}
+		if err := t.live.Get(ctx, key, rs); err != nil {
+			return nil, err
+		}
+		return rs, nil
+	})
+	if waiting {
+		t.marks.mu.Lock()
+		t.marks.mark(w.markKey, w.replaced)
+		t.marks.mu.Unlock()
+	}
+	return waiting, err
+}
+
+// failed records a ReplicaSet update or patch that returned err, made
+// while syncing the Deployment in ctx; replaced is the cached version
+// before it.
+func (t *deploymentWrites) failed(ctx context.Context, k markKey, replaced string, err error) {
+	if replaced == "" || !deployment.MayHaveChanged(err) {
+		return
+	}
+	t.record(ctx, trackedWrite{markKey: k, failed: true, replaced: replaced})
+}
+
 // cachedUID returns the UID of the cached ReplicaSet key, if the cache has
 // it.
 func (t *deploymentWrites) cachedUID(ctx context.Context, key types.NamespacedName) (types.UID, bool) {
@@ -189,17 +252,17 @@ func (t *deploymentWrites) record(ctx context.Context, w trackedWrite) {
 }
 
 // wrote records an update or patch that stored out; replaced is the
-// cached version before it.
-func (t *deploymentWrites) wrote(ctx context.Context, k markKey, replaced string, out client.Object) {
-	if _, ok := ctx.Value(syncKey{}).(types.NamespacedName); !ok || !t.marks.wrote(k, replaced, out) {
+// cached version before it, based (if any) the version it was based on.
+func (t *deploymentWrites) wrote(ctx context.Context, k markKey, replaced string, out client.Object, based ...string) {
+	if _, ok := ctx.Value(syncKey{}).(types.NamespacedName); !ok || !t.marks.wrote(k, replaced, out, based...) {
 		return
 	}
 	t.record(ctx, trackedWrite{markKey: k})
 }
 
 // trackingDeploymentClient reports the Deployment controller's ReplicaSet
-// creates, and its successful updates and patches, to its
-// deploymentWrites. The cached version is read before an update: read
+// creates, its successful updates and patches, and its failed ReplicaSet
+// updates and patches, to its deploymentWrites. The cached version is read before an update: read
 // after, it could already be the write's own event.
 type trackingDeploymentClient struct {
 	deployment.Client
@@ -224,7 +287,9 @@ func (c trackingDeploymentClient) UpdateReplicaSet(ctx context.Context, rs *apps
 	replaced := c.t.marks.cachedRV(ctx, k)
 	out, err := c.Client.UpdateReplicaSet(ctx, rs)
 	if err == nil && out != nil {
-		c.t.wrote(ctx, k, replaced, out)
+		c.t.wrote(ctx, k, replaced, out, rs.ResourceVersion)
+	} else if err != nil {
+		c.t.failed(ctx, k, replaced, err)
 	}
 	return out, err
 }
@@ -235,6 +300,8 @@ func (c trackingDeploymentClient) PatchReplicaSet(ctx context.Context, key types
 	out, err := c.Client.PatchReplicaSet(ctx, key, pt, data)
 	if err == nil && out != nil {
 		c.t.wrote(ctx, k, replaced, out)
+	} else if err != nil {
+		c.t.failed(ctx, k, replaced, err)
 	}
 	return out, err
 }
@@ -244,7 +311,7 @@ func (c trackingDeploymentClient) UpdateDeployment(ctx context.Context, d *appsv
 	replaced := c.t.marks.cachedRV(ctx, k)
 	out, err := c.Client.UpdateDeployment(ctx, d)
 	if err == nil && out != nil {
-		c.t.wrote(ctx, k, replaced, out)
+		c.t.wrote(ctx, k, replaced, out, d.ResourceVersion)
 	}
 	return out, err
 }
@@ -254,7 +321,7 @@ func (c trackingDeploymentClient) UpdateDeploymentStatus(ctx context.Context, d 
 	replaced := c.t.marks.cachedRV(ctx, k)
 	out, err := c.Client.UpdateDeploymentStatus(ctx, d)
 	if err == nil && out != nil {
-		c.t.wrote(ctx, k, replaced, out)
+		c.t.wrote(ctx, k, replaced, out, d.ResourceVersion)
 	}
 	return out, err
 }

@@ -251,3 +251,93 @@ func recreateDeployment(name string, replicas int32, image string) *appsv1.Deplo
 		},
 	}
 }
+
+// frozenCache is a manager's cache that still holds a copy of each object
+// taken when the test says so.
+type frozenCache struct {
+	client.Reader
+	mu   sync.Mutex
+	objs map[types.NamespacedName]*appsv1.ReplicaSet
+}
+
+func (c *frozenCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.mu.Lock()
+	rs, ok := c.objs[key]
+	c.mu.Unlock()
+	if out, isRS := obj.(*appsv1.ReplicaSet); isRS && ok {
+		rs.DeepCopyInto(out)
+		return nil
+	}
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (c *frozenCache) freeze(rs *appsv1.ReplicaSet) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.objs[client.ObjectKeyFromObject(rs)] = rs.DeepCopy()
+}
+
+// The controller-runtime path of the packaged controller's
+// TestControllerWaitsForItsFailedScales (e2e soak seed 3878): a
+// ReplicaSet update that fails may have happened, and while a live read
+// finds a newer version than the cache's, the Deployment's next sync
+// waits, and so does the ReplicaSet's. A write that did not happen, or
+// one the cache has caught up with, is nothing to wait for.
+func TestDeploymentWaitsForItsFailedWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		happened bool
+		waits    bool
+	}{
+		{name: "response lost", happened: true, waits: true},
+		{name: "did not happen", happened: false, waits: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			d := recreateDeployment("web", 3, "web:v1")
+			replicas := int32(3)
+			rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web-1"}, Spec: appsv1.ReplicaSetSpec{Replicas: &replicas}}
+			server := fake.NewClientBuilder().WithObjects(d, rs).
+				WithInterceptorFuncs(interceptor.Funcs{Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+					if tc.happened {
+						if err := c.Update(ctx, obj, opts...); err != nil {
+							return err
+						}
+					}
+					return apierrors.NewTimeoutError("response lost", 1)
+				}}).Build()
+			var cur appsv1.ReplicaSet
+			if err := server.Get(ctx, client.ObjectKeyFromObject(rs), &cur); err != nil {
+				t.Fatal(err)
+			}
+			cache := &frozenCache{Reader: server, objs: map[types.NamespacedName]*appsv1.ReplicaSet{}}
+			cache.freeze(&cur)
+			marks := newWriteMarks(cache)
+			writes := newDeploymentWrites(marks, server)
+			c := trackingDeploymentClient{t: writes, Client: Writer{Client: server, Live: server}}
+			dkey := client.ObjectKeyFromObject(d)
+			sctx := context.WithValue(ctx, syncKey{}, dkey)
+			up := cur.DeepCopy()
+			*up.Spec.Replicas = 6
+			if _, err := c.UpdateReplicaSet(sctx, up); err == nil {
+				t.Fatal("UpdateReplicaSet: no error; want the injected timeout")
+			}
+			behind, err := writes.behind(ctx, dkey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rsKey := markKey{key: client.ObjectKeyFromObject(rs)}
+			if behind != tc.waits || marks.behind(ctx, rsKey) != tc.waits {
+				t.Fatalf("after the failed update: Deployment behind %t, ReplicaSet behind %t; want %t", behind, marks.behind(ctx, rsKey), tc.waits)
+			}
+			// The event arrives.
+			if err := server.Get(ctx, client.ObjectKeyFromObject(rs), &cur); err != nil {
+				t.Fatal(err)
+			}
+			cache.freeze(&cur)
+			if behind, err := writes.behind(ctx, dkey); err != nil || behind || marks.behind(ctx, rsKey) {
+				t.Errorf("after the event: Deployment behind %t (%v), ReplicaSet behind %t; want neither", behind, err, marks.behind(ctx, rsKey))
+			}
+		})
+	}
+}

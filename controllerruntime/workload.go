@@ -64,7 +64,7 @@ func AddWorkloadController[T any, PT interface {
 		Kind: kind, Workloads: workloads, Live: live, ReplicaSets: rss, Pods: pods,
 		Client:      workloadWriter[PT]{Writer: Writer{Client: mgr.GetClient(), Live: mgr.GetAPIReader()}},
 		Events:      mgr.GetEventRecorderFor(name), //nolint:staticcheck // core/v1 Events, as kube-controller-manager records them
-		EagerStatus: opts.EagerStatus,
+		EagerStatus: opts.EagerStatus, FeatureGates: opts.FeatureGates,
 	})
 	if err != nil {
 		return fmt.Errorf("controllerruntime: %w", err)

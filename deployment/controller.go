@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/features"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/workqueue"
@@ -77,6 +78,10 @@ type ControllerConfig struct {
 	// to the next sync after a sync that only scales ReplicaSets (see
 	// [Reconciler.Reconcile]).
 	EagerStatus bool
+	// FeatureGates configures the default Reconciler (see
+	// [ReconcilerConfig.FeatureGates]); Reconciler().SetFeatureGates
+	// switches them while it runs.
+	FeatureGates features.Gates
 }
 
 // Controller is the Deployment controller: informer events become keys in
@@ -134,7 +139,7 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 			live: cfg.Client.GetReplicaSet}
 		c.own, err = NewReconciler(ReconcilerConfig{Deployments: deployments, ReplicaSets: rss, Pods: pods,
 			Live: cfg.Live, Client: trackingClient{Client: cfg.Client, t: c.tracker}, Events: cfg.Events, Clock: cfg.Clock,
-			EagerStatus: cfg.EagerStatus})
+			EagerStatus: cfg.EagerStatus, FeatureGates: cfg.FeatureGates})
 		if err != nil {
 			return nil, err
 		}

@@ -57,9 +57,22 @@
 //     enqueue it anyway), where upstream decides again on the stale copies:
 //     its writes fail with Conflict, and a ReplicaSet it created and does
 //     not see yet is created again at full size. A failed create is
-//     settled with a live read. The marks live in the shared ReplicaSet
+//     settled with a live read, and so is a failed ReplicaSet update or
+//     patch ([WritePending]): it may have happened, and a rollout step
+//     sized on the stale spec.replicas goes beyond maxSurge (e2e soak
+//     seed 3878). The marks live in the shared ReplicaSet
 //     cache, so a ReplicaSet controller on the same cache waits for a
 //     scale's event before writing that ReplicaSet's status.
+//
+// # Feature gates
+//
+// ControllerConfig.FeatureGates, ReconcilerConfig.FeatureGates and
+// State.FeatureGates (a features.Gates; the zero value is
+// kube-controller-manager v1.37's defaults) switch the gates upstream's
+// Deployment controller consults, and Reconciler.SetFeatureGates switches
+// them on a running controller. It consults one: with
+// DeploymentReplicaSetTerminatingReplicas off, the status's
+// terminatingReplicas is nil (rollout.CalculateStatusWith).
 //
 // # Usage
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/features"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
@@ -69,6 +71,12 @@ type ReconcilerConfig struct {
 	// scales leaves the status to the sync their events trigger; see
 	// [Reconciler.Reconcile].
 	EagerStatus bool
+	// FeatureGates are kube-controller-manager's feature gates; the zero
+	// value is v1.37's defaults. The Deployment controller consults
+	// DeploymentReplicaSetTerminatingReplicas (off: the status's
+	// terminatingReplicas is nil). [Reconciler.SetFeatureGates] switches
+	// them on a running Reconciler.
+	FeatureGates features.Gates
 }
 
 func (c *ReconcilerConfig) validate() error {
@@ -80,6 +88,9 @@ func (c *ReconcilerConfig) validate() error {
 	case c.Client == nil:
 		return errors.New("deployment: ReconcilerConfig.Client is nil")
 	}
+	if err := c.FeatureGates.Validate(); err != nil {
+		return fmt.Errorf("deployment: ReconcilerConfig.FeatureGates: %w", err)
+	}
 	return nil
 }
 
@@ -90,6 +101,7 @@ func (c *ReconcilerConfig) validate() error {
 type Reconciler struct {
 	cfg   ReconcilerConfig
 	index ReplicaSetsByController // nil unless cfg.ReplicaSets implements it
+	gates atomic.Pointer[features.Gates]
 }
 
 // NewReconciler returns a Reconciler for cfg, or an error naming the first
@@ -106,7 +118,24 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 	}
 	r := &Reconciler{cfg: cfg}
 	r.index, _ = cfg.ReplicaSets.(ReplicaSetsByController)
+	gates := cfg.FeatureGates
+	r.gates.Store(&gates)
 	return r, nil
+}
+
+// FeatureGates returns the feature gates the Reconciler decides with.
+func (r *Reconciler) FeatureGates() features.Gates { return *r.gates.Load() }
+
+// SetFeatureGates switches the feature gates of the Reconciler: syncs that
+// start afterwards decide with g, as upstream's controllers do with a gate
+// switched in their process (a real kube-controller-manager takes its
+// gates at start). An invalid setting is an error, and changes nothing.
+func (r *Reconciler) SetFeatureGates(g features.Gates) error {
+	if err := g.Validate(); err != nil {
+		return fmt.Errorf("deployment: SetFeatureGates: %w", err)
+	}
+	r.gates.Store(&g)
+	return nil
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -211,7 +240,7 @@ func (r *Reconciler) snapshot(ctx context.Context, d *appsv1.Deployment) (_ Stat
 	if err != nil {
 		return State{}, false, err
 	}
-	s := State{Deployment: d, ReplicaSets: rss}
+	s := State{Deployment: d, ReplicaSets: rss, FeatureGates: r.FeatureGates()}
 	if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 		return s, narrowed, nil
 	}

@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"errors"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 
@@ -25,12 +26,14 @@ import (
 // Deviation (an upstream race fixed): while the new ReplicaSet's status
 // has not observed its generation, its available pods do not count toward
 // the availability that lets old ReplicaSets scale down (see
-// unobservedAvailability).
+// unobservedAvailability); nor do an old ReplicaSet's available pods beyond
+// its spec.replicas while its status has not observed a scale-down (see
+// shrinkingAvailability).
 func (s *syncer) rolling() error {
 	if err := s.syncOrCreateNewRS(); err != nil {
 		return err
 	}
-	step, err := rollout.Rolling(s.d, unobservedAvailability(s.newRS()), s.olds())
+	step, err := rollout.Rolling(s.d, unobservedAvailability(s.newRS()), shrinkingAvailability(s.olds()))
 	if err != nil && !isIgnored(err) {
 		return err
 	}
@@ -64,6 +67,36 @@ func unobservedAvailability(rs *appsv1.ReplicaSet) *appsv1.ReplicaSet {
 	cp := *rs
 	cp.Status.AvailableReplicas = 0
 	return &cp
+}
+
+// shrinkingAvailability returns the old ReplicaSets as the rolling
+// scale-down should see them: as they are, except that one whose status
+// has not observed its generation counts at most spec.replicas available
+// pods. Its status predates a scale-down whose surplus pods the ReplicaSet
+// controller is deleting: counted available, they let the other old
+// ReplicaSets scale down too, and availability drops below maxUnavailable
+// once the deletions land (e2e soak seed 2223 of TestRandomisedGates: an
+// old ReplicaSet scaled 4 → 3 still reported 4 available, and the next
+// step scaled another old one down by 2 instead of 1: 7 available for a
+// minimum of 8). Upstream trusts the status. olds is not modified; the
+// copies differ only in their status, which applyScale does not keep.
+func shrinkingAvailability(olds []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
+	var out []*appsv1.ReplicaSet
+	for i, rs := range olds {
+		if rs == nil || rs.Status.ObservedGeneration >= rs.Generation || rs.Spec.Replicas == nil || rs.Status.AvailableReplicas <= *rs.Spec.Replicas {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(olds)
+		}
+		cp := *rs
+		cp.Status.AvailableReplicas = *rs.Spec.Replicas
+		out[i] = &cp
+	}
+	if out == nil {
+		return olds
+	}
+	return out
 }
 
 // isIgnored reports whether err is one upstream only logs.

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/ctrlkit/ctrlkit/features"
 	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
@@ -39,6 +40,11 @@ type State struct {
 	// whatever their phase (upstream's podMap). Only the Recreate strategy
 	// reads it, and only for ReplicaSets Sync claims.
 	Pods map[types.UID][]*corev1.Pod
+	// FeatureGates are the gates to decide with; the zero value is
+	// v1.37's defaults. With DeploymentReplicaSetTerminatingReplicas off
+	// the status's terminatingReplicas is nil. The Deployment controller
+	// consults no other gate.
+	FeatureGates features.Gates
 }
 
 // errStop ends a sync early without an error: upstream returned an error
@@ -58,6 +64,8 @@ type syncer struct {
 	// place, and the spec is deep-copied before a rollback edits it.
 	d   *appsv1.Deployment
 	now metav1.Time
+	// statusOpts are what the feature gates change in the status.
+	statusOpts rollout.StatusOptions
 
 	namespace []*appsv1.ReplicaSet // State.ReplicaSets; read-only
 	pods      map[types.UID][]*corev1.Pod
@@ -88,9 +96,13 @@ func newSyncer(s State, now time.Time) (*syncer, error) {
 	if s.Deployment == nil {
 		return nil, errors.New("deployment: State.Deployment is nil")
 	}
+	if err := s.FeatureGates.Validate(); err != nil {
+		return nil, fmt.Errorf("deployment: State.FeatureGates: %w", err)
+	}
 	d := new(appsv1.Deployment)
 	*d = *s.Deployment
-	return &syncer{orig: s.Deployment, d: d, now: metav1.NewTime(now), namespace: s.ReplicaSets, pods: s.Pods, newIdx: -1}, nil
+	return &syncer{orig: s.Deployment, d: d, now: metav1.NewTime(now), namespace: s.ReplicaSets, pods: s.Pods, newIdx: -1,
+		statusOpts: rollout.StatusOptions{NoTerminatingReplicas: !s.FeatureGates.Enabled(features.DeploymentReplicaSetTerminatingReplicas)}}, nil
 }
 
 // desired is the Deployment's spec.replicas.

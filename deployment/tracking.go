@@ -36,6 +36,15 @@ import (
 // waits until the cache has it, or until a live read says it is gone.
 // Failed creates are tracked the same way: the error may hide a create
 // that happened (a lost response, a timeout).
+//
+// So are failed ReplicaSet updates and patches (e2e soak seed 3878): a
+// scale answered with an error may have happened all the same, and a
+// Conflict says that the cached copy it was based on is gone. The next
+// sync settles it with a live read ([WritePending]): if the API server
+// holds a newer version than the cache, the sync waits for its event.
+// Upstream decides on the stale spec.replicas, and with a new template by
+// then sizes the new ReplicaSet as if the old one had not grown, beyond
+// maxSurge.
 type writeTracker struct {
 	deployments *informer.Cache[*appsv1.Deployment]
 	replicaSets *informer.Cache[*appsv1.ReplicaSet]
@@ -53,6 +62,10 @@ type trackedWrite struct {
 	// empty when the create failed ambiguously).
 	create bool
 	uid    types.UID
+	// failed marks a ReplicaSet update or patch that returned an error;
+	// replaced is the cached version it was based on.
+	failed   bool
+	replaced string
 }
 
 // syncKey carries the Deployment being synced to the tracking client.
@@ -73,6 +86,15 @@ func (t *writeTracker) behind(ctx context.Context, d types.NamespacedName) (bool
 		case w.create:
 			waiting, err := t.createPending(ctx, w)
 			if err != nil || waiting {
+				return waiting, err
+			}
+		case w.failed:
+			waiting, err := WritePending(ctx, w.key, w.replaced, t.cachedRSVersion, t.live)
+			if err != nil || waiting {
+				if waiting {
+					// From now on the ReplicaSet controller waits for it too.
+					t.replicaSets.Wrote(w.key, w.replaced)
+				}
 				return waiting, err
 			}
 		case w.rs && t.replicaSets.Behind(w.key) || !w.rs && t.deployments.Behind(w.key):
@@ -133,6 +155,77 @@ func CreatePending(ctx context.Context, key types.NamespacedName, uid types.UID,
 	return true, nil
 }
 
+// WritePending reports whether an update or patch of a ReplicaSet that
+// failed has left the controller's cache behind the API server, so that
+// the next sync of its Deployment must wait for the ReplicaSet's next
+// event. The error of a write may hide a write that happened (a lost
+// response, a timeout), and a Conflict means that the version it was
+// based on is gone: either way the cache may hold a spec.replicas the
+// API server no longer has, and a rollout step sized on it can go beyond
+// maxSurge. replaced is the resourceVersion of the cached copy the write
+// was based on; cached returns the resourceVersion of the cached
+// ReplicaSet key (false: not cached); live reads it from the API server,
+// bypassing the cache. There is nothing to wait for once the cache holds
+// another version, or when the API server has none other (the write did
+// not happen) or none at all (a deletion's event is on its way anyway).
+// A live read's error is returned: the caller retries later. Shells that
+// keep their own cache (the controller-runtime adapter) share this rule.
+func WritePending(ctx context.Context, key types.NamespacedName, replaced string,
+	cached func(types.NamespacedName) (string, bool),
+	live func(context.Context, types.NamespacedName) (*appsv1.ReplicaSet, error)) (bool, error) {
+	if rv, ok := cached(key); !ok || rv != replaced || replaced == "" {
+		return false, nil
+	}
+	rs, err := live(ctx, key)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("deployment: confirming a write of ReplicaSet %s: %w", key, err)
+	case rs == nil:
+		return false, fmt.Errorf("deployment: confirming a write of ReplicaSet %s: the live read returned nothing", key)
+	case rs.ResourceVersion == replaced:
+		return false, nil // it did not happen, and nothing else did
+	}
+	if rv, ok := cached(key); !ok || rv != replaced {
+		return false, nil // the event arrived meanwhile
+	}
+	return true, nil
+}
+
+// failed records a ReplicaSet update or patch, made while syncing the
+// Deployment in ctx, that returned err; replaced is the cached version
+// before it. Errors that say the request never reached storage (the
+// object is gone, the request is invalid or forbidden) leave nothing to
+// settle.
+func (t *writeTracker) failed(ctx context.Context, key types.NamespacedName, replaced string, err error) {
+	d, ok := ctx.Value(syncKey{}).(types.NamespacedName)
+	if !ok || replaced == "" || !MayHaveChanged(err) {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.pending == nil {
+		t.pending = make(map[types.NamespacedName][]trackedWrite)
+	}
+	t.pending[d] = append(t.pending[d], trackedWrite{rs: true, key: key, failed: true, replaced: replaced})
+}
+
+// MayHaveChanged reports whether a write that failed with err may have
+// left the object at another version than the one it was based on: it
+// may have happened (a lost response, a timeout, a server error), or the
+// object had changed already (a Conflict). NotFound, Invalid, BadRequest,
+// Forbidden, Unauthorized and MethodNotSupported are answered before
+// anything is stored, and say nothing about a newer version.
+func MayHaveChanged(err error) bool {
+	switch {
+	case err == nil, apierrors.IsNotFound(err), apierrors.IsInvalid(err), apierrors.IsBadRequest(err),
+		apierrors.IsForbidden(err), apierrors.IsUnauthorized(err), apierrors.IsMethodNotSupported(err):
+		return false
+	}
+	return true
+}
+
 // wrote records a successful write made while syncing the Deployment in
 // ctx; replaced is the cached version before the write.
 func (t *writeTracker) wrote(ctx context.Context, w trackedWrite, replaced string) {
@@ -151,6 +244,18 @@ func (t *writeTracker) wrote(ctx context.Context, w trackedWrite, replaced strin
 		t.pending = make(map[types.NamespacedName][]trackedWrite)
 	}
 	t.pending[d] = append(t.pending[d], w)
+}
+
+// wroteOver records, besides the cached version a write replaced, the
+// version it was based on when that is another one: the result of an
+// earlier write of the same sync, which the cache has not seen either
+// (e2e soak seed 4019: a rolling step scales an old ReplicaSet down twice,
+// 4 → 3 → 1, and the cache must wait for the second write's event, not
+// the first's).
+func (t *writeTracker) wroteOver(ctx context.Context, w trackedWrite, replaced, based string) {
+	if based != "" && based != replaced {
+		t.wrote(ctx, w, based)
+	}
 }
 
 // created records a ReplicaSet created (uid set) or maybe created (uid
@@ -175,6 +280,14 @@ func (t *writeTracker) cachedRS(key types.NamespacedName) string {
 	return ""
 }
 
+func (t *writeTracker) cachedRSVersion(key types.NamespacedName) (string, bool) {
+	rs, err := t.replicaSets.Get(key)
+	if err != nil {
+		return "", false
+	}
+	return rs.ResourceVersion, true
+}
+
 func (t *writeTracker) cachedDeployment(key types.NamespacedName) string {
 	if d, err := t.deployments.Get(key); err == nil {
 		return d.ResourceVersion
@@ -182,8 +295,9 @@ func (t *writeTracker) cachedDeployment(key types.NamespacedName) string {
 	return ""
 }
 
-// trackingClient is a Client that reports creates, and successful updates
-// and patches, to a writeTracker. The cached version is read before the write: read
+// trackingClient is a Client that reports creates, successful updates
+// and patches, and failed ReplicaSet updates and patches, to a
+// writeTracker. The cached version is read before the write: read
 // after, it could already be the write's own event. Only writes that
 // stored a new version count: an update that changes nothing keeps the
 // resourceVersion and sends no event, and waiting for one would wait
@@ -217,6 +331,9 @@ func (c trackingClient) UpdateReplicaSet(ctx context.Context, rs *appsv1.Replica
 	out, err := c.Client.UpdateReplicaSet(ctx, rs)
 	if err == nil && changed(out, replaced) {
 		c.t.wrote(ctx, trackedWrite{rs: true, key: key}, replaced)
+		c.t.wroteOver(ctx, trackedWrite{rs: true, key: key}, replaced, rs.ResourceVersion)
+	} else if err != nil {
+		c.t.failed(ctx, key, replaced, err)
 	}
 	return out, err
 }
@@ -226,6 +343,8 @@ func (c trackingClient) PatchReplicaSet(ctx context.Context, key types.Namespace
 	out, err := c.Client.PatchReplicaSet(ctx, key, pt, data)
 	if err == nil && changed(out, replaced) {
 		c.t.wrote(ctx, trackedWrite{rs: true, key: key}, replaced)
+	} else if err != nil {
+		c.t.failed(ctx, key, replaced, err)
 	}
 	return out, err
 }
@@ -236,6 +355,7 @@ func (c trackingClient) UpdateDeployment(ctx context.Context, d *appsv1.Deployme
 	out, err := c.Client.UpdateDeployment(ctx, d)
 	if err == nil && changed(out, replaced) {
 		c.t.wrote(ctx, trackedWrite{key: key}, replaced)
+		c.t.wroteOver(ctx, trackedWrite{key: key}, replaced, d.ResourceVersion)
 	}
 	return out, err
 }
@@ -246,6 +366,7 @@ func (c trackingClient) UpdateDeploymentStatus(ctx context.Context, d *appsv1.De
 	out, err := c.Client.UpdateDeploymentStatus(ctx, d)
 	if err == nil && changed(out, replaced) {
 		c.t.wrote(ctx, trackedWrite{key: key}, replaced)
+		c.t.wroteOver(ctx, trackedWrite{key: key}, replaced, d.ResourceVersion)
 	}
 	return out, err
 }

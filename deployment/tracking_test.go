@@ -4,16 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -44,13 +47,13 @@ var _ reconcile.SkipMetrics = skipCounter{}
 func (s skipCounter) SyncSkipped() { s.skipped.Add(1) }
 
 // runTracked runs a Controller with its own Reconciler writing through
-// client, on informers fed by fake watches (d listed at the start), all on
-// one fake clock, until the test ends.
-func runTracked(t *testing.T, w *world, d *appsv1.Deployment, client deployment.Client) *trackedRig {
+// client, on informers fed by fake watches (d and rss listed at the
+// start), all on one fake clock, until the test ends.
+func runTracked(t *testing.T, w *world, d *appsv1.Deployment, client deployment.Client, rss ...*appsv1.ReplicaSet) *trackedRig {
 	t.Helper()
 	r := &trackedRig{fc: clock.NewFake(t0), finished: queuetest.NewCounter(), skipped: new(atomic.Int64)}
 	dInf, dw := source(r.fc, d)
-	rsInf, rsw := source[*appsv1.ReplicaSet](r.fc)
+	rsInf, rsw := source(r.fc, rss...)
 	podInf, _ := source[*corev1.Pod](r.fc)
 	r.dw, r.rsw = dw, rsw
 	c, err := deployment.NewController(deployment.ControllerConfig{
@@ -373,5 +376,274 @@ func TestCreatePending(t *testing.T) {
 				t.Errorf("live read made: %t; want %t", read, tc.wantLive)
 			}
 		})
+	}
+}
+
+// lostScale is the world, except that while lose is set a ReplicaSet
+// update that grows a ReplicaSet reports a server error after it happened
+// (a response lost on the way back).
+type lostScale struct {
+	*world
+	lose atomic.Bool
+}
+
+func (l *lostScale) UpdateReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
+	l.mu.Lock()
+	before := ptrVal(l.rss[types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}].Spec.Replicas)
+	l.mu.Unlock()
+	out, err := l.world.UpdateReplicaSet(ctx, rs)
+	if err != nil || !l.lose.Load() || *rs.Spec.Replicas <= before {
+		return out, err
+	}
+	return nil, apierrors.NewTooManyRequests("response lost", 1)
+}
+
+// A scale that failed may have happened (e2e soak seed 3878): a rollback
+// grew the old ReplicaSet A from 3 to 6, but the answer was an error, and
+// the cache still has A at 3 when the template changes again. Upstream
+// sizes the next ReplicaSet from that stale spec.replicas: 4 more pods, 10
+// in all for 6 + maxSurge 1. The controller settles the failed write with
+// a live read and waits for A's event.
+func TestControllerWaitsForItsFailedScales(t *testing.T) {
+	w := newWorld()
+	w.unhealthyImage = "web:v2"
+	d0 := newDeployment(6, "web:v1")
+	surge, unavailable := intstr.FromInt32(1), intstr.FromString("50%")
+	d0.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable}
+	d := w.addDeployment(d0)
+	key := deployment.KeyOf(d)
+	client := &lostScale{world: w}
+	r := runTracked(t, w, d, client)
+	seen := map[string]bool{}
+	deliver := func() { // every event arrives
+		settle(t, r.fc)
+		cur, err := w.Get(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.dw.Modify(cur)
+		for _, rs := range w.replicaSets() {
+			if seen[rs.Name] {
+				r.rsw.Modify(rs)
+			} else {
+				seen[rs.Name] = true
+				r.rsw.Add(rs)
+			}
+		}
+		settle(t, r.fc)
+	}
+	feed := func() { // the pods follow, and every event arrives
+		settle(t, r.fc)
+		w.settle()
+		deliver()
+	}
+	setImage := func(img string) {
+		w.edit(key, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = img })
+		cur, err := w.Get(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.dw.Modify(cur)
+		settle(t, r.fc)
+	}
+	feed()
+	feed() // A at 6, available
+	setImage("web:v2")
+	feed() // B (never available) at 1, A down to 3
+	feed() // B up to 4
+	sizes := func() (map[string]int32, int32) {
+		m := map[string]int32{}
+		var total int32
+		for _, rs := range w.replicaSets() {
+			m[image(rs)] = *rs.Spec.Replicas
+			total += *rs.Spec.Replicas
+		}
+		return m, total
+	}
+	if got, _ := sizes(); !cmp.Equal(got, map[string]int32{"web:v1": 3, "web:v2": 4}) {
+		t.Fatalf("ReplicaSets by image before the rollback = %v; want web:v1 at 3, web:v2 at 4", got)
+	}
+
+	// Roll back: B is scaled down to 0, and once the events have arrived
+	// A is scaled up to 6, but the answer is an error. The retries (the
+	// clock moves on) find the cache behind the server.
+	client.lose.Store(true)
+	setImage("web:v1")
+	deliver()
+	client.lose.Store(false)
+	r.fc.Step(time.Second)
+	settle(t, r.fc)
+	if got, _ := sizes(); got["web:v1"] != 6 {
+		t.Fatalf("ReplicaSets by image after the lost scale = %v; want web:v1 at 6", got)
+	}
+
+	// A new template, whose event arrives before A's: nothing is sized
+	// from A's stale spec.replicas.
+	setImage("web:v3")
+	r.fc.Step(time.Second)
+	settle(t, r.fc)
+	if got, total := sizes(); total > 6+1 {
+		t.Fatalf("a sync on A's stale size: ReplicaSets by image = %v, %d replicas, more than 6+1", got, total)
+	}
+
+	// A's event arrives: the rollout goes on within maxSurge.
+	feed()
+	if got, total := sizes(); total > 6+1 || got["web:v3"] != 1 {
+		t.Errorf("ReplicaSets by image = %v, %d replicas in all; want web:v3 at 1, at most 6+1 in all", got, total)
+	}
+}
+
+// WritePending, the rule both the Controller and the controller-runtime
+// adapter settle failed ReplicaSet writes by, case by case.
+func TestWritePending(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "web-1"}
+	rs := func(rv string) *appsv1.ReplicaSet {
+		return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", ResourceVersion: rv}}
+	}
+	boom := errors.New("boom")
+	notFound := apierrors.NewNotFound(appsv1.Resource("replicasets"), "web-1")
+	tests := []struct {
+		name     string
+		cached   string // "" : not cached
+		live     *appsv1.ReplicaSet
+		liveErr  error
+		want     bool
+		wantErr  bool
+		wantLive bool
+	}{
+		{name: "the cache moved on", cached: "8", want: false},
+		{name: "not cached any more", cached: "", want: false},
+		{name: "the write happened", cached: "7", live: rs("9"), want: true, wantLive: true},
+		{name: "it did not", cached: "7", live: rs("7"), want: false, wantLive: true},
+		{name: "deleted", cached: "7", liveErr: notFound, want: false, wantLive: true},
+		{name: "live read fails", cached: "7", liveErr: boom, wantErr: true, wantLive: true},
+		{name: "live read returns nothing", cached: "7", wantErr: true, wantLive: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var read bool
+			got, err := deployment.WritePending(context.Background(), key, "7",
+				func(types.NamespacedName) (string, bool) { return tc.cached, tc.cached != "" },
+				func(context.Context, types.NamespacedName) (*appsv1.ReplicaSet, error) {
+					read = true
+					return tc.live, tc.liveErr
+				})
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("WritePending() = %v, %v; want error %t", got, err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Errorf("WritePending() = %t; want %t", got, tc.want)
+			}
+			if read != tc.wantLive {
+				t.Errorf("live read made: %t; want %t", read, tc.wantLive)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false}, {notFound, false}, {apierrors.NewBadRequest("x"), false},
+		{apierrors.NewConflict(appsv1.Resource("replicasets"), "web-1", boom), true},
+		{apierrors.NewTooManyRequests("x", 1), true}, {apierrors.NewTimeoutError("x", 1), true}, {boom, true},
+	} {
+		if got := deployment.MayHaveChanged(tc.err); got != tc.want {
+			t.Errorf("MayHaveChanged(%v) = %t; want %t", tc.err, got, tc.want)
+		}
+	}
+}
+
+// recordedUpdates is the world, recording what each ReplicaSet update
+// stored.
+type recordedUpdates struct {
+	*world
+	mu      sync.Mutex
+	updates []*appsv1.ReplicaSet
+}
+
+func (r *recordedUpdates) UpdateReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
+	out, err := r.world.UpdateReplicaSet(ctx, rs)
+	if err == nil {
+		r.mu.Lock()
+		r.updates = append(r.updates, out.DeepCopy())
+		r.mu.Unlock()
+	}
+	return out, err
+}
+
+// A rolling step scales an old ReplicaSet twice in one sync (its unhealthy
+// pod first, 4 → 3, then as availability allows, 3 → 1), the second
+// update based on the first's result. When the cache then holds the first
+// write's result, it is still behind (e2e soak seed 4019): the next sync,
+// on a new template, must wait for the second write's event. Taking the
+// ReplicaSet at 3 (its status counting 3 available pods, 2 of them being
+// deleted), it would scale the other ReplicaSet's one available pod away,
+// below maxUnavailable.
+func TestControllerWaitsForBothOfTwoWrites(t *testing.T) {
+	w := newWorld()
+	d0 := newDeployment(4, "web:v2")
+	surge, unavailable := intstr.FromInt32(1), intstr.FromString("50%")
+	d0.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable}
+	d0.Annotations = map[string]string{rollout.RevisionAnnotation: "2"}
+	d := w.addDeployment(d0)
+	key := deployment.KeyOf(d)
+	rsOf := func(img string, rev string, spec, available int32) *appsv1.ReplicaSet {
+		tpl := *d.Spec.Template.DeepCopy()
+		tpl.Spec.Containers[0].Image = img
+		hash := rollout.ComputeHash(&tpl, nil)
+		tpl.Labels = map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: hash}
+		rs := &appsv1.ReplicaSet{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-" + hash, Labels: tpl.Labels,
+				Annotations:     map[string]string{rollout.RevisionAnnotation: rev, rollout.DesiredReplicasAnnotation: "4", rollout.MaxReplicasAnnotation: "5"},
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
+			Spec: appsv1.ReplicaSetSpec{Replicas: &spec, Template: tpl,
+				Selector: &metav1.LabelSelector{MatchLabels: tpl.Labels}},
+		}
+		rs = w.addReplicaSet(rs)
+		rs.Status = appsv1.ReplicaSetStatus{Replicas: spec, FullyLabeledReplicas: spec, ReadyReplicas: available, AvailableReplicas: available,
+			ObservedGeneration: rs.Generation, TerminatingReplicas: new(int32)}
+		w.mu.Lock()
+		w.rss[types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}] = rs.DeepCopy()
+		w.mu.Unlock()
+		return rs
+	}
+	a := rsOf("web:v1", "1", 4, 3) // old, one pod unhealthy
+	b := rsOf("web:v2", "2", 1, 1) // new, available
+	client := &recordedUpdates{world: w}
+	r := runTracked(t, w, d, client, a, b)
+	settle(t, r.fc) // A is scaled 4 → 3 → 1
+	client.mu.Lock()
+	updates := slices.Clone(client.updates)
+	client.mu.Unlock()
+	if len(updates) != 2 || *updates[0].Spec.Replicas != 3 || *updates[1].Spec.Replicas != 1 {
+		var sizes []int32
+		for _, u := range updates {
+			sizes = append(sizes, *u.Spec.Replicas)
+		}
+		t.Fatalf("ReplicaSet updates %v; want A scaled to 3, then to 1", sizes)
+	}
+	// The first update's event arrives, and a new template.
+	r.rsw.Modify(updates[0])
+	w.edit(key, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "web:v3" })
+	cur, err := w.Get(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(w.replicaSets())
+	writes := func() int { w.mu.Lock(); defer w.mu.Unlock(); return len(w.writes) }
+	n := writes()
+	r.dw.Modify(cur)
+	settle(t, r.fc)
+	if got := writes(); got != n || len(w.replicaSets()) != before {
+		t.Fatalf("a sync on the first write's result (A at 3) wrote %d times: %q", got-n, w.writes[n:])
+	}
+	// The second update's event arrives: the rollout goes on, within
+	// maxUnavailable (B's one available pod stays while A has 1).
+	r.rsw.Modify(updates[1])
+	settle(t, r.fc)
+	for _, rs := range w.replicaSets() {
+		if image(rs) == "web:v2" && *rs.Spec.Replicas < 1 {
+			t.Errorf("B scaled to %d with A at 1: availability below 4-2", *rs.Spec.Replicas)
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/features"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
@@ -99,6 +100,8 @@ type WorkloadConfig[W Workload] struct {
 	Events      EventRecorder
 	Clock       clock.PassiveClock
 	EagerStatus bool
+	// FeatureGates: see [ReconcilerConfig.FeatureGates].
+	FeatureGates features.Gates
 }
 
 // NewWorkloadReconciler returns a Reconciler that syncs workloads of type
@@ -137,14 +140,15 @@ func NewWorkloadReconciler[W Workload](cfg WorkloadConfig[W]) (*Reconciler, erro
 		events = workloadEvents[W]{workloads: cfg.Workloads, events: cfg.Events}
 	}
 	return NewReconciler(ReconcilerConfig{
-		Deployments: views,
-		ReplicaSets: cfg.ReplicaSets,
-		Pods:        cfg.Pods,
-		Live:        viewGetter[W]{live},
-		Client:      workloadClient[W]{c: cfg.Client, kind: cfg.Kind, workloads: cfg.Workloads},
-		Events:      events,
-		Clock:       cfg.Clock,
-		EagerStatus: cfg.EagerStatus,
+		Deployments:  views,
+		ReplicaSets:  cfg.ReplicaSets,
+		Pods:         cfg.Pods,
+		Live:         viewGetter[W]{live},
+		Client:       workloadClient[W]{c: cfg.Client, kind: cfg.Kind, workloads: cfg.Workloads},
+		Events:       events,
+		Clock:        cfg.Clock,
+		EagerStatus:  cfg.EagerStatus,
+		FeatureGates: cfg.FeatureGates,
 	})
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/deployment"
+	"github.com/ctrlkit/ctrlkit/features"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 	"github.com/ctrlkit/ctrlkit/replicaset"
@@ -40,6 +41,15 @@ type worldConfig struct {
 	// where a seed replays exactly. CTRLKIT_E2E_CONCURRENT=1 sets it for
 	// every world.
 	Concurrent bool
+	// FeatureGates are both controllers' feature gates at the start.
+	FeatureGates features.Gates
+	// CoreKinds adds memcluster's core kinds (Events among them: the
+	// kubelet's rejection events are recorded).
+	CoreKinds bool
+	// ReplicaSet, if set, changes the ReplicaSet controller's config
+	// before it is built (upstream's behaviour on an expired expectation,
+	// say).
+	ReplicaSet func(*replicaset.ControllerConfig)
 }
 
 // world is a cluster with both controllers, a kubelet and a recorder of
@@ -53,6 +63,9 @@ type world struct {
 	rec    *recorder
 	client *recordingClient
 	faults memcluster.Faults
+	// dc and rc are the two controllers.
+	dc *deployment.Controller
+	rc *replicaset.Controller
 }
 
 // newWorld starts a world; it stops, and its history is checked, in
@@ -65,6 +78,9 @@ func newWorld(tb testing.TB, cfg worldConfig) *world {
 	}
 	// Watches must not lose events: the recorder sees every one of them.
 	c := memcluster.New(memcluster.Config{Clock: fc, Seed: cfg.Seed, WatchHistory: 1 << 30, WatchBuffer: 1 << 30})
+	if cfg.CoreKinds {
+		memcluster.AddCoreKinds(c)
+	}
 	if cfg.Model == nil {
 		cfg.Model = memcluster.FixedModel(memcluster.PodBehavior{StartDelay: time.Second, ReadyDelay: 2 * time.Second, ShutdownDelay: time.Second})
 	}
@@ -89,16 +105,23 @@ func newWorld(tb testing.TB, cfg worldConfig) *world {
 	podInf := informer.New(c.Pods("").ListWatcher(), informer.Config[*corev1.Pod]{Clock: fc})
 	dc, err := deployment.NewController(deployment.ControllerConfig{
 		Deployments: dInf, ReplicaSets: rsInf, Pods: podInf, Client: w.client, Clock: fc, Workers: cfg.Workers,
+		FeatureGates: cfg.FeatureGates,
 	})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	rc, err := replicaset.NewController(replicaset.ControllerConfig{
+	rcfg := replicaset.ControllerConfig{
 		ReplicaSets: rsInf, Pods: podInf, Client: w.client, Clock: fc, Workers: cfg.Workers,
-	})
+		FeatureGates: cfg.FeatureGates,
+	}
+	if cfg.ReplicaSet != nil {
+		cfg.ReplicaSet(&rcfg)
+	}
+	rc, err := replicaset.NewController(rcfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	w.dc, w.rc = dc, rc
 	kubelet := memcluster.NewKubelet(c, memcluster.KubeletConfig{Model: cfg.Model})
 	run("deployment informer", dInf.Run)
 	run("replicaset informer", rsInf.Run)

@@ -21,6 +21,12 @@ type Config[T Object] struct {
 	// Clock times resyncs and retry backoff. Nil means [clock.Real].
 	Clock clock.Clock
 
+	// SeededJitter seeds the jitter of the retry backoff from the
+	// informer's type whatever the clock, as it is on a [clock.Fake]: for
+	// a simulation on another deterministic clock (the real clock inside a
+	// testing/synctest bubble), so that it replays.
+	SeededJitter bool
+
 	// ResyncPeriod, when positive, replays the whole cache to every handler
 	// as updates (oldObj == newObj) at that interval. Resync never reads the
 	// source again. Zero means never; negative is invalid.
@@ -102,7 +108,7 @@ func New[T Object](lw ListWatcher[T], cfg Config[T]) *Informer[T] {
 	var zero T
 	name := fmt.Sprintf("informer %T", zero)
 	inf.work = clock.NewSource(inf.clock, name)
-	inf.rnd = newJitter(inf.clock, name)
+	inf.rnd = newJitter(inf.clock, name, cfg.SeededJitter)
 	var now bool
 	inf.start, now = inf.work.Start(func() { close(inf.gate) })
 	if now {

@@ -41,11 +41,11 @@ func backoff(rnd *rand.Rand, failures int) time.Duration {
 }
 
 // newJitter returns the random source of the backoff: seeded from the
-// informer's name on a fake clock, so that simulations replay exactly, and
-// at random otherwise, so that informers of many processes do not retry in
-// step.
-func newJitter(c clock.Clock, name string) *rand.Rand {
-	if _, ok := c.(*clock.Fake); ok {
+// informer's name on a fake clock or when seeded is set, so that
+// simulations replay exactly, and at random otherwise, so that informers
+// of many processes do not retry in step.
+func newJitter(c clock.Clock, name string, seeded bool) *rand.Rand {
+	if _, ok := c.(*clock.Fake); ok || seeded {
 		h := fnv.New64a()
 		h.Write([]byte(name))
 		return rand.New(rand.NewPCG(h.Sum64(), 0x6a6974746572))

@@ -61,3 +61,36 @@ func TestWroteBehind(t *testing.T) {
 		t.Fatal("Behind = true after a write with no replaced version")
 	}
 }
+
+// Two writes in a row (the second based on the first's result): the cache
+// is behind until it holds a version past both, not only past the first
+// (e2e soak seed 4019).
+func TestWroteTwice(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "a"}
+	c := informer.NewCache(informer.CacheConfig[*corev1.Pod]{})
+	add := func(rv string) {
+		t.Helper()
+		if err := c.Add(pod("ns", "a", func(p *corev1.Pod) { p.ResourceVersion = rv })); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("1")
+	c.Wrote(key, "1") // 1 → 2
+	c.Wrote(key, "2") // 2 → 3, based on the first write's result
+	for _, step := range []struct {
+		rv     string
+		behind bool
+	}{{"1", true}, {"2", true}, {"3", false}} {
+		add(step.rv)
+		if got := c.Behind(key); got != step.behind {
+			t.Errorf("cache at %s: Behind = %t; want %t", step.rv, got, step.behind)
+		}
+	}
+	add("3")
+	c.Wrote(key, "3")
+	c.Wrote(key, "3") // the same mark twice counts once
+	add("4")
+	if c.Behind(key) {
+		t.Errorf("Behind = true past the only marked version")
+	}
+}

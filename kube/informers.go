@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/deployment"
+	"github.com/ctrlkit/ctrlkit/features"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/replicaset"
 	"github.com/ctrlkit/ctrlkit/workqueue"
@@ -33,6 +34,10 @@ type InformerOptions struct {
 	// EagerStatus writes statuses with upstream's timing (see
 	// deployment.ReconcilerConfig.EagerStatus).
 	EagerStatus bool
+	// FeatureGates are kube-controller-manager's feature gates both
+	// controllers consult (see package features); the zero value is
+	// v1.37's defaults.
+	FeatureGates features.Gates
 }
 
 // InformerControllers runs ctrlkit's Deployment and ReplicaSet controllers
@@ -146,7 +151,7 @@ func (c *InformerControllers) run(ctx context.Context) error {
 	dr, err := deployment.NewReconciler(deployment.ReconcilerConfig{
 		Deployments: c.ds, ReplicaSets: c.rss, Pods: c.pods, Live: LiveDeployments(c.cs, c.opts.Grace),
 		Client: DeploymentClient{Clientset: c.cs, Grace: c.opts.Grace}, Events: events.Deployment(),
-		EagerStatus: c.opts.EagerStatus,
+		EagerStatus: c.opts.EagerStatus, FeatureGates: c.opts.FeatureGates,
 	})
 	if err != nil {
 		return err
@@ -154,6 +159,7 @@ func (c *InformerControllers) run(ctx context.Context) error {
 	rr, err := replicaset.NewReconciler(replicaset.ReconcilerConfig{
 		ReplicaSets: c.rss, Pods: c.pods, Client: ReplicaSetClient{Clientset: c.cs, Grace: c.opts.Grace},
 		Events: events.ReplicaSet(), Expectations: c.exp, EagerStatus: c.opts.EagerStatus,
+		FeatureGates: c.opts.FeatureGates,
 	})
 	if err != nil {
 		return err

@@ -230,8 +230,9 @@ func TestMemclusterDiscovery(t *testing.T) {
 	}
 	want := []string{
 		"version v1.37.1+memcluster",
-		"v1: pods,pods/status,namespaces,namespaces/status,services,services/status,secrets,configmaps,serviceaccounts,events",
+		"v1: pods,pods/status,pods/eviction,namespaces,namespaces/status,namespaces/finalize,services,services/status,secrets,configmaps,serviceaccounts,events",
 		"apps/v1: replicasets,replicasets/status,replicasets/scale,deployments,deployments/status,deployments/scale",
+		"policy/v1: poddisruptionbudgets,poddisruptionbudgets/status",
 		"events.k8s.io/v1: events",
 		"coordination.k8s.io/v1: leases",
 		"example.com/v1: widgets,widgets/status",

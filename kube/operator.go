@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/ctrlkit/ctrlkit/deployment"
+	"github.com/ctrlkit/ctrlkit/features"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/replicaset"
 	"github.com/ctrlkit/ctrlkit/workqueue"
@@ -56,6 +57,10 @@ type Operator struct {
 	// status to the sync its writes' events trigger (see the controllers'
 	// ControllerConfig.EagerStatus).
 	EagerStatus bool
+	// FeatureGates are kube-controller-manager's feature gates both
+	// controllers consult (see package features; ctrlkit-controller's
+	// --feature-gates sets them); the zero value is v1.37's defaults.
+	FeatureGates features.Gates
 	// LowPriorityEvents lets each controller's writes go before its
 	// events. They still share one budget of Config.QPS and Burst, but an
 	// event is sent when none of the controller's requests waits for a
@@ -165,7 +170,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	}
 	r := operatorRun{informers: clients[0], deployments: clients[1], replicaSets: clients[2],
 		deploymentEvents: events[1], replicaSetEvents: events[2],
-		namespace: o.Namespace, workers: o.Workers, dWorkers: o.DeploymentWorkers, rsWorkers: o.ReplicaSetWorkers, grace: o.Grace, batch: o.BatchPeriod, eager: o.EagerStatus, metrics: o.Metrics, eventsAPI: o.EventsAPI == "events.k8s.io/v1"}
+		namespace: o.Namespace, workers: o.Workers, dWorkers: o.DeploymentWorkers, rsWorkers: o.ReplicaSetWorkers, grace: o.Grace, batch: o.BatchPeriod, eager: o.EagerStatus, gates: o.FeatureGates, metrics: o.Metrics, eventsAPI: o.EventsAPI == "events.k8s.io/v1"}
 	if r.workers <= 0 {
 		r.workers = 5
 	}
@@ -195,6 +200,7 @@ type operatorRun struct {
 	grace                        time.Duration
 	batch                        time.Duration
 	eager                        bool
+	gates                        features.Gates
 	metrics                      *Metrics
 	eventsAPI                    bool // events.k8s.io/v1 instead of core/v1
 }
@@ -254,6 +260,7 @@ func (o *operatorRun) run(ctx context.Context) error {
 		Live:    LiveDeployments(o.deployments, grace),
 		Events:  dEvents.Deployment(),
 		Workers: o.dWorkers, RateLimiter: dLimiter, Metrics: dQueue, BatchPeriod: o.batch, EagerStatus: o.eager,
+		FeatureGates: o.gates,
 	})
 	if err != nil {
 		return err
@@ -261,7 +268,7 @@ func (o *operatorRun) run(ctx context.Context) error {
 	rsc, err := replicaset.NewController(replicaset.ControllerConfig{
 		ReplicaSets: rsInf, Pods: podInf, Client: ReplicaSetClient{Clientset: o.replicaSets, Grace: grace},
 		Events: rsEvents.ReplicaSet(), Workers: o.rsWorkers, RateLimiter: rsLimiter, Metrics: rsQueue, BatchPeriod: o.batch,
-		EagerStatus: o.eager,
+		EagerStatus: o.eager, FeatureGates: o.gates,
 	})
 	if err != nil {
 		return err

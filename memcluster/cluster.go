@@ -1,6 +1,7 @@
 package memcluster
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 )
 
 // Object is what the cluster stores: a pointer to an API type such as
@@ -56,10 +58,50 @@ type Config struct {
 	// it must be quick and must not call the cluster. The object is the
 	// stored snapshot: read it, never modify it.
 	OnWrite func(Write)
+	// OnRequest, if set, is told about every request the cluster admits
+	// (once it has passed the Gate, with the latency and error injected
+	// into it) and every watch it drops, with the request's context (a
+	// REST request's is its http.Request's, so a caller can tell clients
+	// apart by what it put there). It may be called with the cluster's
+	// lock held: it must be quick and must not call the cluster.
+	OnRequest func(context.Context, Request)
 	// NoGarbageCollection turns the garbage collector off: objects whose
 	// owners are all gone, and dependents of a deleted object, stay until
-	// deleted by hand (as in envtest, which runs no kube-controller-manager).
+	// deleted by hand, and an object deleted with Foreground or Orphan
+	// propagation keeps its foregroundDeletion or orphan finalizer (as in
+	// envtest, which runs no kube-controller-manager). It turns the
+	// namespace controller off too (see NoNamespaceController).
 	NoGarbageCollection bool
+	// NoNamespaceController turns the namespace controller off alone: a
+	// deleted namespace stays Terminating, with its content, until
+	// spec.finalizers is emptied through namespaces/<name>/finalize (as
+	// in envtest).
+	NoNamespaceController bool
+	// NoDisruptionController turns the disruption controller off: the
+	// status of a PodDisruptionBudget is never computed, so evicting a pod
+	// it covers answers 429 (as in envtest).
+	NoDisruptionController bool
+	// RequireNamespaces makes a namespaced object's namespace required,
+	// as kube-apiserver's NamespaceLifecycle admission does: creating an
+	// object in a namespace that does not exist answers NotFound. The
+	// namespaces default, kube-system, kube-public and kube-node-lease
+	// then exist from the start, as on a real cluster. Without it,
+	// objects may be created in any namespace (creating one in a
+	// namespace that is being deleted is refused either way).
+	RequireNamespaces bool
+	// TypeConverter gives the types of the cluster's kinds to
+	// apimachinery's field managers: with it the cluster records
+	// metadata.managedFields and serves server-side apply, as
+	// kube-apiserver does (see "Server-side apply" in the package
+	// documentation). A kind's [Kind.TypeConverter] takes precedence. For
+	// the built-in kinds, pass k8s.io/client-go/applyconfigurations'
+	// NewTypeConverter(scheme) (wrapped in [LazyTypeConverter] to parse its
+	// schemas at the first write only); [TypeConverterChain] adds a
+	// fallback, such as managedfields.NewDeducedTypeConverter(), for the
+	// kinds it has no type for. Nil: no kind is tracked (unless its own
+	// converter is set), server-side apply is answered 415, and writes cost
+	// nothing more, which simulations at scale want.
+	TypeConverter managedfields.TypeConverter
 }
 
 func (c Config) withDefaults() Config {
@@ -98,11 +140,19 @@ type Cluster struct {
 	kubelets     []*Kubelet
 	watchSeq     uint64 // watches opened so far
 
+	// dependents indexes owner references: the objects that refer to
+	// each owner UID.
+	dependents map[types.UID]map[objRef]struct{}
+	// react is the work of the built-in controllers that writes cause;
+	// see observeLocked.
+	react reactor
+
 	faults faultInjector
 
 	pods        *Resource[*corev1.Pod]
 	replicaSets *Resource[*appsv1.ReplicaSet]
 	deployments *Resource[*appsv1.Deployment]
+	namespaces  *Resource[*corev1.Namespace]
 }
 
 // New returns an empty cluster. It starts no goroutine: watches and
@@ -116,12 +166,17 @@ func New(cfg Config) *Cluster {
 		uids:  map[types.UID]schema.GroupKind{},
 		kinds: map[schema.GroupKind]collector{},
 
-		customs: map[schema.GroupResource]*customKind{},
+		customs:    map[schema.GroupResource]*customKind{},
+		dependents: map[types.UID]map[objRef]struct{}{},
 	}
 	c.faults.init(cfg.Seed)
 	c.pods = NewResource(c, podKind())
 	c.replicaSets = NewResource(c, replicaSetKind())
 	c.deployments = NewResource(c, deploymentKind())
+	c.namespaces = NewResource(c, namespaceKind())
+	if cfg.RequireNamespaces {
+		c.createInitialNamespaces()
+	}
 	return c
 }
 
@@ -131,6 +186,11 @@ func (c *Cluster) Clock() clock.Clock { return c.clock }
 // Pods returns a client for the pods of namespace; "" means every
 // namespace for List and Watch, and the object's own namespace for Create.
 func (c *Cluster) Pods(namespace string) Client[*corev1.Pod] { return c.pods.Namespace(namespace) }
+
+// Namespaces returns a client for the namespaces. Namespaces have
+// kube-apiserver's lifecycle (see the package documentation): use
+// [Cluster.FinalizeNamespace] for namespaces/<name>/finalize.
+func (c *Cluster) Namespaces() Client[*corev1.Namespace] { return c.namespaces.Namespace("") }
 
 // ReplicaSets returns a client for the ReplicaSets of namespace; see [Cluster.Pods].
 func (c *Cluster) ReplicaSets(namespace string) Client[*appsv1.ReplicaSet] {

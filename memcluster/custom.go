@@ -333,7 +333,7 @@ func (tx *Tx) RemoveCustom(group, plural string, done func(*Tx)) error {
 	r := ck.res
 	for _, key := range r.keysLocked() {
 		if obj, ok := r.objs[key]; ok && obj.GetDeletionTimestamp() == nil {
-			if err := r.deleteLocked(key, metav1.DeleteOptions{}); err != nil {
+			if _, _, err := r.deleteLocked(key, metav1.DeleteOptions{}); err != nil {
 				return err
 			}
 		}

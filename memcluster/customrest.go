@@ -7,7 +7,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -111,20 +113,20 @@ func (v customView) get(ctx context.Context, ns, name string) (runtime.Object, e
 	return v.out(obj)
 }
 
-func (v customView) list(ctx context.Context, ns string, opts metav1.ListOptions) ([]runtime.Object, string, error) {
+func (v customView) list(ctx context.Context, ns string, opts metav1.ListOptions) ([]runtime.Object, metav1.ListMeta, error) {
 	if err := v.check(); err != nil {
-		return nil, "", err
+		return nil, metav1.ListMeta{}, err
 	}
-	items, rv, err := v.ck.res.list(ctx, ns, opts)
+	items, meta, err := v.ck.res.list(ctx, ns, opts)
 	if err != nil {
-		return nil, "", err
+		return nil, meta, err
 	}
 	for i, it := range items {
 		if items[i], err = v.out(it); err != nil {
-			return nil, "", err
+			return nil, meta, err
 		}
 	}
-	return items, rv, nil
+	return items, meta, nil
 }
 
 func (v customView) watchList(ctx context.Context, ns string, opts metav1.ListOptions) ([]watch.Event, watch.Interface, error) {
@@ -141,9 +143,12 @@ func (v customView) watchList(ctx context.Context, ns string, opts metav1.ListOp
 	return initial, w, nil
 }
 
-func (v customView) create(ctx context.Context, ns string, obj runtime.Object) (runtime.Object, error) {
+func (v customView) create(ctx context.Context, ns string, obj runtime.Object, opts metav1.CreateOptions) (runtime.Object, error) {
 	if err := v.check(); err != nil {
 		return nil, err
+	}
+	if errs := metav1validation.ValidateCreateOptions(&opts); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "CreateOptions"}, "", errs)
 	}
 	r := v.ck.res
 	u, err := r.typed(obj)
@@ -164,7 +169,7 @@ func (v customView) create(ctx context.Context, ns string, obj runtime.Object) (
 	case v.ck.removed:
 		err = apierrors.NewNotFound(r.kind.groupResource(), u.GetName())
 	default:
-		out, err = r.createLocked(u, ns)
+		out, err = r.createLocked(u, ns, managerOf(opts.FieldManager))
 	}
 	c.mu.Unlock()
 	if err != nil {
@@ -176,41 +181,30 @@ func (v customView) create(ctx context.Context, ns string, obj runtime.Object) (
 	return v.out(out)
 }
 
-func (v customView) update(ctx context.Context, ns string, obj runtime.Object, status bool) (runtime.Object, error) {
+func (v customView) update(ctx context.Context, ns string, obj runtime.Object, sub string, opts metav1.UpdateOptions) (runtime.Object, error) {
 	if err := v.check(); err != nil {
 		return nil, err
 	}
-	out, err := v.ck.res.update(ctx, ns, obj, status)
+	out, err := v.ck.res.update(ctx, ns, obj, sub, opts)
 	if err != nil {
 		return nil, err
 	}
 	return v.out(out)
 }
 
-func (v customView) patch(ctx context.Context, ns, name string, pt types.PatchType, data []byte, status bool) (runtime.Object, error) {
+func (v customView) patch(ctx context.Context, ns, name string, pt types.PatchType, data []byte, sub string, opts metav1.PatchOptions) (runtime.Object, bool, error) {
 	if err := v.check(); err != nil {
-		return nil, err
-	}
-	r := v.ck.res
-	c := r.c
-	verb := VerbPatch
-	after, err := c.admit(ctx, verb, r.kind.groupResource(), ns, name)
-	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	view := func(old *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		return v.ck.spec.Load().fromStorage(old, v.version.Name)
 	}
-	c.mu.Lock()
-	out, err := r.patchLocked(r.Namespace(ns).key(ns, name), pt, data, status, view)
-	c.mu.Unlock()
+	out, created, err := v.ck.res.Namespace(ns).patch(ctx, name, pt, data, opts, sub, view)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if after != nil {
-		return nil, after
-	}
-	return v.out(out)
+	o, err := v.out(out)
+	return o, created, err
 }
 
 func (v customView) remove(ctx context.Context, ns, name string, opts metav1.DeleteOptions) (runtime.Object, bool, error) {

@@ -1,13 +1,21 @@
 package memcluster
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ctrlkit/ctrlkit/clock"
 )
 
 func TestDeletePod(t *testing.T) {
@@ -136,23 +144,33 @@ func world(t *testing.T, c *Cluster) []string {
 
 func TestGarbageCollection(t *testing.T) {
 	orphan, foreground := metav1.DeletePropagationOrphan, metav1.DeletePropagationForeground
+	yes := true
 	tests := []struct {
 		name string
 		opts metav1.DeleteOptions
 		want []string
+		// wantConfirmed is the world once the kubelet has confirmed the
+		// bound pod's deletion.
+		wantConfirmed []string
 	}{
 		{
 			name: "background cascades; bound pods linger",
 			want: []string{"pod/bound <web (deleting)"},
 		},
 		{
-			name: "foreground is treated as background",
-			opts: metav1.DeleteOptions{PropagationPolicy: &foreground},
-			want: []string{"pod/bound <web (deleting)"},
+			name:          "foreground: the owners wait for their blocking dependents",
+			opts:          metav1.DeleteOptions{PropagationPolicy: &foreground},
+			want:          []string{"deploy/web (deleting)", "rs/web <web (deleting)", "pod/bound <web (deleting)"},
+			wantConfirmed: []string{},
 		},
 		{
 			name: "orphan removes owner references",
 			opts: metav1.DeleteOptions{PropagationPolicy: &orphan},
+			want: []string{"rs/web", "pod/bound <web", "pod/pending <web"},
+		},
+		{
+			name: "the legacy orphanDependents",
+			opts: metav1.DeleteOptions{OrphanDependents: &yes},
 			want: []string{"rs/web", "pod/bound <web", "pod/pending <web"},
 		},
 	}
@@ -171,6 +189,16 @@ func TestGarbageCollection(t *testing.T) {
 			if diff := cmp.Diff(tt.want, world(t, c)); diff != "" {
 				t.Errorf("world after Delete() mismatch (-want +got):\n%s", diff)
 			}
+			if tt.wantConfirmed == nil {
+				return
+			}
+			zero := int64(0)
+			if err := c.Pods("ns").Delete(ctxT(t), "bound", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.wantConfirmed, world(t, c), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("world after the kubelet's confirmation mismatch (-want +got):\n%s", diff)
+			}
 		})
 	}
 }
@@ -183,5 +211,159 @@ func TestCreateWithDanglingOwnerIsCollected(t *testing.T) {
 	must(c.Pods("ns").Create(ctxT(t), foreign, metav1.CreateOptions{}))(t)
 	if diff := cmp.Diff([]string{"pod/foreign <w"}, world(t, c)); diff != "" {
 		t.Errorf("world mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestForegroundDeletion(t *testing.T) {
+	foreground := metav1.DeletePropagationForeground
+	no := false
+	t.Run("a non-blocking dependent does not hold its owner", func(t *testing.T) {
+		c, _ := newTestCluster(t)
+		rs := must(c.ReplicaSets("ns").Create(ctxT(t), replicaSet("web", nil), metav1.CreateOptions{}))(t)
+		p := pod("bound", "web", rs.UID)
+		p.Spec.NodeName = "node-0"
+		p.OwnerReferences[0].BlockOwnerDeletion = &no
+		must(c.Pods("ns").Create(ctxT(t), p, metav1.CreateOptions{}))(t)
+		if err := c.ReplicaSets("ns").Delete(ctxT(t), "web", metav1.DeleteOptions{PropagationPolicy: &foreground}); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"pod/bound <web (deleting)"}, world(t, c)); diff != "" {
+			t.Errorf("world mismatch (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("REST: the answer is the owner, waiting", func(t *testing.T) {
+		c, _ := newTestCluster(t)
+		must(c.Deployments("ns").Create(ctxT(t), deployment("web"), metav1.CreateOptions{}))(t)
+		resp, body := newRESTClient(t, c).do(req{method: "DELETE", path: "/apis/apps/v1/namespaces/ns/deployments/web",
+			body: `{"propagationPolicy":"Foreground"}`})
+		var d struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		}
+		if err := json.Unmarshal(body, &d); err != nil || resp.StatusCode != 200 || d.Metadata.DeletionTimestamp == nil ||
+			!cmp.Equal(d.Metadata.Finalizers, []string{metav1.FinalizerDeleteDependents}) {
+			t.Errorf("DELETE with Foreground = %d %s; want 200 and the deployment with the foregroundDeletion finalizer", resp.StatusCode, body)
+		}
+		// Nothing depends on it: the collector lets it go at once.
+		if _, err := c.Deployments("ns").Get(ctxT(t), "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("Get after the collector: %v; want NotFound", err)
+		}
+	})
+	t.Run("a second delete changes the policy of an object held by a finalizer", func(t *testing.T) {
+		c, _ := newTestCluster(t)
+		rs := replicaSet("web", nil)
+		rs.Finalizers = []string{"example.com/hold"}
+		rs = must(c.ReplicaSets("ns").Create(ctxT(t), rs, metav1.CreateOptions{}))(t)
+		p := pod("bound", "web", rs.UID)
+		p.Spec.NodeName = "node-0"
+		must(c.Pods("ns").Create(ctxT(t), p, metav1.CreateOptions{}))(t)
+		if err := c.ReplicaSets("ns").Delete(ctxT(t), "web", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// Background: the owner waits for its finalizer, the pod for its owner.
+		if diff := cmp.Diff([]string{"rs/web (deleting)", "pod/bound <web"}, world(t, c)); diff != "" {
+			t.Errorf("world after a background delete mismatch (-want +got):\n%s", diff)
+		}
+		if err := c.ReplicaSets("ns").Delete(ctxT(t), "web", metav1.DeleteOptions{PropagationPolicy: &foreground}); err != nil {
+			t.Fatal(err)
+		}
+		got := must(c.ReplicaSets("ns").Get(ctxT(t), "web", metav1.GetOptions{}))(t)
+		if !cmp.Equal(got.Finalizers, []string{"example.com/hold", metav1.FinalizerDeleteDependents}) || got.Generation != 2 {
+			t.Errorf("replica set = finalizers %v, generation %d; want the hold and foregroundDeletion, generation 2", got.Finalizers, got.Generation)
+		}
+		if diff := cmp.Diff([]string{"rs/web (deleting)", "pod/bound <web (deleting)"}, world(t, c)); diff != "" {
+			t.Errorf("world after the foreground delete mismatch (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestPropagationWithoutCollector(t *testing.T) {
+	orphan, foreground := metav1.DeletePropagationOrphan, metav1.DeletePropagationForeground
+	for _, tt := range []struct {
+		policy metav1.DeletionPropagation
+		want   string
+	}{{orphan, metav1.FinalizerOrphanDependents}, {foreground, metav1.FinalizerDeleteDependents}} {
+		c := New(Config{Clock: clock.NewFake(t0), Seed: 1, NoGarbageCollection: true})
+		d := must(c.Deployments("ns").Create(ctxT(t), deployment("web"), metav1.CreateOptions{}))(t)
+		must(c.ReplicaSets("ns").Create(ctxT(t), replicaSet("web", d), metav1.CreateOptions{}))(t)
+		if err := c.Deployments("ns").Delete(ctxT(t), "web", metav1.DeleteOptions{PropagationPolicy: &tt.policy}); err != nil {
+			t.Fatal(err)
+		}
+		got := must(c.Deployments("ns").Get(ctxT(t), "web", metav1.GetOptions{}))(t)
+		if !cmp.Equal(got.Finalizers, []string{tt.want}) || got.DeletionTimestamp == nil {
+			t.Errorf("%s without a collector: finalizers %v; want [%s], as envtest keeps them", tt.policy, got.Finalizers, tt.want)
+		}
+	}
+}
+
+func TestDeleteOptionsValidation(t *testing.T) {
+	c, _ := newTestCluster(t)
+	p := must(c.Pods("ns").Create(ctxT(t), pod("p", "", ""), metav1.CreateOptions{}))(t)
+	yes, bg, bad := true, metav1.DeletePropagationBackground, metav1.DeletionPropagation("Sideways")
+	other := types.UID("other")
+	tests := []struct {
+		opts metav1.DeleteOptions
+		want string
+	}{
+		{metav1.DeleteOptions{OrphanDependents: &yes, PropagationPolicy: &bg}, `DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Invalid value: "Background": orphanDependents and deletionPropagation cannot be both set`},
+		{metav1.DeleteOptions{PropagationPolicy: &bad}, `DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: "Sideways": supported values: "Foreground", "Background", "Orphan", "nil"`},
+		{metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &other}}, `Operation cannot be fulfilled on Pod "p": the UID in the precondition (other) does not match the UID in record (` + string(p.UID) + `). The object might have been deleted and then recreated`},
+	}
+	for _, tt := range tests {
+		err := c.Pods("ns").Delete(ctxT(t), "p", tt.opts)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("Delete(%+v) = %v; want %s", tt.opts, err, tt.want)
+		}
+	}
+}
+
+func TestCollectorDropsDanglingReferences(t *testing.T) {
+	c, _ := newTestCluster(t)
+	a := must(c.ReplicaSets("ns").Create(ctxT(t), replicaSet("a", nil), metav1.CreateOptions{}))(t)
+	b := must(c.ReplicaSets("ns").Create(ctxT(t), replicaSet("b", nil), metav1.CreateOptions{}))(t)
+	p := pod("p", "a", a.UID)
+	p.OwnerReferences = append(p.OwnerReferences, metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "b", UID: b.UID})
+	must(c.Pods("ns").Create(ctxT(t), p, metav1.CreateOptions{}))(t)
+	if err := c.ReplicaSets("ns").Delete(ctxT(t), "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"rs/b", "pod/p <b"}, world(t, c)); diff != "" {
+		t.Errorf("world mismatch (-want +got):\n%s", diff)
+	}
+	// An owner of the same name in another namespace is no owner.
+	q := podIn("elsewhere", "q")
+	q.OwnerReferences = []metav1.OwnerReference{ownerRef("ReplicaSet", "b", b.UID)}
+	must(c.Pods("elsewhere").Create(ctxT(t), q, metav1.CreateOptions{}))(t)
+	if _, err := c.Pods("elsewhere").Get(ctxT(t), "q", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a pod whose owner is in another namespace: %v; want collected", err)
+	}
+}
+
+func TestDefaultPropagationOfJobsAndEvents(t *testing.T) {
+	c, _ := newTestCluster(t)
+	AddCoreKinds(c)
+	s := runtime.NewScheme()
+	if err := batchv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	jobs := NewResource(c, must(KindFor(s, &batchv1.Job{}, KindOptions{}))(t)).Namespace("ns")
+	job := must(jobs.Create(ctxT(t), &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j"}}, metav1.CreateOptions{}))(t)
+	p := pod("p", "", "")
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "j", UID: job.UID}}
+	must(c.Pods("ns").Create(ctxT(t), p, metav1.CreateOptions{}))(t)
+	if err := jobs.Delete(ctxT(t), "j", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// batch/v1 Jobs orphan by default, as kube-apiserver's registry says.
+	if diff := cmp.Diff([]string{"pod/p"}, world(t, c)); diff != "" {
+		t.Errorf("world after deleting a job mismatch (-want +got):\n%s", diff)
+	}
+	events := kindClient[*corev1.Event](c, schema.GroupKind{Kind: "Event"}, "ns")
+	must(events.Create(ctxT(t), &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e"}, InvolvedObject: corev1.ObjectReference{Namespace: "ns"}}, metav1.CreateOptions{}))(t)
+	fg := metav1.DeletePropagationForeground
+	if err := events.Delete(ctxT(t), "e", metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := events.Get(ctxT(t), "e", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("an event deleted in the foreground: %v; want gone (events take no propagation finalizer)", err)
 	}
 }

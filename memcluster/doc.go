@@ -19,19 +19,50 @@
 //     generateName with a seeded 5-character suffix and retries.
 //   - Update keeps the status; UpdateStatus changes only the status. A
 //     write that changes nothing stores nothing and keeps the version.
+//   - metadata.managedFields and server-side apply, as kube-apiserver
+//     records and serves them, for the kinds the cluster has type
+//     information for (see "Server-side apply").
 //   - Patch: strategic merge (from the typed structs' merge keys, e.g.
 //     "$patch":"delete" of an ownerReference by uid), JSON merge, and JSON
 //     patch. A uid or resourceVersion in the patch is a precondition.
 //   - Delete: uid/resourceVersion preconditions; graceful pod deletion
-//     (the pod keeps a deletionTimestamp until its kubelet confirms);
-//     finalizers; garbage collection of dependents through
-//     ownerReferences, Background (the default) or Orphan. Foreground is
-//     treated as Background.
-//   - apps/v1 and core/v1 defaults (including the pod-spec defaults that
-//     enter the pod-template-hash) and the validation controllers rely on,
-//     as Invalid errors with the apiserver's field paths.
+//     (the pod keeps a deletionTimestamp until its kubelet confirms; a pod
+//     deleted at once is first written with its deletionTimestamp, as
+//     kube-apiserver does); finalizers; propagation as kube-apiserver and
+//     kube-controller-manager's garbage collector do it: Background (the
+//     default, but Orphan for batch/v1 Jobs), Foreground (the
+//     foregroundDeletion finalizer: the owner stays until the dependents
+//     that set blockOwnerDeletion are gone) and Orphan (the orphan
+//     finalizer: the references to the owner are removed first), the
+//     legacy orphanDependents, and kube-apiserver's validation of the
+//     options. See [Client.Delete].
+//   - Namespaces have kube-apiserver's lifecycle: a deleted namespace is
+//     Terminating, refuses new content (Forbidden, with the
+//     NamespaceTerminating cause), and the namespace controller deletes its
+//     content, reports on it in the namespace's conditions, then finalizes
+//     it. With [Config.RequireNamespaces] (the test bench sets it) a
+//     namespaced object needs its namespace, and default, kube-system,
+//     kube-public and kube-node-lease exist from the start.
+//   - PodDisruptionBudgets (policy/v1), with their status as the
+//     disruption controller computes it, and the pods/eviction subresource
+//     ([Cluster.Evict]), which honours them: 429 TooManyRequests with the
+//     budget's reason when it is spent.
+//   - kube-apiserver v1.37's API defaults (package defaults, including the
+//     pod-spec defaults that enter the pod-template-hash) and the
+//     validation controllers rely on (required fields, immutable fields
+//     such as selectors), as Invalid errors with the apiserver's field
+//     paths; the fields each kind's server strategy owns (a status reset
+//     on create, generation rules, a Job's generated selector, …).
 //   - List returns deep copies sorted by namespace and name, with the
-//     current resourceVersion. Watch replays the events after a version
+//     list's resourceVersion; field selectors name the fields
+//     kube-apiserver selects on for the kind (pods' spec.nodeName and
+//     status.phase, events' involvedObject.*, ...: see [Kind.SelectableFields]),
+//     and refuse the others with kube-apiserver's messages. [Client.ListPage]
+//     and the REST API paginate (limit and continue, remainingItemCount)
+//     as kube-apiserver does: later pages list the state of the first
+//     page's version, a version the kind's watch history no longer reaches
+//     is 410 Expired (with a token to continue inconsistently), and lists
+//     at an older exact version are served from that history. Watch replays the events after a version
 //     from a bounded history, answers a compacted version with a 410
 //     Expired error event, sends bookmarks (periodic, or on
 //     [Cluster.Bookmark]), and translates label-selector transitions into
@@ -56,11 +87,48 @@
 // Watch). Its methods mirror client-go's typed clients — context first,
 // options structs last — except that List returns the items and the
 // resourceVersion. [Client.ListWatcher] satisfies informer.ListWatcher.
-// Other kinds can be stored with [NewResource] and a [Kind]: [KindFor]
-// derives one from a Go type registered in a runtime.Scheme (your custom
-// resources, with the semantics of CRDs), and [AddCoreKinds] adds
-// Namespaces, Services, ConfigMaps, Secrets, ServiceAccounts, Events and
-// Leases. Owner references and garbage collection work across all kinds.
+// Owner references and garbage collection work across all kinds.
+//
+// [New] serves Pods, ReplicaSets, Deployments and Namespaces
+// ([Cluster.Namespaces]): enough for a simulation of rollouts. More kinds are added with:
+//
+//   - [AddCoreKinds]: core/v1 Service, ConfigMap, Secret, ServiceAccount,
+//     Event; events.k8s.io/v1 Event; coordination.k8s.io/v1 Lease;
+//     policy/v1 PodDisruptionBudget.
+//   - [AddBuiltinKinds] (the test bench's choice): those, and apps/v1
+//     StatefulSet, DaemonSet, ControllerRevision; batch/v1 Job, CronJob;
+//     core/v1 PersistentVolumeClaim, PersistentVolume, Endpoints, Node,
+//     ReplicationController; autoscaling/v2 HorizontalPodAutoscaler;
+//     networking.k8s.io/v1 Ingress, IngressClass, NetworkPolicy;
+//     rbac.authorization.k8s.io/v1 Role, ClusterRole, RoleBinding,
+//     ClusterRoleBinding; discovery.k8s.io/v1 EndpointSlice. Each with its
+//     API defaults, server-set fields, generation rule, status (and, for
+//     StatefulSets and ReplicationControllers, scale) subresource, guarding
+//     validation, and discovery entry with short names and categories.
+//     No controller runs for them, as in envtest: a StatefulSet makes no
+//     pods, a Job runs nothing.
+//   - [NewResource] and a [Kind] for anything else: [KindFor] derives one
+//     from a Go type registered in a runtime.Scheme (your custom
+//     resources, with the semantics of CRDs).
+//
+// A request for a resource the cluster does not serve is answered 404, as
+// kube-apiserver answers it, with a message that names the resource and
+// says which of these adds it; [Cluster.Serves] gives the same answer for
+// a kind, for a harness that reports an informer that never syncs.
+//
+// # Built-in controllers
+//
+// Three controllers of kube-controller-manager run inside the cluster: the
+// garbage collector, the namespace controller and the disruption
+// controller (PodDisruptionBudget status). They act synchronously, after
+// each request that gives them work and before it returns, in a fixed
+// order, so their effects are deterministic and visible as soon as the
+// request has returned; what they write is seen by watches like any
+// write, and recorded in managedFields as the real controllers' writes
+// are (see "Server-side apply"). [Config.NoGarbageCollection] turns the
+// garbage collector and the namespace controller off (as in envtest,
+// which runs neither); [Config.NoNamespaceController] and
+// [Config.NoDisruptionController] turn one off alone.
 //
 // # The REST API
 //
@@ -82,8 +150,13 @@
 //     client-go's) get the legacy documents, which they read as from an
 //     apiserver without aggregated discovery.
 //   - get, list, watch, create, update, patch, delete and deletecollection
-//     of every kind, the status subresource of kinds that have one, and the
-//     scale subresource (autoscaling/v1) of Deployments and ReplicaSets.
+//     of every kind, the status subresource of kinds that have one, the
+//     scale subresource (autoscaling/v1) of Deployments, ReplicaSets,
+//     StatefulSets and ReplicationControllers, pods/eviction (a policy/v1
+//     or v1beta1 Eviction, answered 201, 429 or 500 as kube-apiserver
+//     answers) and namespaces/finalize. A delete that removes a pod or a
+//     namespace answers with the object, as kube-apiserver's registries
+//     do; other kinds with a Status.
 //     Each request is admitted like a [Client] call, so injected faults
 //     reach REST clients as the status codes kube-apiserver uses, with a
 //     Retry-After header where the error asks to wait (429, server timeout).
@@ -97,6 +170,66 @@
 //     client-go's informers use by default): the current state, then a
 //     bookmark annotated k8s.io/initial-events-end.
 //   - Errors are metav1.Status values: 404, 409, 410, 422, 429, 500, ...
+//
+// # Server-side apply
+//
+// Given the types of its kinds ([Config.TypeConverter], or one kind's
+// [Kind.TypeConverter]), the cluster records metadata.managedFields and
+// serves server-side apply ([types.ApplyYAMLPatchType]) with
+// apimachinery's field managers, the library kube-apiserver records and
+// applies with; controllerruntime/clustertest gives client-go's schemas
+// for the built-in kinds and deduced types for the rest.
+//
+//   - Creates, updates, patches and status writes record the fields they
+//     set as their manager's "Update" entry (one per manager, version and
+//     subresource; beyond 10 such entries the oldest merge into
+//     "ancient-changes"), as kube-apiserver records them: on the object
+//     as sent and defaulted, before the kind's strategy prepares it. An
+//     apply records an "Apply" entry, merges lists by their keys
+//     (containers by name, ports by containerPort and protocol, …),
+//     removes the fields its manager no longer applies unless another
+//     manager has them too, answers 409 naming the conflicting managers
+//     and fields (in details.causes) unless forced, and creates the object
+//     if there is none (not through "status").
+//   - A write or apply of the scale subresource is recorded as
+//     kube-apiserver maps a Scale's managedFields to its parent: an entry
+//     of the subresource "scale" with spec.replicas, and no time. When no
+//     entry owns spec.replicas (an object applied without them, say), the
+//     Scale has no managedFields: an update of it records nothing, and an
+//     apply first gives the replicas to "before-first-apply", with which
+//     it conflicts unless forced.
+//   - The manager is the fieldManager parameter (required for an apply:
+//     422), else the User-Agent up to its first '/'; for [Client], the
+//     options' FieldManager, else the program's name, as client-go's
+//     default User-Agent names it. [ControllerClient] writes as
+//     "kube-controller-manager" (or its FieldManager), the kubelet as
+//     "kubelet", as on a real cluster. The built-in controllers write as
+//     kube-controller-manager: the garbage collector's removals of owner
+//     references and finalizers, the namespace controller's status
+//     conditions and its namespaces/finalize (an entry of the subresource
+//     "finalize"), the disruption controller's budget status. What
+//     kube-apiserver writes itself is recorded as it records it: the
+//     namespaces a cluster starts with and an eviction's update of a
+//     budget's status as "kube-apiserver"'s; the DisruptionTarget
+//     condition an eviction puts on a pod, the deletionTimestamp and
+//     finalizers a delete sets and a terminating namespace's phase not at
+//     all (kube-apiserver writes them past its field manager).
+//   - A write of a resource leaves its status out of the record, a write
+//     of its status the spec, and what kube-apiserver's strategies reset
+//     besides (a Deployment's labels, a pod's owner references; all but
+//     the status of a custom resource).
+//   - Times are the cluster's clock at whole seconds. A managedFields list
+//     sent with an update replaces the record; a list of one empty entry
+//     (or an empty JSON list) clears it, and an object without one records
+//     nothing until its next apply. application/apply-patch+cbor is
+//     answered 415, as by kube-apiserver v1.37 with its default features.
+//
+// Recording costs CPU on every write of a tracked kind, several times
+// what an untracked write costs (converting the objects to typed values
+// and comparing them): simulations at scale leave the converter nil.
+// Type information is built at the first write of a tracked kind (with
+// [Config.RequireNamespaces], the namespaces created by [New]): client-go's
+// schemas take a few hundred milliseconds to parse, once per process.
 //
 // # Time and simulation
 //
@@ -189,28 +322,61 @@
 //
 // # Differences from kube-apiserver
 //
-// No admission, RBAC, authentication, field managers, server-side apply
-// (its patches are answered 415), dry run (400), pagination (limit is
-// ignored, as the API allows, and no continue token is issued), field
-// selectors beyond metadata.name/namespace (400 for others), or Foreground
-// deletion; UpdateStatus ignores metadata changes (the apiserver keeps
-// some); garbage collection is synchronous, inside the write that orphans
-// an object; the watch history is per kind. Lists are served at the
-// current resourceVersion only: an older one with resourceVersionMatch
-// Exact is 410 Expired. A watch's timeoutSeconds is ignored (watches end
-// when their client leaves, or when the cluster drops them). No OpenAPI,
-// Table or aggregated discovery documents, so kubectl's explain and
-// printing of columns do not work. Kinds of your Go types ([KindFor]) have
-// no schema: no validation or defaulting beyond metadata's unless you set
-// [Kind.Validate] and [Kind.Default], one version, no scale subresource;
-// kinds without a Go type ([CustomKind]) have what a
-// CustomResourceDefinition gives (see Custom resources), except conversion
-// webhooks, which are not called: such a kind is served in its storage
-// version only, and requests in another answer 500 saying so. Warnings
-// (unknown fields dropped, deprecated versions) are not sent, and
-// fieldValidation=Strict is not applied. Namespaces are not enforced: objects may be
-// created in one that does not exist, and deleting one leaves its
-// contents.
+// Admission: only NamespaceLifecycle, and what the Priority and
+// DefaultTolerationSeconds plugins do to a new pod (priority 0 and PreemptLowerPriority, or the priority of
+// system-cluster-critical and system-node-critical; tolerations of
+// not-ready and unreachable nodes for 300 s); a pod naming another
+// priority class is stored without a priority (kube-apiserver refuses it
+// unless the PriorityClass exists; memcluster serves none). Left out,
+// because only controllers memcluster does not run take them away again:
+// the finalizers StorageObjectInUseProtection puts on claims and volumes
+// (a deleted claim goes at once, not after its pvc-protection finalizer)
+// and the not-ready taint TaintNodesByCondition puts on a new Node.
+// Validation is kube-apiserver's for what guards controllers (required
+// fields, selectors, immutable fields, the values a controller switches
+// on), not all of it (container names and ports, volumes, probes, metrics
+// of HorizontalPodAutoscalers, …); an immutable-field error prints the
+// apps/v1 value where kube-apiserver prints its internal type, and a
+// claim's spec-change error leaves out the diff. HorizontalPodAutoscalers
+// are served in autoscaling/v2 only (autoscaling/v1 answers 404). Pods'
+// pod-level resources are not defaulted from the containers' and do not
+// enter the QoS class.
+//
+// No RBAC, authentication or dry run (400). managedFields and
+// server-side apply need type information (see "Server-side apply"): a
+// kind without it records none, and an apply to it is answered 415
+// saying how to give it; a custom kind given deduced types (as the test
+// bench gives those without a schema) applies its lists whole, where a
+// CRD's schema could merge them by key. A status write takes the status,
+// labels and annotations of the object written (a Deployment's
+// annotations only), not its other metadata (kube-apiserver takes all but
+// what the kind's strategy resets); the watch history is per kind, and so
+// is how far back lists at an older version and continue tokens reach
+// ([Config.WatchHistory] events of the kind). A watch's timeoutSeconds is
+// ignored (watches end when their client leaves, or when the cluster
+// drops them). No OpenAPI, Table or aggregated discovery documents, so
+// kubectl's explain and printing of columns do not work. Kinds of your Go
+// types ([KindFor]) have no schema: no validation or defaulting beyond
+// metadata's unless you set [Kind.Validate] and [Kind.Default], one
+// version, no scale subresource; kinds without a Go type ([CustomKind])
+// have what a CustomResourceDefinition gives (see Custom resources),
+// except conversion webhooks, which are not called: such a kind is
+// served in its storage version only, and requests in another answer 500
+// saying so. Warnings (unknown fields dropped, deprecated versions) are
+// not sent, and fieldValidation=Strict is not applied.
+//
+// The built-in controllers differ from kube-controller-manager's in when,
+// not in what: they act inside the request that gives them work, not
+// after their informers have caught up, so the races of the real ones
+// (the garbage collector missing a dependent created just before its
+// owner's deletion, say) do not happen. They run no timers: the namespace
+// controller looks again when something in the namespace is written or
+// removed (a pod still terminating past its grace period does not raise
+// NamespaceDeletionContentFailure), the disruption controller drops an
+// evicted pod that was never deleted from disruptedPods at the next
+// write in the namespace rather than after two minutes, and does not
+// reset its DisruptionTarget condition. A pod matched by several budgets
+// updates all of them (upstream picks one). They record no Events.
 //
 // # Usage
 //

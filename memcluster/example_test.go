@@ -97,15 +97,16 @@ func ExampleClient_Watch() {
 		panic(err)
 	}
 	defer w.Stop()
-	for range 2 {
+	for range 3 {
 		ev := <-w.ResultChan()
 		p := ev.Object.(*corev1.Pod)
-		fmt.Println(ev.Type, p.Name, p.ResourceVersion)
+		fmt.Println(ev.Type, p.Name, p.ResourceVersion, p.DeletionTimestamp != nil)
 	}
 	// Output:
 	// listed 1 at 1
-	// ADDED p 2
-	// DELETED p 3
+	// ADDED p 2 false
+	// MODIFIED p 3 true
+	// DELETED p 4 true
 }
 
 // The kubelet runs pods on a virtual clock: RunUntil jumps from one

@@ -140,12 +140,18 @@ func (c *Cluster) admit(ctx context.Context, verb Verb, gr schema.GroupResource,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := c.enter(ctx, Step{Kind: StepRequest, Verb: verb, Resource: gr.Resource, Namespace: namespace, Name: name}); err != nil {
+	step := Step{Kind: StepRequest, Verb: verb, Resource: gr.Resource, Namespace: namespace, Name: name}
+	if err := c.enter(ctx, step); err != nil {
 		return nil, err
 	}
 	lat, rule := c.faults.decide(verb, gr.Resource)
+	c.requested(ctx, Request{Verb: verb, Resource: gr.Resource, Namespace: namespace, Name: name, Latency: lat, Fault: rule})
 	if lat > 0 {
 		if err := clock.Sleep(ctx, c.clock, lat); err != nil {
+			return nil, err
+		}
+		// Requests delayed alike wake together: the gate orders them again.
+		if err := c.enter(ctx, step); err != nil {
 			return nil, err
 		}
 	}

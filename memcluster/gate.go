@@ -10,12 +10,14 @@ import (
 
 // A Gate orders the cluster's work. When [Config.Gate] is set, every
 // request, every watch event delivered to a watcher and every kubelet sync
-// first calls Enter, and takes effect only once Enter has returned. A
-// scheduler that lets one [Step] through at a time, in an order that does
-// not depend on how goroutines happened to run, makes a simulation replay
-// exactly; package controllerruntime/clustertest has one, for code that
-// runs in a testing/synctest bubble with the cluster on the real clock
-// (inside a bubble, the real clock is the bubble's virtual one).
+// first calls Enter, and takes effect only once Enter has returned (a
+// request with injected latency calls it again once the latency has
+// passed). A scheduler that lets one [Step] through at a time, in an
+// order that does not depend on how goroutines happened to run, makes a
+// simulation replay exactly; package controllerruntime/clustertest has
+// one, for code that runs in a testing/synctest bubble with the cluster on
+// the real clock (inside a bubble, the real clock is the bubble's virtual
+// one).
 //
 // Enter is called with no lock of the cluster held. It returns ctx's
 // error if ctx ends first; the step then does not happen.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,9 +17,10 @@ import (
 
 // Handler serves the Kubernetes REST API of a [Cluster] over HTTP:
 // discovery, and get, list, watch, create, update, patch, delete and
-// deletecollection of every kind the cluster stores (the built-in ones,
-// those of [AddCoreKinds], and yours from [KindFor]), with their status
-// and scale subresources, in JSON, YAML and, for the k8s.io/api types,
+// deletecollection of every kind the cluster stores (those of [New],
+// [AddCoreKinds] and [AddBuiltinKinds], and yours from [KindFor]), with
+// their status and scale subresources, pods/eviction and
+// namespaces/finalize, in JSON, YAML and, for the k8s.io/api types,
 // protobuf. Unchanged client-go clientsets, the dynamic and metadata
 // clients, discovery, informers, and controller-runtime's client, cache
 // and REST mapper work against it; [Transport] connects them without a
@@ -31,8 +33,12 @@ import (
 // Retry-After header where the error carries one: 429, server timeouts).
 // The verbs are kube-apiserver's: a PUT of the status is "update/status",
 // a PATCH of it "patch", the scale subresource is a "get" or an "update"
-// of its Deployment or ReplicaSet, and a deletecollection is a "list"
-// followed by a "delete" of each object it lists.
+// of its parent (Deployment, ReplicaSet, StatefulSet or
+// ReplicationController), and a deletecollection is a "list" followed by
+// a "delete" of each object it lists.
+//
+// A request for a resource the cluster does not serve is answered 404
+// NotFound, with a message that names it and says how to add it.
 //
 // Two kinds that would be served at the same group, version and resource
 // are a programming error: every request is then answered 500, naming them.
@@ -141,6 +147,16 @@ func (a *api) serveResource(w http.ResponseWriter, r *http.Request, gv schema.Gr
 		}
 		a.serveScale(w, r, rq, st)
 		return
+	case "eviction", "finalize":
+		switch {
+		case rq.subresource == "eviction" && in.gvk == corev1.SchemeGroupVersion.WithKind("Pod") && rq.namespace != "":
+			a.serveEviction(w, r, rq)
+		case rq.subresource == "finalize" && in.gvk == corev1.SchemeGroupVersion.WithKind("Namespace"):
+			a.serveFinalize(w, r, rq, st)
+		default:
+			writeError(w, a, representation{}, notFoundPath(r.URL.Path))
+		}
+		return
 	default:
 		writeError(w, a, representation{}, notFoundPath(r.URL.Path))
 		return
@@ -183,8 +199,14 @@ func (a *api) parse(gv schema.GroupVersion, segs []string) (request, *served, er
 	if len(segs) > 0 && segs[0] == "watch" {
 		rq.watchPath, segs = true, segs[1:]
 	}
-	if len(segs) >= 3 && segs[0] == "namespaces" {
-		if st, ok := a.stores[gv.WithResource(segs[2])]; ok && !st.in.clusterScoped {
+	// namespaces/<ns>/<resource>..., but for namespaces/<name>/status and
+	// /finalize, subresources of the core namespaces.
+	if len(segs) >= 3 && segs[0] == "namespaces" && !(len(segs) == 3 && (segs[2] == "status" || segs[2] == "finalize")) {
+		st, ok := a.stores[gv.WithResource(segs[2])]
+		if !ok {
+			return rq, nil, a.unserved(gv.WithResource(segs[2]))
+		}
+		if !st.in.clusterScoped {
 			rq.namespace, segs = segs[1], segs[2:]
 		}
 	}
@@ -200,7 +222,7 @@ func (a *api) parse(gv schema.GroupVersion, segs []string) (request, *served, er
 	}
 	st, ok := a.stores[gv.WithResource(rq.resource)]
 	if !ok {
-		return rq, nil, notFoundPath(path)
+		return rq, nil, a.unserved(gv.WithResource(rq.resource))
 	}
 	return rq, st, nil
 }

@@ -34,11 +34,13 @@ func TestHandlerDiscovery(t *testing.T) {
 		{"/api", `200 {"kind":"APIVersions","apiVersion":"v1","versions":["v1"],"serverAddressByClientCIDRs":[{"clientCIDR":"0.0.0.0/0","serverAddress":"memcluster"}]}`},
 		{"/apis", `200 {"kind":"APIGroupList","apiVersion":"v1","groups":[` +
 			`{"name":"apps","versions":[{"groupVersion":"apps/v1","version":"v1"}],"preferredVersion":{"groupVersion":"apps/v1","version":"v1"}},` +
+			`{"name":"policy","versions":[{"groupVersion":"policy/v1","version":"v1"}],"preferredVersion":{"groupVersion":"policy/v1","version":"v1"}},` +
 			`{"name":"events.k8s.io","versions":[{"groupVersion":"events.k8s.io/v1","version":"v1"}],"preferredVersion":{"groupVersion":"events.k8s.io/v1","version":"v1"}},` +
 			`{"name":"coordination.k8s.io","versions":[{"groupVersion":"coordination.k8s.io/v1","version":"v1"}],"preferredVersion":{"groupVersion":"coordination.k8s.io/v1","version":"v1"}},` +
 			`{"name":"example.com","versions":[{"groupVersion":"example.com/v1","version":"v1"}],"preferredVersion":{"groupVersion":"example.com/v1","version":"v1"}}]}`},
 		{"/apis/example.com", `200 {"kind":"APIGroup","apiVersion":"v1","name":"example.com","versions":[{"groupVersion":"example.com/v1","version":"v1"}],"preferredVersion":{"groupVersion":"example.com/v1","version":"v1"}}`},
-		{"/api/v1", "200 v1: pods(Pod,ns=true) pods/status(Pod,ns=true) namespaces(Namespace,ns=false) namespaces/status(Namespace,ns=false) " +
+		{"/api/v1", "200 v1: pods(Pod,ns=true) pods/status(Pod,ns=true) pods/eviction(Eviction,ns=true) " +
+			"namespaces(Namespace,ns=false) namespaces/status(Namespace,ns=false) namespaces/finalize(Namespace,ns=false) " +
 			"services(Service,ns=true) services/status(Service,ns=true) secrets(Secret,ns=true) configmaps(ConfigMap,ns=true) " +
 			"serviceaccounts(ServiceAccount,ns=true) events(Event,ns=true)"},
 		{"/apis/apps/v1", "200 apps/v1: replicasets(ReplicaSet,ns=true) replicasets/status(ReplicaSet,ns=true) replicasets/scale(Scale,ns=true) " +
@@ -130,9 +132,11 @@ func TestHandlerCRUD(t *testing.T) {
 		{"list by another label", req{method: "GET", path: coll + "?labelSelector=tier%3Dback"}, "200 DeploymentList items=0"},
 		{"list by name", req{method: "GET", path: "/apis/apps/v1/deployments?fieldSelector=metadata.name%3Dweb"}, "200 DeploymentList items=1"},
 		{"list by an unsupported field", req{method: "GET", path: coll + "?fieldSelector=spec.replicas%3D3"}, "400 Status BadRequest"},
-		{"list with a limit (ignored)", req{method: "GET", path: coll + "?limit=1"}, "200 DeploymentList items=1"},
+		{"list with a limit", req{method: "GET", path: coll + "?limit=1"}, "200 DeploymentList items=1"},
 		{"list at a future version", req{method: "GET", path: coll + "?resourceVersion=99"}, "504 Status Timeout"},
-		{"list at an old exact version", req{method: "GET", path: coll + "?resourceVersion=1&resourceVersionMatch=Exact"}, "410 Status Expired"},
+		{"list at an old exact version (from the history)", req{method: "GET", path: coll + "?resourceVersion=1&resourceVersionMatch=Exact"}, "200 DeploymentList items=1"},
+		{"list with a bad continue token", req{method: "GET", path: coll + "?limit=1&continue=xyz"}, "400 Status BadRequest"},
+		{"list with continue and a resourceVersionMatch", req{method: "GET", path: coll + "?resourceVersionMatch=Exact&resourceVersion=1&continue=xyz"}, "422 Status Invalid"},
 		{"delete with a wrong uid", req{method: "DELETE", path: web, body: `{"preconditions":{"uid":"x"}}`}, "409 Status Conflict"},
 		{"delete", req{method: "DELETE", path: web, body: `{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"}`}, "200 Status Success"},
 		{"get after delete", req{method: "GET", path: web}, "404 Status NotFound"},
@@ -179,8 +183,9 @@ func TestHandlerDeleteCollectionAndGraceful(t *testing.T) {
 	want := []string{
 		"200 Status Success",
 		"200 PodList items=2",
-		"200 Pod bound rv=7 gen=2",
-		"200 Pod bound rv=7 gen=2",
+		// Each pod of the collection was written with its deletionTimestamp, then deleted.
+		"200 Pod bound rv=9 gen=2",
+		"200 Pod bound rv=9 gen=2",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("answers mismatch (-want +got):\n%s", diff)

@@ -4,12 +4,17 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 	"maps"
+
+	"github.com/ctrlkit/ctrlkit/defaults"
 )
 
 // Kind describes how the cluster stores one API type: the server-side
@@ -92,12 +97,39 @@ type Kind[T Object] struct {
 	// soon after. Hooks of writes made by hooks run after the hook that
 	// made them returns, in the order of the writes.
 	Stored func(tx *Tx, ev watch.EventType, obj T)
-	// TypeConverter gives type information for server-side apply and
-	// managedFields of this kind; nil: the cluster's Config.TypeConverter.
+	// ShortNames and Categories are listed by discovery, as a
+	// CustomResourceDefinition's spec.names lists them: kubectl resolves
+	// short names ("sts"), and "kubectl get all" shows the kinds of the
+	// category "all". Nil: none.
+	ShortNames, Categories []string
+	// TypeConverter gives the kind's type to apimachinery's field
+	// managers, for managedFields and server-side apply (a CRD's OpenAPI
+	// schema, say, through managedfields.NewTypeConverter). Nil: the
+	// cluster's [Config.TypeConverter]. A kind that neither has a type
+	// for is not tracked, and an apply to it is answered 415. A kind with
+	// NoStrategicMerge is a custom resource for the field managers too
+	// (kube-apiserver's CRD field manager; its status subresource resets
+	// all but the status).
 	TypeConverter managedfields.TypeConverter
 
+	// validName validates metadata.name (prefix: a generateName); nil
+	// means a DNS subdomain, as for most kinds.
+	validName func(name string, prefix bool) []string
+
+	// SelectableFields returns the fields of obj that field selectors can
+	// name, metadata.name (and metadata.namespace for a namespaced kind)
+	// included, as a kube-apiserver registry's GetAttrs does; a selector
+	// naming a field it does not return (for the empty object New returns)
+	// is refused with 400 "field label not supported". Nil: the fields
+	// kube-apiserver v1.37 serves for the kind's group, version and kind
+	// (pods' spec.nodeName and status.phase, events' involvedObject.*,
+	// ...), or only metadata's for a kind it does not serve.
+	SelectableFields func(obj T) fields.Set
+
 	// statusUpdate, which only the built-in kinds set, does what
-	// CopyStatus and StatusMeta do to a copy of old, without the copy: it
+	// CopyStatus and StatusMeta do to a copy of old (and what the kind's
+	// status strategy adds, such as a PersistentVolume's phase transition
+	// time), without copying all of old where it can: it
 	// returns a new object that shares everything but the status and the
 	// status metadata with old (stored, so never modified) and takes them
 	// over from in (private to the write, and dropped after it).
@@ -113,6 +145,15 @@ type Kind[T Object] struct {
 	// served version, to the stored one.
 	asVersionOf func(old, in T) T
 	toStorage   func(in T) (T, error)
+	// fieldManagerView, if set, adds to a copy of an object being created
+	// or updated, as sent and defaulted, what kube-apiserver's conversion
+	// to the served version puts in the object its field manager compares
+	// (a DaemonSet's template generation annotation, "0" when not sent).
+	fieldManagerView func(obj T)
+	// statusKeep, if set, runs on every status write after the status is
+	// taken over: it may fill in, in next (private to the write), what
+	// the status strategy keeps from old when a write leaves it out.
+	statusKeep func(next, old T)
 }
 
 // semanticEqual is apiequality.Semantic.DeepEqual, as the whole-object
@@ -125,14 +166,56 @@ func (k Kind[T]) groupResource() schema.GroupResource {
 	return schema.GroupResource{Group: k.GVK.Group, Resource: k.Resource}
 }
 
+// nameValidator returns the validation of metadata.name of the kind.
+func (k Kind[T]) nameValidator() func(string, bool) []string {
+	if k.validName != nil {
+		return k.validName
+	}
+	return apivalidation.NameIsDNSSubdomain
+}
+
+// keepObservedGenerations keeps the observedGeneration of the status and
+// of its conditions where a status write leaves them out (zero), as the
+// pods/status strategy does. st is private to the write.
+func keepObservedGenerations(st, old *corev1.PodStatus) {
+	if st.ObservedGeneration == 0 {
+		st.ObservedGeneration = old.ObservedGeneration
+	}
+	seen := map[corev1.PodConditionType]int{}
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		n := seen[c.Type] // the n-th condition of its type: validation allows repeats
+		seen[c.Type]++
+		if c.ObservedGeneration != 0 {
+			continue
+		}
+		for _, o := range old.Conditions {
+			if o.Type != c.Type {
+				continue
+			}
+			if n == 0 {
+				c.ObservedGeneration = o.ObservedGeneration
+				break
+			}
+			n--
+		}
+	}
+}
+
 func podKind() Kind[*corev1.Pod] {
 	return Kind[*corev1.Pod]{
 		GVK:        corev1.SchemeGroupVersion.WithKind("Pod"),
 		Resource:   "pods",
+		ShortNames: []string{"po"},
+		Categories: []string{"all"},
 		New:        func() *corev1.Pod { return &corev1.Pod{} },
 		NewList:    func() runtime.Object { return &corev1.PodList{} },
 		Generation: func(p *corev1.Pod) any { return p.Spec },
-		CopyStatus: func(dst, src *corev1.Pod) { dst.Status = *src.Status.DeepCopy() },
+		CopyStatus: func(dst, src *corev1.Pod) {
+			qos := dst.Status.QOSClass
+			dst.Status = *src.Status.DeepCopy()
+			fixPodStatus(&dst.Status, qos)
+		},
 		// pods/status keeps labels and annotations (not owner references).
 		StatusMeta: func(dst, src *corev1.Pod) {
 			dst.Labels = maps.Clone(src.Labels)
@@ -141,15 +224,31 @@ func podKind() Kind[*corev1.Pod] {
 		statusUpdate: func(old, in *corev1.Pod) *corev1.Pod {
 			next := *old
 			next.Status, next.Labels, next.Annotations = in.Status, in.Labels, in.Annotations
+			fixPodStatus(&next.Status, old.Status.QOSClass)
 			return &next
 		},
 		statusEqual: func(old, next *corev1.Pod) bool {
 			return semanticEqual(old.Status, next.Status) && semanticEqual(old.Labels, next.Labels) && semanticEqual(old.Annotations, next.Annotations)
 		},
+		statusKeep: func(next, old *corev1.Pod) { keepObservedGenerations(&next.Status, &old.Status) },
 		PrepareCreate: func(p *corev1.Pod) {
+			defaults.Pod(p) // the QoS class is of the defaulted pod
+			admitPod(p)
 			p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qosClass(p)}
 		},
-		Default:     defaultPod,
+		// The admission plugins of a pod's create run on its updates too:
+		// the priority stays, the default tolerations come back.
+		PrepareUpdate: func(p, old *corev1.Pod) field.ErrorList {
+			if p.Spec.Priority == nil {
+				p.Spec.Priority = old.Spec.Priority
+			}
+			if p.Spec.PreemptionPolicy == nil {
+				p.Spec.PreemptionPolicy = old.Spec.PreemptionPolicy
+			}
+			defaultTolerations(&p.Spec)
+			return nil
+		},
+		Default:     defaults.Pod,
 		Validate:    validatePod,
 		GracePeriod: podGracePeriod,
 	}
@@ -159,6 +258,8 @@ func replicaSetKind() Kind[*appsv1.ReplicaSet] {
 	return Kind[*appsv1.ReplicaSet]{
 		GVK:        appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
 		Resource:   "replicasets",
+		ShortNames: []string{"rs"},
+		Categories: []string{"all"},
 		New:        func() *appsv1.ReplicaSet { return &appsv1.ReplicaSet{} },
 		NewList:    func() runtime.Object { return &appsv1.ReplicaSetList{} },
 		Generation: func(rs *appsv1.ReplicaSet) any { return rs.Spec },
@@ -177,7 +278,7 @@ func replicaSetKind() Kind[*appsv1.ReplicaSet] {
 			return semanticEqual(old.Status, next.Status) && semanticEqual(old.Labels, next.Labels) && semanticEqual(old.Annotations, next.Annotations)
 		},
 		PrepareCreate: func(rs *appsv1.ReplicaSet) { rs.Status = appsv1.ReplicaSetStatus{} },
-		Default:       defaultReplicaSet,
+		Default:       defaults.ReplicaSet,
 		Validate:      validateReplicaSet,
 	}
 }
@@ -191,10 +292,12 @@ type deploymentGeneration struct {
 
 func deploymentKind() Kind[*appsv1.Deployment] {
 	return Kind[*appsv1.Deployment]{
-		GVK:      appsv1.SchemeGroupVersion.WithKind("Deployment"),
-		Resource: "deployments",
-		New:      func() *appsv1.Deployment { return &appsv1.Deployment{} },
-		NewList:  func() runtime.Object { return &appsv1.DeploymentList{} },
+		GVK:        appsv1.SchemeGroupVersion.WithKind("Deployment"),
+		Resource:   "deployments",
+		ShortNames: []string{"deploy"},
+		Categories: []string{"all"},
+		New:        func() *appsv1.Deployment { return &appsv1.Deployment{} },
+		NewList:    func() runtime.Object { return &appsv1.DeploymentList{} },
 		Generation: func(d *appsv1.Deployment) any {
 			return deploymentGeneration{Spec: d.Spec, Annotations: d.Annotations}
 		},
@@ -211,7 +314,7 @@ func deploymentKind() Kind[*appsv1.Deployment] {
 			return semanticEqual(old.Status, next.Status) && semanticEqual(old.Annotations, next.Annotations)
 		},
 		PrepareCreate: func(d *appsv1.Deployment) { d.Status = appsv1.DeploymentStatus{} },
-		Default:       defaultDeployment,
+		Default:       defaults.Deployment,
 		Validate:      validateDeployment,
 	}
 }
@@ -235,11 +338,96 @@ func podGracePeriod(p *corev1.Pod, requested *int64) int64 {
 	return g
 }
 
-func qosClass(p *corev1.Pod) corev1.PodQOSClass {
-	for _, c := range p.Spec.Containers {
-		if len(c.Resources.Requests) > 0 || len(c.Resources.Limits) > 0 {
-			return corev1.PodQOSBurstable
+// fixPodStatus does to a written pod status what kube-apiserver does: the
+// QoS class, which a status write may leave out, stays as it was, and the
+// status defaults (podIP and podIPs agree) are applied.
+func fixPodStatus(st *corev1.PodStatus, qos corev1.PodQOSClass) {
+	if st.QOSClass == "" {
+		st.QOSClass = qos
+	}
+	defaults.PodStatus(st)
+}
+
+// The priorities of the priority classes every cluster has.
+var systemPriorities = map[string]int32{"": 0, "system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
+
+// admitPod does to a new pod what kube-apiserver's default admission
+// plugins do: Priority sets its priority from its priority class (the
+// built-in ones only; memcluster serves no PriorityClasses) and the
+// preemption policy PreemptLowerPriority; DefaultTolerationSeconds adds
+// its default tolerations.
+func admitPod(p *corev1.Pod) {
+	s := &p.Spec
+	if prio, ok := systemPriorities[s.PriorityClassName]; ok {
+		if s.Priority == nil {
+			s.Priority = ptrTo(prio)
+		}
+		if s.PreemptionPolicy == nil {
+			s.PreemptionPolicy = ptrTo(corev1.PreemptLowerPriority)
 		}
 	}
-	return corev1.PodQOSBestEffort
+	defaultTolerations(s)
+}
+
+// defaultTolerations lets a pod tolerate not-ready and unreachable nodes
+// for 300 s unless it tolerates them already.
+func defaultTolerations(s *corev1.PodSpec) {
+	notReady, unreachable := false, false
+	for _, t := range s.Tolerations {
+		noExecute := t.Effect == corev1.TaintEffectNoExecute || t.Effect == ""
+		notReady = notReady || noExecute && (t.Key == corev1.TaintNodeNotReady || t.Key == "")
+		unreachable = unreachable || noExecute && (t.Key == corev1.TaintNodeUnreachable || t.Key == "")
+	}
+	for _, t := range []struct {
+		key     string
+		already bool
+	}{{corev1.TaintNodeNotReady, notReady}, {corev1.TaintNodeUnreachable, unreachable}} {
+		if !t.already {
+			s.Tolerations = append(s.Tolerations, corev1.Toleration{
+				Key: t.key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptrTo[int64](300)})
+		}
+	}
+}
+
+// qosClass is the QoS class of a pod, from the CPU and memory its
+// containers (init containers included) request and are limited to:
+// BestEffort without any, Guaranteed when every container has CPU and
+// memory limits and the requests equal them, Burstable otherwise.
+func qosClass(p *corev1.Pod) corev1.PodQOSClass {
+	requests, limits := corev1.ResourceList{}, corev1.ResourceList{}
+	guaranteed := true
+	add := func(to corev1.ResourceList, name corev1.ResourceName, q resource.Quantity) {
+		sum := to[name]
+		sum.Add(q)
+		to[name] = sum
+	}
+	for _, cs := range [][]corev1.Container{p.Spec.Containers, p.Spec.InitContainers} {
+		for _, c := range cs {
+			for name, q := range c.Resources.Requests {
+				if (name == corev1.ResourceCPU || name == corev1.ResourceMemory) && q.Sign() > 0 {
+					add(requests, name, q)
+				}
+			}
+			limited := 0
+			for name, q := range c.Resources.Limits {
+				if (name == corev1.ResourceCPU || name == corev1.ResourceMemory) && q.Sign() > 0 {
+					add(limits, name, q)
+					limited++
+				}
+			}
+			guaranteed = guaranteed && limited == 2
+		}
+	}
+	if len(requests) == 0 && len(limits) == 0 {
+		return corev1.PodQOSBestEffort
+	}
+	for name, q := range requests {
+		if l, ok := limits[name]; !ok || l.Cmp(q) != 0 {
+			guaranteed = false
+		}
+	}
+	if guaranteed && len(requests) == len(limits) {
+		return corev1.PodQOSGuaranteed
+	}
+	return corev1.PodQOSBurstable
 }

@@ -315,6 +315,9 @@ func (k *Kubelet) Sync() time.Time {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	keys = slices.Compact(keys)
+	// The built-in controllers react to the pass as a whole, after it:
+	// what they write to pods is then new to the kubelet.
+	c.holdLocked()
 	k.syncing = true
 	for _, key := range keys {
 		p, ok := r.objs[key]
@@ -333,6 +336,7 @@ func (k *Kubelet) Sync() time.Time {
 		}
 	}
 	k.syncing = false
+	c.releaseLocked()
 	var next time.Time
 	for len(k.dues) > 0 {
 		if k.live(k.dues[0]) {
@@ -398,13 +402,16 @@ func (k *Kubelet) syncPodLocked(key types.NamespacedName, p *corev1.Pod, now tim
 			return st.settle(p.ResourceVersion, end)
 		}
 		zero := int64(0)
-		if err := k.c.pods.deleteLocked(objectKey(p), metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		if _, _, err := k.c.pods.deleteLocked(objectKey(p), metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 			panic("memcluster: kubelet: " + err.Error()) // the pod exists and no precondition is set
 		}
 		return time.Time{}
 	}
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return st.settle(p.ResourceVersion, time.Time{})
+	}
+	if st.b.Failure == PodRejected {
+		return k.rejectLocked(p, st)
 	}
 	// Only spec.nodeName and the status change, so only the status makes
 	// the round trip that every stored object makes. The stored status
@@ -420,8 +427,28 @@ func (k *Kubelet) syncPodLocked(key types.NamespacedName, p *corev1.Pod, now tim
 	next := *p
 	next.Spec.NodeName = node
 	next.Status = status
+	k.c.pods.recordUpdateLocked(p, &next, author{manager: kubeletManager, statusOnly: true}, "status") // as a kubelet's status writes are recorded
 	stored := k.c.pods.commitLocked(watch.Modified, &next)
 	return st.settle(stored.ResourceVersion, due)
+}
+
+// rejectLocked refuses p at admission, as a kubelet does (see
+// [PodRejected]): it binds it, writes the Failed status and records the
+// kubelet's event. A Failed pod changes no more.
+func (k *Kubelet) rejectLocked(p *corev1.Pod, st *podState) time.Time {
+	r := rejectionOf(p, st.b)
+	status := rejectedStatus(p, r, st.scheduledAt)
+	if k.statusNorm.normalize(&status) != nil {
+		// A value the normalizer leaves to JSON (a message that is not
+		// UTF-8, say).
+		status = jsonRoundTrip(rejectedStatus(p, r, st.scheduledAt))
+	}
+	next := *p
+	next.Spec.NodeName = k.nodes[st.node]
+	next.Status = status
+	stored := k.c.pods.commitLocked(watch.Modified, &next)
+	k.c.rejectionEventLocked(stored, r, next.Spec.NodeName, st.scheduledAt)
+	return st.settle(stored.ResourceVersion, time.Time{})
 }
 
 // statusAt is the status of p at now, round-tripped as a stored status
@@ -440,6 +467,11 @@ func (k *Kubelet) statusAt(p *corev1.Pod, st *podState, now time.Time) (corev1.P
 	status.HostIP = fmt.Sprintf("10.0.0.%d", st.node+1)
 	status.HostIPs = []corev1.HostIP{{IP: status.HostIP}}
 	status.QOSClass = p.Status.QOSClass
+	return jsonRoundTrip(status), due
+}
+
+// jsonRoundTrip is status after encoding and decoding it as JSON.
+func jsonRoundTrip(status corev1.PodStatus) corev1.PodStatus {
 	b, err := json.Marshal(&status)
 	if err != nil {
 		panic("memcluster: kubelet: encode status: " + err.Error()) // a PodStatus always encodes
@@ -448,5 +480,5 @@ func (k *Kubelet) statusAt(p *corev1.Pod, st *podState, now time.Time) (corev1.P
 	if err := json.Unmarshal(b, &out); err != nil {
 		panic("memcluster: kubelet: decode status: " + err.Error())
 	}
-	return out, due
+	return out
 }

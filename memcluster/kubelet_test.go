@@ -204,3 +204,50 @@ func TestRunUntilKubeletReady(t *testing.T) {
 		t.Errorf("RunUntil() on the real clock = %v; want ErrNotFake", err)
 	}
 }
+
+// generations lists a pod's generation, its status's observedGeneration
+// and its conditions'.
+func generations(p *corev1.Pod) []int64 {
+	out := []int64{p.Generation, p.Status.ObservedGeneration}
+	for _, c := range p.Status.Conditions {
+		out = append(out, c.ObservedGeneration)
+	}
+	return out
+}
+
+func TestPodObservedGeneration(t *testing.T) {
+	c, fc := newTestCluster(t)
+	k := NewKubelet(c, KubeletConfig{Model: FixedModel(PodBehavior{})})
+	ctx := ctxT(t)
+	p := must(c.Pods("ns").Create(ctx, pod("p", "", ""), metav1.CreateOptions{}))(t)
+	if p.Generation != 1 || p.Status.ObservedGeneration != 0 {
+		t.Errorf("new pod: generation %d, observed %d; want 1 and 0", p.Generation, p.Status.ObservedGeneration)
+	}
+	k.Sync()
+	p = must(c.Pods("ns").Get(ctx, "p", metav1.GetOptions{}))(t)
+	if diff := cmp.Diff([]int64{1, 1, 1, 1, 1, 1}, generations(p)); diff != "" {
+		t.Errorf("generations after the kubelet (-want +got):\n%s", diff)
+	}
+	// A spec change bumps the generation; the kubelet observes it.
+	p.Spec.ActiveDeadlineSeconds = ptrTo[int64](600)
+	p = must(c.Pods("ns").Update(ctx, p, metav1.UpdateOptions{}))(t)
+	if p.Generation != 2 {
+		t.Errorf("generation after a spec change = %d; want 2", p.Generation)
+	}
+	fc.Step(time.Second)
+	k.Sync()
+	p = must(c.Pods("ns").Get(ctx, "p", metav1.GetOptions{}))(t)
+	if diff := cmp.Diff([]int64{2, 2, 2, 2, 2, 2}, generations(p)); diff != "" {
+		t.Errorf("generations after the change (-want +got):\n%s", diff)
+	}
+	// A status write that leaves them out keeps them.
+	p.Status.ObservedGeneration = 0
+	for i := range p.Status.Conditions {
+		p.Status.Conditions[i].ObservedGeneration = 0
+	}
+	p.Status.Message = "hi"
+	p = must(c.Pods("ns").UpdateStatus(ctx, p, metav1.UpdateOptions{}))(t)
+	if diff := cmp.Diff([]int64{2, 2, 2, 2, 2, 2}, generations(p)); diff != "" {
+		t.Errorf("generations after a status write without them (-want +got):\n%s", diff)
+	}
+}

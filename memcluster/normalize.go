@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -100,13 +101,22 @@ func newNormalizer(newObj func() any) *normalizer {
 	if obj.Kind() != reflect.Pointer || obj.IsNil() || !obj.Elem().IsZero() {
 		return nil
 	}
-	p := planner{nodes: map[reflect.Type]*normNode{}}
-	root, err := p.plan(obj.Type().Elem())
-	if err != nil {
-		return nil
+	if n, ok := normalizers.Load(obj.Type()); ok {
+		return n.(*normalizer)
 	}
-	return &normalizer{typ: obj.Type(), root: root}
+	p := planner{nodes: map[reflect.Type]*normNode{}}
+	var n *normalizer
+	if root, err := p.plan(obj.Type().Elem()); err == nil {
+		n = &normalizer{typ: obj.Type(), root: root}
+	}
+	normalizers.Store(obj.Type(), n)
+	return n
 }
+
+// normalizers holds the normalizer (or nil) of each pointer type: a plan
+// depends on the type only and is never modified, so clusters share them
+// (planning the types of the built-in kinds dominated a cluster's start).
+var normalizers sync.Map
 
 // accepts reports whether obj is a non-nil pointer of n's type; a nil n
 // accepts nothing.

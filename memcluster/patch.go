@@ -11,6 +11,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,7 +27,13 @@ import (
 //     removes one reference);
 //   - [types.MergePatchType] (RFC 7386);
 //   - [types.JSONPatchType] (RFC 6902: add, remove, replace, move, copy,
-//     test). A failed test is a 422.
+//     test). A failed test is a 422;
+//   - [types.ApplyYAMLPatchType]: server-side apply, on a kind the cluster
+//     tracks (see [Config.TypeConverter]; else 415). opts.FieldManager is
+//     required (422 without), opts.Force takes over conflicting fields
+//     (409 without, naming the managers and fields); an apply creates the
+//     object if it does not exist (not through "status"). See "Server-side
+//     apply" in the package documentation.
 //
 // Documents and patches are decoded as kube-apiserver decodes them:
 // integers stay int64 (k8s.io/apimachinery/pkg/util/json), so a field the
@@ -35,35 +42,67 @@ import (
 //
 // A metadata.uid in the patch that differs from the stored one, or a
 // metadata.resourceVersion that is not the stored one, fails with Conflict:
-// controllers use both as preconditions.
-func (cl Client[T]) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, _ metav1.PatchOptions, subresources ...string) (T, error) {
+// controllers use both as preconditions. The field manager of the other
+// patch types is opts.FieldManager, as for [Client.Create].
+func (cl Client[T]) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error) {
+	if len(subresources) > 0 && (len(subresources) != 1 || subresources[0] != "status") {
+		var zero T
+		return zero, apierrors.NewNotFound(schema.GroupResource{Group: cl.r.kind.GVK.Group, Resource: cl.r.kind.Resource + "/" + strings.Join(subresources, "/")}, name)
+	}
+	out, _, err := cl.patch(ctx, name, pt, data, opts, strings.Join(subresources, ""), nil)
+	return out, err
+}
+
+// patch is Patch of the resource or its subresource sub ("status", or
+// "scale" for an apply of spec.replicas that [api.patchScale] made),
+// telling also whether an apply created the object. view, if set, returns
+// the stored object as the patch sees it (a custom kind's, in the version
+// of the request).
+func (cl Client[T]) patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub string, view func(T) (T, error)) (T, bool, error) {
 	var zero T
 	c := cl.r.c
 	verb := VerbPatch
-	status := len(subresources) == 1 && subresources[0] == "status"
-	if len(subresources) > 0 && !status {
-		return zero, apierrors.NewNotFound(schema.GroupResource{Group: cl.r.kind.GVK.Group, Resource: cl.r.kind.Resource + "/" + strings.Join(subresources, "/")}, name)
+	status := sub == "status"
+	switch pt {
+	case types.StrategicMergePatchType, types.MergePatchType, types.JSONPatchType, types.ApplyYAMLPatchType:
+	default:
+		return zero, false, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", cl.r.kind.groupResource(), name,
+			fmt.Sprintf("unsupported patch type %q", pt), 0, false)
+	}
+	if pt == types.ApplyYAMLPatchType {
+		if err := cl.r.applicable(); err != nil {
+			return zero, false, err
+		}
+	}
+	if errs := metav1validation.ValidatePatchOptions(&opts, pt); len(errs) > 0 {
+		return zero, false, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs)
 	}
 	after, err := c.admit(ctx, verb, cl.r.kind.groupResource(), cl.ns, name)
 	if err != nil {
-		return zero, err
+		return zero, false, err
 	}
+	var out T
+	var created bool
 	c.mu.Lock()
-	out, err := cl.r.patchLocked(cl.key(cl.ns, name), pt, data, status, nil)
+	if pt == types.ApplyYAMLPatchType {
+		out, created, err = cl.r.applyLocked(cl.ns, name, data, opts, sub, view)
+	} else {
+		out, err = cl.r.patchLocked(cl.key(cl.ns, name), pt, data, status, managerOf(opts.FieldManager), view)
+	}
 	c.mu.Unlock()
 	if err != nil {
-		return zero, err
+		return zero, false, err
 	}
 	if after != nil {
-		return zero, after
+		return zero, false, after
 	}
-	return out, nil
+	return out, created, nil
 }
 
-// patchLocked patches the object at key; view, if set, returns the
-// stored object as the patch sees it (a custom kind's, in the version of
-// the request).
-func (r *Resource[T]) patchLocked(key types.NamespacedName, pt types.PatchType, data []byte, status bool, view func(T) (T, error)) (T, error) {
+// patchLocked patches the object at key, by a; view, if set, returns
+// the stored object as the patch sees it (a custom kind's, in the version
+// of the request).
+func (r *Resource[T]) patchLocked(key types.NamespacedName, pt types.PatchType, data []byte, status bool, a author, view func(T) (T, error)) (T, error) {
 	var zero T
 	old, ok := r.objs[key]
 	if !ok {
@@ -117,9 +156,9 @@ func (r *Resource[T]) patchLocked(key types.NamespacedName, pt types.PatchType, 
 		return zero, apierrors.NewBadRequest("the name and namespace of a patched object cannot change")
 	}
 	if status {
-		return r.updateStatusLocked(in)
+		return r.updateStatusLocked(in, a)
 	}
-	return r.updateLocked(in)
+	return r.updateLocked(in, a)
 }
 
 // mergePatch applies an RFC 7386 JSON merge patch.

@@ -24,6 +24,14 @@ const (
 	// PodNeverReady pods run (phase Running, containers started) but their
 	// readiness probe never passes.
 	PodNeverReady PodFailure = "NeverReady"
+	// PodRejected pods are refused by the kubelet when it admits them, as
+	// a real kubelet refuses a pod that does not fit the node (OutOfcpu),
+	// does not match its labels (NodeAffinity) or fails an admission
+	// plugin (UnexpectedAdmissionError): at once, phase Failed with the
+	// rejection's reason and message, and a Warning event on the pod.
+	// [PodBehavior.Rejection] (or [RejectionReasonAnnotation]) says
+	// which; the default is OutOfcpu.
+	PodRejected PodFailure = "Rejected"
 )
 
 // FailureAnnotation, set on a pod (or a pod template) to a [PodFailure],
@@ -48,6 +56,10 @@ type PodBehavior struct {
 	// CrashAfter is how long a crash-looping container runs before it
 	// exits. Zero means 5s.
 	CrashAfter time.Duration
+	// Rejection is the kubelet's rejection of a [PodRejected] pod; the
+	// zero value is [KubeletRejection] of the pod's
+	// [RejectionReasonAnnotation], or OutOfcpu.
+	Rejection Rejection
 }
 
 // PodModel decides the behaviour of a pod when the kubelet first schedules

@@ -85,6 +85,22 @@ func podStatusAt(p *corev1.Pod, st *podState, now time.Time) (corev1.PodStatus, 
 		cond(corev1.ContainersReady, ready, readySince),
 		cond(corev1.PodReady, ready, readySince),
 	}
+	// The kubelet keeps the DisruptionTarget condition others set (an
+	// eviction's, say).
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget {
+			s.Conditions = append(s.Conditions, c)
+		}
+	}
+	// kubelet v1.37 (PodObservedGenerationTracking, GA) reports the
+	// generation of the spec it acted on, in the status and in each of
+	// its conditions.
+	s.ObservedGeneration = p.Generation
+	for i := range s.Conditions {
+		if s.Conditions[i].Type != corev1.DisruptionTarget {
+			s.Conditions[i].ObservedGeneration = p.Generation
+		}
+	}
 	return s, due
 }
 

@@ -1,16 +1,14 @@
 package memcluster
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -31,10 +29,18 @@ type Resource[T Object] struct {
 	watchers []*watcher[T]              // guarded by c.mu, in creation order
 	work     *clock.Source              // watch events as tracked work; nil on a real clock
 	norm     *normalizer                // nil: every round trip goes through JSON
+	gcPolicy gcPolicy                   // the default propagation of deletes
+	fields   fieldSelection[T]          // how field selectors are answered
+	track    tracker                    // guarded by c.mu; see managedfields.go
 }
 
 // NewResource adds a kind to the cluster and returns its storage. Adding a
-// kind twice is a programming error and panics.
+// kind twice is a programming error and panics. What kube-apiserver's
+// registry for the kind's group, version and kind does beyond the [Kind]'s
+// hooks comes from tables, so the kinds of k8s.io/api get it wherever they
+// are added: the fields field selectors name (unless
+// [Kind.SelectableFields] is set) and the default propagation of deletes
+// (Orphan for batch/v1 Jobs, none for Events).
 func NewResource[T Object](c *Cluster, k Kind[T]) *Resource[T] {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -58,6 +64,8 @@ func newResourceLocked[T Object](c *Cluster, k Kind[T]) (*Resource[T], error) {
 	}
 	r.hist.limit = c.cfg.WatchHistory
 	r.norm = newNormalizer(func() any { return k.New() })
+	r.gcPolicy = defaultGCPolicies[k.GVK]
+	r.fields = newFieldSelection(k)
 	r.work = clock.NewSource(c.clock, "memcluster: watch "+k.Resource)
 	c.kinds[gk] = r
 	c.order = append(c.order, r)
@@ -101,52 +109,42 @@ func (cl Client[T]) Get(ctx context.Context, name string, _ metav1.GetOptions) (
 	return deepCopy(obj), nil
 }
 
-// List returns the objects that match opts.LabelSelector and
-// opts.FieldSelector (metadata.name and metadata.namespace only), sorted by
-// namespace and name, with the cluster's current resourceVersion.
+// List returns every object that matches opts.LabelSelector and
+// opts.FieldSelector (the fields kube-apiserver selects on for the kind),
+// sorted by namespace and name, with the list's resourceVersion. It
+// ignores opts.Limit (use [Client.ListPage] to paginate) but honours
+// opts.Continue: the rest of a paginated list.
 func (cl Client[T]) List(ctx context.Context, opts metav1.ListOptions) ([]T, string, error) {
-	c := cl.r.c
-	after, err := c.admit(ctx, VerbList, cl.r.kind.groupResource(), cl.ns, "")
+	opts.Limit = 0
+	items, meta, err := cl.ListPage(ctx, opts)
 	if err != nil {
 		return nil, "", err
 	}
-	match, err := cl.matcher(opts)
-	if err != nil {
-		return nil, "", err
-	}
-	c.mu.Lock()
-	var items []T
-	for _, obj := range cl.r.objs {
-		if match(obj) {
-			items = append(items, deepCopy(obj))
-		}
-	}
-	rv := formatRV(c.rv)
-	c.mu.Unlock()
-	if after != nil {
-		return nil, "", after
-	}
-	slices.SortFunc(items, func(a, b T) int {
-		return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
-	})
-	return items, rv, nil
+	return items, meta.ResourceVersion, nil
 }
 
 // Create stores a new object. The server sets uid, creationTimestamp,
 // generation 1 and the resourceVersion, resets the status, fills
-// metadata.name from generateName, applies defaults and validates.
-func (cl Client[T]) Create(ctx context.Context, obj T, _ metav1.CreateOptions) (T, error) {
+// metadata.name from generateName, applies defaults and validates. On a
+// tracked kind (see [Config.TypeConverter]) it records the fields set as
+// managed by opts.FieldManager; an empty one is the program's name, as
+// kube-apiserver names a client-go client that sets none (from its
+// default User-Agent).
+func (cl Client[T]) Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error) {
 	var zero T
 	c := cl.r.c
 	if isNil(obj) {
 		return zero, apierrors.NewBadRequest("memcluster: create of a nil object")
+	}
+	if errs := metav1validation.ValidateCreateOptions(&opts); len(errs) > 0 {
+		return zero, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "CreateOptions"}, "", errs)
 	}
 	after, err := c.admit(ctx, VerbCreate, cl.r.kind.groupResource(), cl.namespaceOf(obj), obj.GetName())
 	if err != nil {
 		return zero, err
 	}
 	c.mu.Lock()
-	out, err := cl.r.createLocked(obj, cl.ns)
+	out, err := cl.r.createLocked(obj, cl.ns, managerOf(opts.FieldManager))
 	c.mu.Unlock()
 	if err != nil {
 		return zero, err
@@ -160,26 +158,32 @@ func (cl Client[T]) Create(ctx context.Context, obj T, _ metav1.CreateOptions) (
 // Update replaces the object's metadata and spec; its status is kept. A
 // non-empty resourceVersion that is not the stored one fails with
 // Conflict; an empty one updates unconditionally, as the apiserver allows
-// for these kinds. An update that changes nothing writes nothing.
-func (cl Client[T]) Update(ctx context.Context, obj T, _ metav1.UpdateOptions) (T, error) {
-	return cl.replace(ctx, VerbUpdate, obj, cl.r.updateLocked)
+// for these kinds. An update that changes nothing writes nothing. The
+// field manager is opts.FieldManager, as for [Client.Create].
+func (cl Client[T]) Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
+	a := managerOf(opts.FieldManager)
+	return cl.replace(ctx, VerbUpdate, obj, opts, func(in T) (T, error) { return cl.r.updateLocked(in, a) })
 }
 
 // UpdateStatus replaces the object's status and nothing else, with the
-// same resourceVersion check as [Client.Update].
-func (cl Client[T]) UpdateStatus(ctx context.Context, obj T, _ metav1.UpdateOptions) (T, error) {
-	return cl.replace(ctx, VerbUpdateStatus, obj, cl.r.updateStatusLocked)
+// same resourceVersion check and field manager as [Client.Update].
+func (cl Client[T]) UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
+	a := managerOf(opts.FieldManager)
+	return cl.replace(ctx, VerbUpdateStatus, obj, opts, func(in T) (T, error) { return cl.r.updateStatusLocked(in, a) })
 }
 
 // replace runs one replace-style write: admission (fault injection), the
 // JSON round trip every stored object goes through, then write under the
 // cluster lock. A fault injected after the write is returned instead of
 // the result, as a lost response would be.
-func (cl Client[T]) replace(ctx context.Context, verb Verb, obj T, write func(T) (T, error)) (T, error) {
+func (cl Client[T]) replace(ctx context.Context, verb Verb, obj T, opts metav1.UpdateOptions, write func(T) (T, error)) (T, error) {
 	var zero T
 	c := cl.r.c
 	if isNil(obj) {
 		return zero, apierrors.NewBadRequest(fmt.Sprintf("memcluster: %s of a nil object", verb))
+	}
+	if errs := metav1validation.ValidateUpdateOptions(&opts); len(errs) > 0 {
+		return zero, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "UpdateOptions"}, "", errs)
 	}
 	after, err := c.admit(ctx, verb, cl.r.kind.groupResource(), cl.namespaceOf(obj), obj.GetName())
 	if err != nil {
@@ -252,10 +256,11 @@ func (cl Client[T]) matcher(opts metav1.ListOptions) (func(T) bool, error) {
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid label selector %q: %v", opts.LabelSelector, err))
 	}
-	fs, err := fields.ParseSelector(opts.FieldSelector)
+	fs, err := cl.r.fields.selector(opts.FieldSelector)
 	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector %q: %v", opts.FieldSelector, err))
+		return nil, err
 	}
+	selectable := cl.r.fields.fields
 	ns := cl.ns
 	if cl.r.kind.ClusterScoped {
 		ns = ""
@@ -270,7 +275,7 @@ func (cl Client[T]) matcher(opts metav1.ListOptions) (func(T) bool, error) {
 		if fs.Empty() {
 			return true // every watch event is matched: no map for nothing
 		}
-		return fs.Matches(fields.Set{"metadata.name": obj.GetName(), "metadata.namespace": obj.GetNamespace()})
+		return fs.Matches(selectable(obj))
 	}, nil
 }
 

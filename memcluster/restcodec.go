@@ -48,10 +48,14 @@ func buildAPI(c *Cluster, stores []restStore) (*api, error) {
 	metav1.AddToGroupVersion(s, metav1.SchemeGroupVersion)
 	metav1.AddToGroupVersion(s, autoscalingv1.SchemeGroupVersion)
 	s.AddKnownTypes(autoscalingv1.SchemeGroupVersion, &autoscalingv1.Scale{})
+	seen := map[schema.GroupVersion]bool{}
 	for _, st := range stores {
 		in := st.info()
 		gv := in.gvk.GroupVersion()
-		metav1.AddToGroupVersion(s, gv)
+		if !seen[gv] {
+			metav1.AddToGroupVersion(s, gv)
+			seen[gv] = true
+		}
 		if !in.custom {
 			if err := addKnownType(s, in.gvk, in.newObj()); err != nil {
 				return nil, err

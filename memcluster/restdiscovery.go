@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -82,7 +83,7 @@ func (a *api) serveDiscovery(w http.ResponseWriter, r *http.Request, segs []stri
 		}
 	}
 	if doc == nil {
-		writeError(w, a, rep, notFoundPath(r.URL.Path))
+		writeError(w, a, rep, a.unservedGroup(segs))
 		return
 	}
 	a.writeObject(w, rep, restInfo{gvk: schema.GroupVersionKind{Version: "v1"}}, http.StatusOK, doc)
@@ -138,9 +139,38 @@ func (a *api) resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 		if hasScale(in) {
 			res = append(res, metav1.APIResource{Name: in.resource + "/scale", Namespaced: ns, Group: "autoscaling", Version: "v1", Kind: "Scale", Verbs: subresourceVerbs()})
 		}
+		switch in.gvk {
+		case corev1.SchemeGroupVersion.WithKind("Pod"):
+			res = append(res, metav1.APIResource{Name: "pods/eviction", Namespaced: true, Group: "policy", Version: "v1", Kind: "Eviction", Verbs: metav1.Verbs{"create"}})
+		case corev1.SchemeGroupVersion.WithKind("Namespace"):
+			res = append(res, metav1.APIResource{Name: "namespaces/finalize", Kind: "Namespace", Verbs: metav1.Verbs{"update"}})
+		}
 	}
 	if res == nil && (gv.Group != "" || gv.Version != "v1") {
 		return nil
 	}
 	return &metav1.APIResourceList{GroupVersion: gv.String(), APIResources: res}
+}
+
+// unservedGroup is the answer to a discovery request for a group or group
+// version the cluster does not serve.
+func (a *api) unservedGroup(segs []string) error {
+	gv := schema.GroupVersion{Version: segs[len(segs)-1]}
+	if segs[0] == "apis" {
+		gv.Group = segs[1]
+	}
+	what := "API group version " + gv.String()
+	if segs[0] == "apis" && len(segs) == 2 {
+		gv.Version, what = "", "API group "+gv.Group
+	}
+	builtin := slices.ContainsFunc(builtins, func(b builtin) bool {
+		return b.gvk.Group == gv.Group && (gv.Version == "" || b.gvk.Version == gv.Version)
+	})
+	var served []schema.GroupVersionKind
+	for _, in := range a.order {
+		if in.gvk.Group == gv.Group && gv.Version != "" {
+			served = append(served, in.gvk)
+		}
+	}
+	return unservedError(gv, "", what, served, builtin)
 }

@@ -48,14 +48,17 @@ func (in restInfo) listGVK() schema.GroupVersionKind {
 type restStore interface {
 	info() restInfo
 	get(ctx context.Context, ns, name string) (runtime.Object, error)
-	list(ctx context.Context, ns string, opts metav1.ListOptions) ([]runtime.Object, string, error)
+	list(ctx context.Context, ns string, opts metav1.ListOptions) ([]runtime.Object, metav1.ListMeta, error)
 	// watchList opens a watch; with opts.SendInitialEvents it returns the
 	// initial events, ending with the "k8s.io/initial-events-end"
 	// bookmark, to send before the watch's own.
 	watchList(ctx context.Context, ns string, opts metav1.ListOptions) ([]watch.Event, watch.Interface, error)
-	create(ctx context.Context, ns string, obj runtime.Object) (runtime.Object, error)
-	update(ctx context.Context, ns string, obj runtime.Object, status bool) (runtime.Object, error)
-	patch(ctx context.Context, ns, name string, pt types.PatchType, data []byte, status bool) (runtime.Object, error)
+	create(ctx context.Context, ns string, obj runtime.Object, opts metav1.CreateOptions) (runtime.Object, error)
+	// update and patch write an object or its subresource sub: "status",
+	// or "scale" (its spec.replicas, recorded as the subresource's).
+	update(ctx context.Context, ns string, obj runtime.Object, sub string, opts metav1.UpdateOptions) (runtime.Object, error)
+	// patch patches an object; created tells whether an apply created it.
+	patch(ctx context.Context, ns, name string, pt types.PatchType, data []byte, sub string, opts metav1.PatchOptions) (obj runtime.Object, created bool, err error)
 	// remove deletes an object; it returns the object as stored after the
 	// delete if it is still there (being deleted), else as it was before.
 	remove(ctx context.Context, ns, name string, opts metav1.DeleteOptions) (obj runtime.Object, gone bool, err error)
@@ -81,6 +84,8 @@ func (r *Resource[T]) info() restInfo {
 		status:        k.CopyStatus != nil,
 		newObj:        func() runtime.Object { return k.New() },
 		newList:       k.NewList,
+		shortNames:    k.ShortNames,
+		categories:    k.Categories,
 	}
 }
 
@@ -88,16 +93,16 @@ func (r *Resource[T]) get(ctx context.Context, ns, name string) (runtime.Object,
 	return r.Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 }
 
-func (r *Resource[T]) list(ctx context.Context, ns string, opts metav1.ListOptions) ([]runtime.Object, string, error) {
-	items, rv, err := r.Namespace(ns).List(ctx, opts)
+func (r *Resource[T]) list(ctx context.Context, ns string, opts metav1.ListOptions) ([]runtime.Object, metav1.ListMeta, error) {
+	items, meta, err := r.Namespace(ns).ListPage(ctx, opts)
 	if err != nil {
-		return nil, "", err
+		return nil, meta, err
 	}
 	out := make([]runtime.Object, len(items))
 	for i, it := range items {
 		out[i] = it
 	}
-	return out, rv, nil
+	return out, meta, nil
 }
 
 func (r *Resource[T]) watchList(ctx context.Context, ns string, opts metav1.ListOptions) ([]watch.Event, watch.Interface, error) {
@@ -156,42 +161,48 @@ func (r *Resource[T]) typed(obj runtime.Object) (T, error) {
 	return t, nil
 }
 
-func (r *Resource[T]) create(ctx context.Context, ns string, obj runtime.Object) (runtime.Object, error) {
+func (r *Resource[T]) create(ctx context.Context, ns string, obj runtime.Object, opts metav1.CreateOptions) (runtime.Object, error) {
 	t, err := r.typed(obj)
 	if err != nil {
 		return nil, err
 	}
-	return r.Namespace(ns).Create(ctx, t, metav1.CreateOptions{})
+	return r.Namespace(ns).Create(ctx, t, opts)
 }
 
-func (r *Resource[T]) update(ctx context.Context, ns string, obj runtime.Object, status bool) (runtime.Object, error) {
+func (r *Resource[T]) update(ctx context.Context, ns string, obj runtime.Object, sub string, opts metav1.UpdateOptions) (runtime.Object, error) {
 	t, err := r.typed(obj)
 	if err != nil {
 		return nil, err
 	}
-	if status {
-		return r.Namespace(ns).UpdateStatus(ctx, t, metav1.UpdateOptions{})
+	if mf := t.GetManagedFields(); mf != nil && len(mf) == 0 {
+		// An empty list sent as JSON clears managedFields, as kube-apiserver
+		// decodes it; its equivalent of one empty entry survives the round
+		// trip every write makes (which, as a client's encoding would, drops
+		// an empty list).
+		t.SetManagedFields([]metav1.ManagedFieldsEntry{{}})
 	}
-	return r.Namespace(ns).Update(ctx, t, metav1.UpdateOptions{})
+	cl := r.Namespace(ns)
+	switch sub {
+	case "status":
+		return cl.UpdateStatus(ctx, t, opts)
+	case "scale":
+		a := managerOf(opts.FieldManager)
+		a.scale = true
+		return cl.replace(ctx, VerbUpdate, t, opts, func(in T) (T, error) { return r.updateLocked(in, a) })
+	}
+	return cl.Update(ctx, t, opts)
 }
 
-func (r *Resource[T]) patch(ctx context.Context, ns, name string, pt types.PatchType, data []byte, status bool) (runtime.Object, error) {
-	var sub []string
-	if status {
-		sub = []string{"status"}
-	}
-	return r.Namespace(ns).Patch(ctx, name, pt, data, metav1.PatchOptions{}, sub...)
+func (r *Resource[T]) patch(ctx context.Context, ns, name string, pt types.PatchType, data []byte, sub string, opts metav1.PatchOptions) (runtime.Object, bool, error) {
+	return r.Namespace(ns).patch(ctx, name, pt, data, opts, sub, nil)
 }
 
 func (r *Resource[T]) remove(ctx context.Context, ns, name string, opts metav1.DeleteOptions) (runtime.Object, bool, error) {
-	before, _ := r.peek(ns, name)
-	if err := r.Namespace(ns).Delete(ctx, name, opts); err != nil {
+	out, gone, err := r.Namespace(ns).delete(ctx, name, opts)
+	if err != nil {
 		return nil, false, err
 	}
-	if after, ok := r.peek(ns, name); ok && before != nil && after.(T).GetUID() == before.(T).GetUID() {
-		return after, false, nil
-	}
-	return before, true, nil
+	return out, gone, nil
 }
 
 func (r *Resource[T]) peek(ns, name string) (runtime.Object, bool) {

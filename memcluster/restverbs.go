@@ -6,13 +6,14 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	internalvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -41,18 +42,21 @@ func (a *api) serveList(w http.ResponseWriter, r *http.Request, rq request, s *s
 	}
 	opts, err := a.listOptions(r.URL.Query())
 	if err == nil {
-		err = a.checkListVersion(opts)
+		err = validateList(opts)
 	}
 	if err != nil {
 		writeError(w, a, rep, err)
 		return
 	}
-	items, rv, err := s.list(r.Context(), rq.namespace, opts)
+	items, lm, err := s.list(r.Context(), rq.namespace, opts)
 	if err != nil {
 		writeError(w, a, rep, err)
 		return
 	}
-	list, err := newList(s.in, items, rv)
+	list, err := newList(s.in, items, lm.ResourceVersion)
+	if err == nil {
+		err = setListMeta(list, lm)
+	}
 	if err != nil {
 		writeError(w, a, rep, err)
 		return
@@ -62,11 +66,16 @@ func (a *api) serveList(w http.ResponseWriter, r *http.Request, rq request, s *s
 
 func (a *api) serveCreate(w http.ResponseWriter, r *http.Request, rq request, s *served) {
 	rep, obj, err := a.readObject(r, s)
+	var opts metav1.CreateOptions
+	if err == nil {
+		err = a.writeOptions(r, &opts)
+		opts.FieldManager = requestManager(opts.FieldManager, r)
+	}
 	if err != nil {
 		writeError(w, a, rep, err)
 		return
 	}
-	out, err := s.create(r.Context(), rq.namespace, obj)
+	out, err := s.create(r.Context(), rq.namespace, obj, opts)
 	if err != nil {
 		writeError(w, a, rep, err)
 		return
@@ -76,6 +85,11 @@ func (a *api) serveCreate(w http.ResponseWriter, r *http.Request, rq request, s 
 
 func (a *api) serveUpdate(w http.ResponseWriter, r *http.Request, rq request, s *served) {
 	rep, obj, err := a.readObject(r, s)
+	var opts metav1.UpdateOptions
+	if err == nil {
+		err = a.writeOptions(r, &opts)
+		opts.FieldManager = requestManager(opts.FieldManager, r)
+	}
 	if err == nil {
 		err = checkNames(obj, rq)
 	}
@@ -83,7 +97,7 @@ func (a *api) serveUpdate(w http.ResponseWriter, r *http.Request, rq request, s 
 		writeError(w, a, rep, err)
 		return
 	}
-	out, err := s.update(r.Context(), rq.namespace, obj, rq.subresource == "status")
+	out, err := s.update(r.Context(), rq.namespace, obj, rq.subresource, opts)
 	if err != nil {
 		writeError(w, a, rep, err)
 		return
@@ -98,16 +112,27 @@ func (a *api) servePatch(w http.ResponseWriter, r *http.Request, rq request, s *
 		return
 	}
 	pt, data, err := readPatch(r)
+	var opts metav1.PatchOptions
+	if err == nil {
+		err = a.writeOptions(r, &opts)
+	}
 	if err != nil {
 		writeError(w, a, rep, err)
 		return
 	}
-	out, err := s.patch(r.Context(), rq.namespace, rq.name, pt, data, rq.subresource == "status")
+	if pt != types.ApplyYAMLPatchType { // an apply names its manager
+		opts.FieldManager = requestManager(opts.FieldManager, r)
+	}
+	out, created, err := s.patch(r.Context(), rq.namespace, rq.name, pt, data, rq.subresource, opts)
 	if err != nil {
 		writeError(w, a, rep, err)
 		return
 	}
-	a.writeObject(w, rep, s.in, http.StatusOK, out)
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	a.writeObject(w, rep, s.in, code, out)
 }
 
 func (a *api) serveDelete(w http.ResponseWriter, r *http.Request, rq request, s *served) {
@@ -137,6 +162,10 @@ func (a *api) serveDelete(w http.ResponseWriter, r *http.Request, rq request, s 
 		a.writeObject(w, rep, s.in, code, obj)
 		return
 	}
+	if returnsDeletedObject[schema.GroupResource{Group: s.in.gvk.Group, Resource: s.in.resource}] {
+		a.writeObject(w, rep, s.in, http.StatusOK, obj)
+		return
+	}
 	a.writeStatusSuccess(w, rep, s.in, rq.name, obj)
 }
 
@@ -149,6 +178,9 @@ func (a *api) serveDeleteCollection(w http.ResponseWriter, r *http.Request, rq r
 		return
 	}
 	lopts, err := a.listOptions(r.URL.Query())
+	if err == nil {
+		err = validateList(lopts)
+	}
 	if err != nil {
 		writeError(w, a, rep, err)
 		return
@@ -232,14 +264,15 @@ func readPatch(r *http.Request) (types.PatchType, []byte, error) {
 	}
 	pt := types.PatchType(mt)
 	switch pt {
-	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
-	case types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType:
+	default:
+		// As kube-apiserver's router answers a patch of another type,
+		// application/apply-patch+cbor included (kube-apiserver v1.37's
+		// CBORServingAndStorage feature is off by default).
 		return "", nil, &apierrors.StatusError{ErrStatus: metav1.Status{
 			Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
-			Message: "memcluster does not implement server-side apply (no field managers); use a JSON merge, JSON or strategic merge patch",
+			Message: "415: Unsupported Media Type",
 		}}
-	default:
-		return "", nil, unsupportedMediaType(mt, []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType)})
 	}
 	body, err := readBody(r)
 	if err != nil {
@@ -251,6 +284,29 @@ func readPatch(r *http.Request) (types.PatchType, []byte, error) {
 	return pt, body, nil
 }
 
+// writeOptions decodes the options of a create, update or patch (into
+// a *metav1.CreateOptions, UpdateOptions or PatchOptions) from the
+// query, with apimachinery's parameter codec.
+func (a *api) writeOptions(r *http.Request, into runtime.Object) error {
+	if err := runtime.NewParameterCodec(a.scheme).DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, into); err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	return nil
+}
+
+// requestManager is the field manager of a request: its fieldManager
+// parameter, else the prefix of its User-Agent, else "unknown", as
+// kube-apiserver names it.
+func requestManager(fieldManager string, r *http.Request) string {
+	if fieldManager != "" {
+		return fieldManager
+	}
+	if m := userAgentManager(r.UserAgent()); m != "" {
+		return m
+	}
+	return "unknown"
+}
+
 // listOptions decodes the query of a list or watch with apimachinery's
 // parameter codec, and refuses what memcluster cannot answer honestly.
 func (a *api) listOptions(q url.Values) (metav1.ListOptions, error) {
@@ -258,55 +314,31 @@ func (a *api) listOptions(q url.Values) (metav1.ListOptions, error) {
 	if err := runtime.NewParameterCodec(a.scheme).DecodeParameters(q, metav1.SchemeGroupVersion, &opts); err != nil {
 		return opts, apierrors.NewBadRequest(fmt.Sprintf("invalid list options: %v", err))
 	}
-	if opts.Continue != "" {
-		// limit is ignored, as the API allows, so no token was ever issued.
-		return opts, apierrors.NewBadRequest("memcluster: invalid continue token: lists are never paginated here")
-	}
-	fs, err := fields.ParseSelector(opts.FieldSelector)
-	if err != nil {
-		return opts, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector %q: %v", opts.FieldSelector, err))
-	}
-	for _, req := range fs.Requirements() {
-		if req.Field != "metadata.name" && req.Field != "metadata.namespace" {
-			return opts, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
-		}
-	}
 	return opts, nil
 }
 
-// checkListVersion answers the resourceVersion semantics of a list: "" and
-// "0" are the current state; a version the cluster has not reached is a
-// 504 (as kube-apiserver answers after waiting); Exact is served only for
-// the current version (memcluster keeps no history of states): an older
-// one is 410 Expired, and clients list again from the current state.
-func (a *api) checkListVersion(opts metav1.ListOptions) error {
-	if opts.ResourceVersion == "" || opts.ResourceVersion == "0" {
-		if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
-			return apierrors.NewBadRequest("resourceVersionMatch Exact needs a resourceVersion other than 0")
-		}
-		return nil
+// validateList refuses list options kube-apiserver refuses, with its
+// errors (the resourceVersion semantics are the store's: see paginate.go).
+func validateList(opts metav1.ListOptions) error {
+	errs := internalvalidation.ValidateListOptions(&metainternalversion.ListOptions{
+		ResourceVersion: opts.ResourceVersion, ResourceVersionMatch: opts.ResourceVersionMatch,
+		Continue: opts.Continue, Limit: opts.Limit, SendInitialEvents: opts.SendInitialEvents,
+	}, true)
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
 	}
-	want, err := strconv.ParseUint(opts.ResourceVersion, 10, 64)
+	return nil
+}
+
+// setListMeta sets a list's continue token and remaining count.
+func setListMeta(list runtime.Object, lm metav1.ListMeta) error {
+	la, err := meta.ListAccessor(list)
 	if err != nil {
-		return apierrors.NewBadRequest(fmt.Sprintf("invalid resource version %q", opts.ResourceVersion))
+		return apierrors.NewInternalError(err)
 	}
-	a.c.mu.Lock()
-	have := a.c.rv
-	a.c.mu.Unlock()
-	if want > have {
-		return tooLargeRV(want, have)
-	}
-	switch opts.ResourceVersionMatch {
-	case "", metav1.ResourceVersionMatchNotOlderThan:
-		return nil
-	case metav1.ResourceVersionMatchExact:
-		if want != have {
-			return apierrors.NewResourceExpired(fmt.Sprintf("memcluster: resourceVersion %d is not the current one (%d): lists are served at the current version only", want, have))
-		}
-		return nil
-	default:
-		return apierrors.NewBadRequest(fmt.Sprintf("unsupported resourceVersionMatch %q", opts.ResourceVersionMatch))
-	}
+	la.SetContinue(lm.Continue)
+	la.SetRemainingItemCount(lm.RemainingItemCount)
+	return nil
 }
 
 // unsupportedOptions refuses dry runs, which memcluster would otherwise

@@ -93,8 +93,9 @@ func TestHandlerWatchJSON(t *testing.T) {
 	}
 	must(c.Pods("other").Create(ctxT(t), podIn("other", "elsewhere"), metav1.CreateOptions{}))(t)
 	must(pods.Create(ctxT(t), pod("c", "", ""), metav1.CreateOptions{}))(t)
-	got := jsonEvents(t, resp.Body, 5)
-	want := []string{"ADDED Pod b", "MODIFIED Pod a", "BOOKMARK Pod 3 map[]", "DELETED Pod b", "ADDED Pod c"}
+	got := jsonEvents(t, resp.Body, 6)
+	// A deleted pod is written with its deletionTimestamp first, as by kube-apiserver.
+	want := []string{"ADDED Pod b", "MODIFIED Pod a", "BOOKMARK Pod 3 map[]", "MODIFIED Pod b", "DELETED Pod b", "ADDED Pod c"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events mismatch (-want +got):\n%s", diff)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -18,8 +19,9 @@ import (
 // as the apiserver's RetryGenerateName does.
 const maxGenerateNameTries = 8
 
-// createLocked stores a new object and returns a copy of what was stored.
-func (r *Resource[T]) createLocked(obj T, ns string) (T, error) {
+// createLocked stores a new object, written by a, and returns a copy of
+// what was stored.
+func (r *Resource[T]) createLocked(obj T, ns string, a author) (T, error) {
 	var zero T
 	in, err := r.roundTrip(obj)
 	if err != nil {
@@ -40,26 +42,34 @@ func (r *Resource[T]) createLocked(obj T, ns string) (T, error) {
 	} else {
 		in.SetNamespace("")
 	}
+	if !r.kind.ClusterScoped {
+		if err := r.c.admitNamespaceLocked(r.kind.groupResource(), in); err != nil {
+			return zero, err
+		}
+	}
 	if in.GetName() == "" && in.GetGenerateName() != "" {
 		if err := r.generateNameLocked(in); err != nil {
 			return zero, err
 		}
 	}
+	managed := r.recordCreateLocked(in, a)
+	in.SetUID(r.c.newUIDLocked())
+	in.SetCreationTimestamp(r.c.now())
 	if r.kind.PrepareCreate != nil {
 		r.kind.PrepareCreate(in)
 	}
-	in.SetUID(r.c.newUIDLocked())
-	in.SetCreationTimestamp(r.c.now())
-	in.SetGeneration(1)
+	if r.kind.Generation != nil {
+		in.SetGeneration(1)
+	}
 	in.SetDeletionTimestamp(nil)
 	in.SetDeletionGracePeriodSeconds(nil)
-	in.SetManagedFields(nil)
+	in.SetManagedFields(managed)
 	if r.kind.Default != nil {
 		r.kind.Default(in)
 	}
 	var errs field.ErrorList
 	if !r.kind.ValidatesMetadata {
-		errs = apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+		errs = apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, r.kind.nameValidator(), field.NewPath("metadata"))
 	}
 	if r.kind.Validate != nil {
 		var none T
@@ -77,7 +87,6 @@ func (r *Resource[T]) createLocked(obj T, ns string) (T, error) {
 		}
 	}
 	stored := r.commitLocked(watch.Added, in)
-	r.collectIfOrphanedLocked(stored)
 	return deepCopy(stored), nil
 }
 
@@ -115,9 +124,9 @@ func (r *Resource[T]) checkPreconditionsLocked(in T) (T, error) {
 	return old, nil
 }
 
-// updateLocked writes metadata and spec; in must be a private,
+// updateLocked writes metadata and spec, by a; in must be a private,
 // round-tripped copy.
-func (r *Resource[T]) updateLocked(in T) (T, error) {
+func (r *Resource[T]) updateLocked(in T, a author) (T, error) {
 	var zero T
 	stored, err := r.checkPreconditionsLocked(in)
 	if err != nil {
@@ -133,6 +142,7 @@ func (r *Resource[T]) updateLocked(in T) (T, error) {
 	if r.kind.asVersionOf != nil {
 		old = r.kind.asVersionOf(stored, in)
 	}
+	managed, recorded := r.recordUpdateAsSentLocked(old, in, a)
 	if r.kind.PrepareUpdate != nil {
 		if errs := r.kind.PrepareUpdate(in, old); len(errs) > 0 {
 			return zero, apierrors.NewInvalid(r.kind.groupKind(), in.GetName(), errs)
@@ -149,14 +159,18 @@ func (r *Resource[T]) updateLocked(in T) (T, error) {
 	in.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
 	in.SetGeneration(old.GetGeneration())
 	in.SetResourceVersion(old.GetResourceVersion())
-	in.SetManagedFields(nil)
 	if r.kind.CopyStatus != nil {
 		r.kind.CopyStatus(in, old)
+	}
+	if recorded {
+		in.SetManagedFields(managed)
+	} else {
+		r.recordUpdateLocked(old, in, a, "")
 	}
 	var errs field.ErrorList
 	if !r.kind.ValidatesMetadata {
 		errs = apivalidation.ValidateObjectMetaAccessorUpdate(in, old, field.NewPath("metadata"))
-		errs = append(errs, apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))...)
+		errs = append(errs, apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, r.kind.nameValidator(), field.NewPath("metadata"))...)
 	}
 	if r.kind.Validate != nil {
 		errs = append(errs, r.kind.Validate(in, old)...)
@@ -187,12 +201,11 @@ func (r *Resource[T]) updateLocked(in T) (T, error) {
 		return deepCopy(r.removeLocked(in)), nil
 	}
 	out := r.commitLocked(watch.Modified, in)
-	r.collectIfOrphanedLocked(out)
 	return deepCopy(out), nil
 }
 
-// updateStatusLocked writes the status of in and nothing else.
-func (r *Resource[T]) updateStatusLocked(in T) (T, error) {
+// updateStatusLocked writes the status of in and nothing else, by a.
+func (r *Resource[T]) updateStatusLocked(in T, a author) (T, error) {
 	var zero T
 	if r.kind.CopyStatus == nil {
 		return zero, apierrors.NewMethodNotSupported(r.kind.groupResource(), "update/status")
@@ -201,37 +214,67 @@ func (r *Resource[T]) updateStatusLocked(in T) (T, error) {
 	if err != nil {
 		return zero, err
 	}
-	var next T
-	var same bool
-	if r.kind.statusUpdate != nil {
-		next = r.kind.statusUpdate(stored, in)
-		same = r.kind.statusEqual(stored, next)
-	} else {
-		if r.kind.Default != nil {
-			r.kind.Default(in) // as kube-apiserver decodes the request
-		}
-		old := stored
-		if r.kind.asVersionOf != nil {
-			old = r.kind.asVersionOf(stored, in)
-		}
-		next = deepCopy(old)
-		r.kind.CopyStatus(next, in)
-		if r.kind.StatusMeta != nil {
-			r.kind.StatusMeta(next, in)
-		}
-		if r.kind.ValidateStatus != nil {
-			if errs := r.kind.ValidateStatus(next, old); len(errs) > 0 {
-				return zero, apierrors.NewInvalid(r.kind.groupKind(), in.GetName(), errs)
-			}
-		}
-		if r.kind.toStorage != nil {
-			if next, err = r.kind.toStorage(next); err != nil {
-				return zero, err
-			}
-		}
-		same = semanticallyEqual(stored, next)
+	if r.kind.statusUpdate == nil {
+		return r.updateCustomStatusLocked(stored, in, a)
 	}
-	if same {
+	old := stored
+	next := r.kind.statusUpdate(old, in)
+	if r.kind.statusKeep != nil {
+		r.kind.statusKeep(next, old)
+	}
+	same := r.kind.statusEqual(old, next)
+	if same && !a.applied {
+		return deepCopy(old), nil
+	}
+	if a.applied {
+		next.SetManagedFields(in.GetManagedFields())
+	}
+	r.recordUpdateLocked(old, next, a, "status")
+	if same && managedFieldsEqual(old, next) {
+		return deepCopy(old), nil
+	}
+	return deepCopy(r.commitLocked(watch.Modified, next)), nil
+}
+
+// updateCustomStatusLocked is [Resource.updateStatusLocked] for a kind
+// without statusUpdate (kinds of other Go types, custom kinds): in is
+// defaulted as kube-apiserver decodes it, the status is written into the
+// stored object as seen in the version of in, validated, recorded, and
+// converted back to the stored version; a write that leaves the stored
+// object as it was is not stored.
+func (r *Resource[T]) updateCustomStatusLocked(stored, in T, a author) (T, error) {
+	var zero T
+	if r.kind.Default != nil {
+		r.kind.Default(in)
+	}
+	old := stored
+	if r.kind.asVersionOf != nil {
+		old = r.kind.asVersionOf(stored, in)
+	}
+	next := deepCopy(old)
+	r.kind.CopyStatus(next, in)
+	if r.kind.StatusMeta != nil {
+		r.kind.StatusMeta(next, in)
+	}
+	if r.kind.statusKeep != nil {
+		r.kind.statusKeep(next, old)
+	}
+	if r.kind.ValidateStatus != nil {
+		if errs := r.kind.ValidateStatus(next, old); len(errs) > 0 {
+			return zero, apierrors.NewInvalid(r.kind.groupKind(), in.GetName(), errs)
+		}
+	}
+	if a.applied {
+		next.SetManagedFields(in.GetManagedFields())
+	}
+	r.recordUpdateLocked(old, next, a, "status")
+	if r.kind.toStorage != nil {
+		var err error
+		if next, err = r.kind.toStorage(next); err != nil {
+			return zero, err
+		}
+	}
+	if semanticallyEqual(stored, next) {
 		return deepCopy(stored), nil
 	}
 	if r.finalizedLocked(next) {
@@ -248,6 +291,9 @@ func (r *Resource[T]) finalizedLocked(obj T) bool {
 	if obj.GetDeletionTimestamp() == nil || len(obj.GetFinalizers()) > 0 {
 		return false
 	}
+	if ns, ok := any(obj).(*corev1.Namespace); ok && len(ns.Spec.Finalizers) > 0 {
+		return false // a namespace also waits for spec.finalizers
+	}
 	g := obj.GetDeletionGracePeriodSeconds()
 	return g == nil || *g == 0
 }
@@ -258,7 +304,7 @@ func (r *Resource[T]) commitLocked(typ watch.EventType, obj T) T {
 	rv := r.c.nextRVLocked()
 	obj.SetResourceVersion(formatRV(rv))
 	key := objectKey(obj)
-	prev := r.objs[key]
+	prev, had := r.objs[key]
 	if typ == watch.Deleted {
 		delete(r.objs, key)
 		delete(r.c.uids, obj.GetUID())
@@ -270,17 +316,21 @@ func (r *Resource[T]) commitLocked(typ watch.EventType, obj T) T {
 	if r.kind.GVK.Group == "" && r.kind.GVK.Kind == "Pod" {
 		r.c.podWrittenLocked(key)
 	}
+	var prevObj Object
+	if had {
+		prevObj = prev
+	}
+	r.c.observeLocked(r, typ, obj, prevObj)
 	if hook := r.kind.Stored; hook != nil {
 		r.c.runHookLocked(func(tx *Tx) { hook(tx, typ, obj) })
 	}
 	return obj
 }
 
-// removeLocked deletes obj from storage and collects its dependents.
+// removeLocked deletes obj (private to the caller) from storage; the
+// garbage collector then looks at its dependents.
 func (r *Resource[T]) removeLocked(obj T) T {
-	stored := r.commitLocked(watch.Deleted, obj)
-	r.c.collectDependentsLocked(stored.GetUID())
-	return stored
+	return r.commitLocked(watch.Deleted, obj)
 }
 
 func objectKey(obj metav1.Object) types.NamespacedName {

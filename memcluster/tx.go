@@ -90,7 +90,8 @@ func (t TxClient[T]) List(namespace string) []T {
 	return out
 }
 
-// Update writes obj as [Client.Update] does.
+// Update writes obj as [Client.Update] does, recorded in managedFields as
+// kube-apiserver's own write ("kube-apiserver").
 func (t TxClient[T]) Update(obj T) (T, error) {
 	t.tx.cluster()
 	in, err := t.r.roundTrip(obj)
@@ -98,7 +99,7 @@ func (t TxClient[T]) Update(obj T) (T, error) {
 		var zero T
 		return zero, err
 	}
-	return t.r.updateLocked(in)
+	return t.r.updateLocked(in, author{manager: apiserverManager})
 }
 
 // UpdateStatus writes the status of obj as [Client.UpdateStatus] does.
@@ -109,7 +110,7 @@ func (t TxClient[T]) UpdateStatus(obj T) (T, error) {
 		var zero T
 		return zero, err
 	}
-	return t.r.updateStatusLocked(in)
+	return t.r.updateStatusLocked(in, author{manager: apiserverManager})
 }
 
 // keysLocked returns the keys of every object, sorted.

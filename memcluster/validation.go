@@ -121,7 +121,7 @@ func validateSelector(sel *metav1.LabelSelector, tmpl corev1.PodTemplateSpec, wh
 	errs = append(errs, metav1validation.ValidateLabels(tmpl.Labels, tp.Child("metadata", "labels"))...)
 	if selector, err := metav1.LabelSelectorAsSelector(sel); err != nil {
 		errs = append(errs, field.Invalid(spec.Child("selector"), sel, "invalid label selector"))
-	} else if sel != nil && !selector.Empty() && !selector.Matches(labels.Set(tmpl.Labels)) {
+	} else if !selector.Empty() && !selector.Matches(labels.Set(tmpl.Labels)) { // a nil selector matches nothing
 		errs = append(errs, field.Invalid(tp.Child("metadata", "labels"), tmpl.Labels, "`selector` does not match template `labels`"))
 	}
 	errs = append(errs, validatePodSpec(&tmpl.Spec, tp.Child("spec"))...)

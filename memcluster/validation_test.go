@@ -50,8 +50,10 @@ func TestDeploymentValidation(t *testing.T) {
 		}, want: []string{"spec.strategy.rollingUpdate: FieldValueForbidden"}},
 		{name: "negative replicas", mutate: func(d *appsv1.Deployment) { d.Spec.Replicas = ptrTo(int32(-1)) },
 			want: []string{"spec.replicas: FieldValueInvalid"}},
+		// A missing selector selects nothing: not the template's labels
+		// either (kube-apiserver reports both).
 		{name: "missing selector", mutate: func(d *appsv1.Deployment) { d.Spec.Selector = nil },
-			want: []string{"spec.selector: FieldValueRequired"}},
+			want: []string{"spec.selector: FieldValueRequired", "spec.template.metadata.labels: FieldValueInvalid"}},
 		{name: "empty selector", mutate: func(d *appsv1.Deployment) { d.Spec.Selector = &metav1.LabelSelector{} },
 			want: []string{"spec.selector: FieldValueInvalid"}},
 		{name: "selector does not match template", mutate: func(d *appsv1.Deployment) { d.Spec.Template.Labels = map[string]string{"app": "x"} },

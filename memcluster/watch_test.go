@@ -114,10 +114,11 @@ func TestWatchFromResourceVersion(t *testing.T) {
 		rv   string
 		want []string
 	}{
-		{name: "from the list's version", rv: rv, want: []string{"MODIFIED a", "DELETED b", "ADDED c"}},
+		// A deleted pod is written with its deletionTimestamp first, as by kube-apiserver.
+		{name: "from the list's version", rv: rv, want: []string{"MODIFIED a", "MODIFIED b", "DELETED b", "ADDED c"}},
 		{name: "from empty: current state", rv: "", want: []string{"ADDED a", "ADDED c"}},
 		{name: "from 0: current state", rv: "0", want: []string{"ADDED a", "ADDED c"}},
-		{name: "from the start", rv: "1", want: []string{"ADDED b", "MODIFIED a", "DELETED b", "ADDED c"}},
+		{name: "from the start", rv: "1", want: []string{"ADDED b", "MODIFIED a", "MODIFIED b", "DELETED b", "ADDED c"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

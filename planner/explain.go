@@ -27,6 +27,10 @@ const (
 	// RollbackPending: a deprecated rollback annotation awaits the
 	// controller.
 	RollbackPending BlockerCode = "RollbackPending"
+	// BeingDeleted: the Deployment has a deletionTimestamp; the controller
+	// only updates its status (upstream's status-only sync for a
+	// Deployment being deleted): it neither rolls out nor scales.
+	BeingDeleted BlockerCode = "BeingDeleted"
 	// Paused: spec.paused is set; only scaling happens.
 	Paused BlockerCode = "Paused"
 	// GenerationNotObserved: the controller has not acted on the latest
@@ -116,6 +120,15 @@ func Explain(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet, pods []*cor
 	all := append(append([]*appsv1.ReplicaSet(nil), olds...), newRS)
 	if newRS == nil {
 		all = olds
+	}
+	if d.DeletionTimestamp != nil {
+		// Checked before the rest, as the controller does: it syncs the
+		// status only, whatever else the spec asks.
+		if st, err := rollout.CalculateStatus(d, all, newRS, now); newRS != nil && err == nil && rollout.DeploymentComplete(d, st) {
+			return nil
+		}
+		return []Blocker{{Code: BeingDeleted, Message: fmt.Sprintf("deployment is being deleted (since %s): the controller only updates its status",
+			now.Sub(d.DeletionTimestamp.Time).Round(time.Second))}}
 	}
 	// A value that does not parse is ignored by upstream too (err then wraps
 	// rollout.ErrIgnoredByUpstream and ok is false): the rollout goes on.

@@ -123,6 +123,18 @@ func TestExplainCodes(t *testing.T) {
 			s.d.Annotations = map[string]string{rollout.RollbackToAnnotation: "1"}
 			return nil
 		}, []string{"RollbackPending: rollback to revision 1 is pending"}},
+		{"being deleted", func(s *stuck) []*corev1.Pod {
+			s.d.DeletionTimestamp, s.d.Finalizers = &metav1.Time{Time: t0.Add(-4 * time.Minute)}, []string{"example.com/hold"}
+			s.d.Spec.Paused = true // the deletion comes first, as in the controller
+			return nil
+		}, []string{"BeingDeleted: deployment is being deleted (since 4m0s): the controller only updates its status"}},
+		{"being deleted, complete", func(s *stuck) []*corev1.Pod {
+			s.d.DeletionTimestamp = &metav1.Time{Time: t0}
+			s.old.Spec.Replicas, s.old.Status = ptr[int32](0), appsv1.ReplicaSetStatus{}
+			s.new.Spec.Replicas = ptr[int32](10)
+			s.new.Status = appsv1.ReplicaSetStatus{Replicas: 10, ReadyReplicas: 10, AvailableReplicas: 10}
+			return nil
+		}, nil},
 		{"paused", func(s *stuck) []*corev1.Pod { s.d.Spec.Paused = true; return nil },
 			[]string{"Paused: deployment is paused"}},
 		{"invalid", func(s *stuck) []*corev1.Pod { s.d.Spec.Strategy.RollingUpdate.MaxSurge = nil; return nil },

@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"github.com/ctrlkit/ctrlkit/features"
+
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -112,6 +114,20 @@ type Options struct {
 	// Progress, if set, is called at every virtual instant the
 	// simulation reaches, for a progress indicator on long plans.
 	Progress func(Progress)
+	// FeatureGates are the kube-controller-manager feature gates the
+	// simulated controllers decide with; the zero value is v1.37's
+	// defaults. Set them as the cluster being planned for sets them (its
+	// ReplicaSets' deletion order with PodDeletionCost off, the statuses'
+	// terminatingReplicas with DeploymentReplicaSetTerminatingReplicas
+	// off).
+	FeatureGates features.Gates
+	// InFlight, for the rest of a rollout in progress, lists the pods of
+	// current ReplicaSets (by ReplicaSet name) that are not available yet:
+	// for each, how long after the start it becomes available. Those
+	// pods come up then, healthy, instead of before the start like the
+	// other current pods. A ReplicaSet gets at most spec.replicas of them;
+	// negative durations count as zero.
+	InFlight map[string][]time.Duration
 }
 
 // DefaultMaxReplicas is the default [Options.MaxReplicas].

@@ -127,10 +127,24 @@ func newSim(d *appsv1.Deployment, model PodModel, opts Options) (*sim, error) {
 	}
 	s.c = memcluster.New(memcluster.Config{Clock: s.clk, Seed: opts.Seed})
 	old := memcluster.PodBehavior{ShutdownDelay: model.Shutdown}
+	inFlight := map[string][]time.Duration{}
+	for rs, ds := range opts.InFlight {
+		inFlight[rs] = slices.Clone(ds)
+	}
 	s.kubelet = memcluster.NewKubelet(s.c, memcluster.KubeletConfig{
 		Nodes: opts.Nodes,
-		Model: func(_ *corev1.Pod, rnd *rand.Rand) memcluster.PodBehavior {
+		Model: func(p *corev1.Pod, rnd *rand.Rand) memcluster.PodBehavior {
 			if s.setup {
+				// A pod in flight is created with the others and made
+				// Ready that much later: as every current pod waits the
+				// same minReadySeconds, it is available that much after
+				// the start.
+				if ref := metav1.GetControllerOfNoCopy(p); ref != nil && len(inFlight[ref.Name]) > 0 {
+					b := old
+					b.ReadyDelay = max(inFlight[ref.Name][0], 0)
+					inFlight[ref.Name] = inFlight[ref.Name][1:]
+					return b
+				}
 				return old
 			}
 			b := model.behavior(rnd)
@@ -143,7 +157,8 @@ func newSim(d *appsv1.Deployment, model PodModel, opts Options) (*sim, error) {
 	// shows the statuses kube-controller-manager would write, round by
 	// round, not ctrlkit's fewer, later writes.
 	dr, err := deployment.NewReconciler(deployment.ReconcilerConfig{Deployments: deploymentGetter{s.api},
-		ReplicaSets: rsReader{s.api}, Pods: podLister{s.api}, Client: s.api, Events: s.api, Clock: s.clk, EagerStatus: true})
+		ReplicaSets: rsReader{s.api}, Pods: podLister{s.api}, Client: s.api, Events: s.api, Clock: s.clk, EagerStatus: true,
+		FeatureGates: opts.FeatureGates})
 	if err != nil {
 		return nil, fmt.Errorf("planner: %w", err)
 	}
@@ -155,15 +170,24 @@ func newSim(d *appsv1.Deployment, model PodModel, opts Options) (*sim, error) {
 // available, then creates the Deployment: that instant is the start.
 func (s *sim) start(ctx context.Context, current []*appsv1.ReplicaSet) error {
 	rr, err := replicaset.NewReconciler(replicaset.ReconcilerConfig{ReplicaSets: rsReader{s.api}, Pods: podLister{s.api},
-		Client: s.api, Events: rsEvents{s.api}, Clock: s.clk, Expectations: s.exp, EagerStatus: true})
+		Client: s.api, Events: rsEvents{s.api}, Clock: s.clk, Expectations: s.exp, EagerStatus: true,
+		FeatureGates: s.opts.FeatureGates})
 	if err != nil {
 		return fmt.Errorf("planner: %w", err)
 	}
 	s.rr = rr
 	s.setup = true
+	// Pods in flight come up after the start, which is when the others
+	// are available: minReadySeconds after they all turn Ready at once.
+	var pending int32
+	settled := s.clk.Now()
 	for _, rs := range current {
 		if rs == nil {
 			continue
+		}
+		if n := min(int32(len(s.opts.InFlight[rs.Name])), max(replicas(rs.Spec.Replicas), 0)); n > 0 {
+			pending += n
+			settled = later(settled, s.clk.Now().Add(time.Duration(rs.Spec.MinReadySeconds)*time.Second))
 		}
 		c := &appsv1.ReplicaSet{Spec: *rs.Spec.DeepCopy()}
 		c.Name, c.GenerateName, c.Namespace = rs.Name, rs.GenerateName, s.key.Namespace
@@ -181,8 +205,11 @@ func (s *sim) start(ctx context.Context, current []*appsv1.ReplicaSet) error {
 		if err != nil {
 			return err
 		}
-		if rollout.TotalAvailableReplicas(rss) == rollout.TotalReplicas(rss) {
+		if rollout.TotalAvailableReplicas(rss) >= rollout.TotalReplicas(rss)-pending && !s.clk.Now().Before(settled) {
 			break
+		}
+		if s.clk.Now().Before(settled) && (next.IsZero() || settled.Before(next)) {
+			next = settled
 		}
 		if next.IsZero() {
 			return errors.New("planner: the current replica sets never became available")
@@ -310,4 +337,11 @@ func sameState(a, b Step) bool {
 	return a.Replicas == b.Replicas && a.Generation == b.Generation && a.Paused == b.Paused &&
 		a.Revision == b.Revision && reflect.DeepEqual(a.ReplicaSets, b.ReplicaSets) &&
 		reflect.DeepEqual(cond(a.Status), cond(b.Status))
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

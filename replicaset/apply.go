@@ -20,6 +20,9 @@ type Applied struct {
 	// Created counts successful creations. A creation refused because the
 	// namespace is terminating counts as a success, as upstream.
 	Created int
+	// CreatedPods are the pods created, as the API server returned them,
+	// in the order of their creation batches.
+	CreatedPods []*corev1.Pod
 	// CreatesSkipped counts the creations asked for but not made: failed,
 	// or in a batch after a failure. Lower the expected creations by it.
 	CreatesSkipped int
@@ -114,11 +117,15 @@ func createPods(ctx context.Context, c PodWriter, events EventRecorder, rs *apps
 	done := 0
 	for _, size := range SlowStartBatches(count, SlowStartInitialBatchSize) {
 		errs := make([]error, size)
-		each(size, sequential, func(i int) { errs[i] = createPod(ctx, c, events, rs, tpl.DeepCopy()) })
+		created := make([]*corev1.Pod, size)
+		each(size, sequential, func(i int) { created[i], errs[i] = createPod(ctx, c, events, rs, tpl.DeepCopy()) })
 		first := error(nil)
-		for _, e := range errs {
+		for i, e := range errs {
 			if e == nil {
 				done++
+				if created[i] != nil {
+					res.CreatedPods = append(res.CreatedPods, created[i])
+				}
 			} else if first == nil {
 				first = e
 			}
@@ -133,19 +140,24 @@ func createPods(ctx context.Context, c PodWriter, events EventRecorder, rs *apps
 	return nil
 }
 
-func createPod(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, pod *corev1.Pod) error {
+// createPod creates pod and returns what the API server stored (nil when
+// the namespace is terminating, which is not an error).
+func createPod(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, pod *corev1.Pod) (*corev1.Pod, error) {
 	created, err := c.CreatePod(ctx, pod)
 	if err != nil {
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-			return nil // every create would fail; the namespace is going away
+			return nil, nil // every create would fail; the namespace is going away
 		}
 		events.Event(rs, corev1.EventTypeWarning, ReasonFailedCreate, fmt.Sprintf("Error creating: %v", err))
-		return err
+		return nil, err
+	}
+	if created == nil {
+		return nil, fmt.Errorf("creating a pod of %s/%s: the client returned no pod and no error", rs.Namespace, rs.Name)
 	}
 	logr.FromContextOrDiscard(ctx).V(4).Info("Created pod", "pod", types.NamespacedName{Namespace: created.Namespace, Name: created.Name},
 		"replicaSet", types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name})
 	events.Event(rs, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created pod: "+created.Name)
-	return nil
+	return created, nil
 }
 
 func deletePods(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, pods []*corev1.Pod, res *Applied, sequential bool) error {

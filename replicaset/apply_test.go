@@ -21,6 +21,7 @@ func TestApply(t *testing.T) {
 		seed       []*corev1.Pod
 		plan       replicaset.Plan
 		want       replicaset.Applied
+		wantPods   []string // the names of Applied.CreatedPods, sorted
 		wantErr    error
 		wantCalls  int
 		wantEvents []string
@@ -29,6 +30,7 @@ func TestApply(t *testing.T) {
 		rs:         newRS("web", 3),
 		plan:       replicaset.Plan{Actions: []replicaset.Action{replicaset.CreatePods{Count: 3}}},
 		want:       replicaset.Applied{Created: 3},
+		wantPods:   []string{"web-p001", "web-p002", "web-p003"},
 		wantCalls:  3,
 		wantEvents: []string{"Normal SuccessfulCreate Created pod: web-p001", "Normal SuccessfulCreate Created pod: web-p002", "Normal SuccessfulCreate Created pod: web-p003"},
 	}, {
@@ -62,6 +64,14 @@ func TestApply(t *testing.T) {
 			if !errors.Is(err, tc.wantErr) {
 				t.Errorf("Apply error = %v; want %v", err, tc.wantErr)
 			}
+			var created []string
+			for _, p := range got.CreatedPods {
+				created = append(created, p.Name)
+			}
+			if diff := cmp.Diff(tc.wantPods, sortedCopy(created)); diff != "" {
+				t.Errorf("Applied.CreatedPods mismatch (-want +got):\n%s", diff)
+			}
+			got.CreatedPods = nil
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Apply mismatch (-want +got):\n%s", diff)
 			}

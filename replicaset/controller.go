@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/features"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/workqueue"
@@ -69,6 +70,21 @@ type ControllerConfig struct {
 	// pods too, as upstream does, instead of leaving it to the sync their
 	// events trigger; see [ReconcilerConfig.EagerStatus].
 	EagerStatus bool
+	// FeatureGates are kube-controller-manager's feature gates; the zero
+	// value is v1.37's defaults (see [ReconcilerConfig.FeatureGates]).
+	// With StaleControllerConsistencyReplicaSet off the controller does
+	// not wait for its own writes: it syncs a ReplicaSet from whatever
+	// version its cache holds, as upstream does then.
+	// Reconciler().SetFeatureGates switches them while it runs.
+	FeatureGates features.Gates
+	// TrustExpiredExpectations is upstream's behaviour on an expired
+	// expectation (kubernetes#129795); see
+	// [ReconcilerConfig.TrustExpiredExpectations].
+	TrustExpiredExpectations bool
+	// ReplaceRejectedPodsAtOnce is upstream's pace of replacing pods the
+	// kubelet rejects (kubernetes#72593); see
+	// [ReconcilerConfig.ReplaceRejectedPodsAtOnce].
+	ReplaceRejectedPodsAtOnce bool
 }
 
 // Controller is the ReplicaSet controller: informer event handlers feed a
@@ -122,7 +138,9 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 	rec, err := NewReconciler(ReconcilerConfig{
 		ReplicaSets: rss, Pods: pods, Client: client,
 		Events: cfg.Events, Clock: clk, BurstReplicas: cfg.BurstReplicas,
-		EagerStatus: cfg.EagerStatus,
+		EagerStatus: cfg.EagerStatus, FeatureGates: cfg.FeatureGates,
+		TrustExpiredExpectations:  cfg.TrustExpiredExpectations,
+		ReplaceRejectedPodsAtOnce: cfg.ReplaceRejectedPodsAtOnce,
 	})
 	if err != nil {
 		return nil, err
@@ -242,7 +260,7 @@ func (c *Controller) processNext(ctx context.Context, log logr.Logger) bool {
 	if ctx.Err() != nil {
 		return true // shutting down: drain without syncing
 	}
-	if c.rss.Behind(key) {
+	if c.rec.FeatureGates().Enabled(features.StaleControllerConsistencyReplicaSet) && c.rss.Behind(key) {
 		// This process replaced the cached version (our status write, or a
 		// Deployment controller's scale); its event will enqueue the key.
 		if c.skips != nil {

@@ -65,10 +65,43 @@
 //     [Reconciler.Reconcile]). ReconcilerConfig.EagerStatus restores upstream's
 //     timing.
 //
+// # Feature gates
+//
+// ControllerConfig.FeatureGates and ReconcilerConfig.FeatureGates (a
+// features.Gates; the zero value is kube-controller-manager v1.37's
+// defaults) switch the gates upstream's controller consults, with
+// upstream's behaviour each way; Reconciler.SetFeatureGates switches them
+// on a running controller. [Input].FeatureGates carries them to
+// [ManageReplicas]; [CalculateStatusWith] and [RankForDeletionWith] take
+// them too.
+//
+//   - DeploymentReplicaSetTerminatingReplicas off: status.terminatingReplicas
+//     is written nil (and a count written while the gate was on is
+//     cleared), and terminating pods are not collected.
+//   - PodDeletionCost off: the deletion ranking ignores the
+//     controller.kubernetes.io/pod-deletion-cost annotation.
+//   - StaleControllerConsistencyReplicaSet off: the [Controller] does not
+//     wait for its own writes (its status writes, a Deployment
+//     controller's scales) to reach its cache before syncing a
+//     ReplicaSet again; it syncs on whatever version the cache holds. On,
+//     it waits for those writes, as upstream's consistency store waits for
+//     its informers; the pods it creates and deletes are covered by its
+//     expectations and by the live read of an expired expectation (below),
+//     not by resource versions. The deliberate stale-cache fixes below stay
+//     on either way.
+//
 // # Deviations from upstream
 //
 // The README's "Deliberate differences from upstream" lists them all. In
-// this package: a sync that starts with its own creates or deletes
+// this package: an expectation that expired is not trusted while a live
+// read shows the cache behind this controller's own creations or
+// deletions: it is renewed, with an ExpectationsRenewed event
+// (kubernetes#129795; ReconcilerConfig.TrustExpiredExpectations restores
+// upstream's behaviour); pods the kubelet rejected are replaced with a
+// bounded backoff, one at a time, with a RejectedPodsBackoff event naming
+// the kubelet's reason ([RejectionBackoff]; kubernetes#72593;
+// ReconcilerConfig.ReplaceRejectedPodsAtOnce restores upstream's pace); a
+// sync that starts with its own creates or deletes
 // unobserved does not advance status.observedGeneration (its pod cache is
 // behind its own writes); a
 // failed pod deletion is settled with a live read ([PodGetter]) before it
@@ -76,8 +109,7 @@
 // deletion-age metric is computed (upstream's can divide by zero); bad
 // input gives an error, never a panic (a nil ReplicaSet, selector or pod,
 // a negative spec.replicas); a nil spec.replicas counts as 1, the API
-// server's default; status.terminatingReplicas is always set (the
-// DeploymentReplicaSetTerminatingReplicas gate at its v1.37 default, on).
+// server's default.
 //
 // # Usage
 //

@@ -166,6 +166,20 @@ func (s *Expectations) Lower(key types.NamespacedName, add, del int) {
 	}
 }
 
+// Renew stamps key's expectation with now, its counts unchanged, so that
+// it is honoured for another [ExpectationsTimeout]; it does nothing when
+// key has no expectation.
+func (s *Expectations) Renew(key types.NamespacedName, now time.Time) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entry(key, false); e != nil && e.counted {
+		e.exp.Timestamp = now
+	}
+}
+
 // Raise raises the outstanding counts of key without touching its
 // timestamp; it does nothing when key has no expectation.
 func (s *Expectations) Raise(key types.NamespacedName, add, del int) {

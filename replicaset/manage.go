@@ -7,6 +7,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ctrlkit/ctrlkit/features"
 )
 
 // Input is the snapshot one sync of a ReplicaSet decides from. Everything
@@ -21,6 +23,13 @@ type Input struct {
 	// Terminating are the terminating pods rs controls and selects
 	// ([IsClaimed]); they only count in the status.
 	Terminating []*corev1.Pod
+	// Failed are the pods rs controls and selects that are in phase Failed
+	// (and not being deleted). Those the kubelet rejected pace the
+	// creation of their replacements (see [RejectionBackoff]).
+	Failed []*corev1.Pod
+	// ReplaceRejectedAtOnce replaces rejected pods without the backoff,
+	// as upstream does (kubernetes#72593).
+	ReplaceRejectedAtOnce bool
 	// Related are the pods selected by every ReplicaSet with the same
 	// controller as rs (rs included), deduplicated by UID; they give each
 	// pod its co-location rank. Empty when rs has no controller.
@@ -32,6 +41,11 @@ type Input struct {
 	// BurstReplicas caps the pods created or deleted by one plan; 0 means
 	// [BurstReplicas].
 	BurstReplicas int
+	// FeatureGates are the gates to decide with; the zero value is
+	// v1.37's defaults. PodDeletionCost off ranks pods for deletion
+	// without their deletion cost; DeploymentReplicaSetTerminatingReplicas
+	// off leaves status.terminatingReplicas nil.
+	FeatureGates features.Gates
 }
 
 // ManageReplicas decides one sync of a ReplicaSet at time now: the pods to
@@ -40,7 +54,11 @@ type Input struct {
 // and the tail of syncReplicaSet, without any of their writes).
 //
 // With diff = len(in.Active) − spec.replicas (nil replicas counts as 1):
-//   - diff < 0: create min(−diff, burst) pods; expect that many creations;
+//   - diff < 0: create min(−diff, burst) pods; expect that many creations.
+//     Deviation (kubernetes#72593): with two or more of in.Failed rejected
+//     by the kubelet recently, wait as [RejectionBackoff] says (Plan has
+//     the Warning event [ReasonRejectedPodsBackoff] and ReplaceAfter
+//     instead), then create one pod; unless in.ReplaceRejectedAtOnce;
 //   - diff > 0: delete the min(diff, burst) most deletable pods, chosen by
 //     [PodsToDelete]; expect their deletions by UID;
 //   - nothing is created or deleted when diff is 0, when expectations are
@@ -63,10 +81,13 @@ func ManageReplicas(in Input, now time.Time) (Plan, error) {
 	if n := replicas(in.ReplicaSet); n < 0 {
 		return Plan{}, fmt.Errorf("replicaset: ManageReplicas: spec.replicas is negative (%d)", n)
 	}
+	if err := in.FeatureGates.Validate(); err != nil {
+		return Plan{}, fmt.Errorf("replicaset: ManageReplicas: %w", err)
+	}
 	for _, l := range []struct {
 		what string
 		pods []*corev1.Pod
-	}{{"Input.Active", in.Active}, {"Input.Terminating", in.Terminating}, {"Input.Related", in.Related}} {
+	}{{"Input.Active", in.Active}, {"Input.Terminating", in.Terminating}, {"Input.Related", in.Related}, {"Input.Failed", in.Failed}} {
 		if err := checkPods("ManageReplicas", l.what, l.pods); err != nil {
 			return Plan{}, err
 		}
@@ -87,10 +108,22 @@ func manageReplicas(in Input, counts *podCounts, now time.Time) Plan {
 		switch diff := len(in.Active) - replicas(rs); {
 		case diff < 0:
 			n := min(-diff, burst)
-			p.Actions = []Action{CreatePods{Count: n}}
-			p.Expect = &Expect{Creations: n}
+			if !in.ReplaceRejectedAtOnce {
+				switch b := RejectionBackoff(in.Failed, now); {
+				case b.Wait > 0:
+					n = 0
+					p.Actions = []Action{b.event()}
+					p.ReplaceAfter = b.Wait
+				case b.Probe:
+					n = 1
+				}
+			}
+			if n > 0 {
+				p.Actions = []Action{CreatePods{Count: n}}
+				p.Expect = &Expect{Creations: n}
+			}
 		case diff > 0:
-			victims := podsToDelete(in.Active, in.Related, min(diff, burst), now)
+			victims := podsToDelete(in.Active, in.Related, min(diff, burst), now, in.FeatureGates.Enabled(features.PodDeletionCost))
 			uids := make([]types.UID, len(victims))
 			for i, v := range victims {
 				uids[i] = v.UID
@@ -100,16 +133,17 @@ func manageReplicas(in Input, counts *podCounts, now time.Time) Plan {
 		}
 	}
 	var st appsv1.ReplicaSetStatus
+	terminatingOn := in.FeatureGates.Enabled(features.DeploymentReplicaSetTerminatingReplicas)
 	if counts != nil {
-		st = statusFromCounts(rs, *counts, in.Terminating, nil, now)
+		st = statusFromCounts(rs, *counts, in.Terminating, nil, now, terminatingOn)
 	} else {
-		st = calculateStatus(rs, in.Active, in.Terminating, nil, now)
+		st = calculateStatus(rs, in.Active, in.Terminating, nil, now, terminatingOn)
 	}
 	if w, ok := StatusToWrite(rs, st); ok {
 		p.Status = new(appsv1.ReplicaSetStatus) // allocated only when there is one to write
 		*p.Status = w
 	}
-	p.RequeueAfter = AvailabilityRequeue(rs, &st, in.Active, now, now)
+	p.RequeueAfter = sooner(AvailabilityRequeue(rs, &st, in.Active, now, now), p.ReplaceAfter)
 	return p
 }
 

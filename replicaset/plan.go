@@ -33,8 +33,12 @@ type Plan struct {
 	// the ReplicaSet's generation; nil when the stored status is current.
 	Status *appsv1.ReplicaSetStatus
 	// RequeueAfter is when to sync again so that pods waiting out
-	// minReadySeconds are counted as available; 0 means no requeue.
+	// minReadySeconds are counted as available, or ReplaceAfter if that
+	// is sooner; 0 means no requeue.
 	RequeueAfter time.Duration
+	// ReplaceAfter is how long the replacement of pods the kubelet
+	// rejected is held back (see [RejectionBackoff]); 0 when it is not.
+	ReplaceAfter time.Duration
 }
 
 // String renders the plan one item per line, for logs and test failures;
@@ -62,6 +66,9 @@ func (p Plan) String() string {
 			fmt.Fprintf(&b, " %s=%s(%s)", c.Type, c.Status, c.Reason)
 		}
 		b.WriteByte('\n')
+	}
+	if p.ReplaceAfter > 0 {
+		fmt.Fprintf(&b, "replace rejected pods after %s\n", p.ReplaceAfter)
 	}
 	if p.RequeueAfter > 0 {
 		fmt.Fprintf(&b, "requeue after %s\n", p.RequeueAfter)

@@ -1,6 +1,7 @@
 package replicaset
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -9,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ctrlkit/ctrlkit/features"
 )
 
 // PodsToDelete returns the n pods of pods that upstream would delete first,
@@ -25,16 +28,17 @@ func PodsToDelete(pods, related []*corev1.Pod, n int, now time.Time) ([]*corev1.
 	if err := checkPods("PodsToDelete", "related", related); err != nil {
 		return nil, err
 	}
-	return podsToDelete(pods, related, n, now), nil
+	return podsToDelete(pods, related, n, now, true), nil
 }
 
-// podsToDelete is [PodsToDelete] without the checks.
-func podsToDelete(pods, related []*corev1.Pod, n int, now time.Time) []*corev1.Pod {
+// podsToDelete is [PodsToDelete] without the checks; costs is the
+// PodDeletionCost gate.
+func podsToDelete(pods, related []*corev1.Pod, n int, now time.Time, costs bool) []*corev1.Pod {
 	n = max(0, min(n, len(pods)))
 	if n == len(pods) {
 		return slices.Clone(pods)
 	}
-	return rankForDeletion(pods, related, now)[:n]
+	return rankForDeletion(pods, related, now, costs)[:n]
 }
 
 // RankForDeletion returns a copy of pods sorted with the most deletable pod
@@ -52,16 +56,33 @@ func RankForDeletion(pods, related []*corev1.Pod, now time.Time) ([]*corev1.Pod,
 	if err := checkPods("RankForDeletion", "related", related); err != nil {
 		return nil, err
 	}
-	return rankForDeletion(pods, related, now), nil
+	return rankForDeletion(pods, related, now, true), nil
 }
 
-// rankForDeletion is [RankForDeletion] without the checks.
-func rankForDeletion(pods, related []*corev1.Pod, now time.Time) []*corev1.Pod {
+// RankForDeletionWith is [RankForDeletion] with the feature gates of
+// gates: with PodDeletionCost off, rule 4 of [LessForDeletion] (the
+// pod-deletion-cost annotation) is skipped, as upstream skips it then.
+func RankForDeletionWith(pods, related []*corev1.Pod, now time.Time, gates features.Gates) ([]*corev1.Pod, error) {
+	if err := gates.Validate(); err != nil {
+		return nil, fmt.Errorf("replicaset: RankForDeletionWith: %w", err)
+	}
+	if err := checkPods("RankForDeletionWith", "pods", pods); err != nil {
+		return nil, err
+	}
+	if err := checkPods("RankForDeletionWith", "related", related); err != nil {
+		return nil, err
+	}
+	return rankForDeletion(pods, related, now, gates.Enabled(features.PodDeletionCost)), nil
+}
+
+// rankForDeletion is [RankForDeletion] without the checks; costs is the
+// PodDeletionCost gate.
+func rankForDeletion(pods, related []*corev1.Pod, now time.Time, costs bool) []*corev1.Pod {
 	ranks := coLocationRanks(pods, related)
 	keys := make([]rankKey, len(pods))
 	s := rankSorter{now: !now.IsZero(), keys: make([]*rankKey, len(pods))}
 	for i, p := range pods {
-		keys[i] = newRankKey(p, ranks[i], now)
+		keys[i] = newRankKey(p, ranks[i], now, costs)
 		s.keys[i] = &keys[i]
 	}
 	sort.Sort(s)
@@ -125,13 +146,15 @@ func coLocationRanks(pods, related []*corev1.Pod) []int {
 //
 // Otherwise it returns false. The log-scale buckets are always on, as in
 // v1.37 where the LogarithmicScaleDown gate was removed (upstream
-// controller.ActivePodsWithRanks.Less). A nil pod comes before any other
-// (nothing is lost by deleting it); two nil pods are equal.
+// controller.ActivePodsWithRanks.Less), and so is rule 4, the
+// PodDeletionCost gate at its default ([RankForDeletionWith] takes the
+// gates). A nil pod comes before any other (nothing is lost by deleting
+// it); two nil pods are equal.
 func LessForDeletion(a, b *corev1.Pod, rankA, rankB int, now time.Time) bool {
 	if a == nil || b == nil {
 		return a == nil && b != nil
 	}
-	ka, kb := newRankKey(a, rankA, now), newRankKey(b, rankB, now)
+	ka, kb := newRankKey(a, rankA, now, true), newRankKey(b, rankB, now, true)
 	return lessKey(&ka, &kb, !now.IsZero())
 }
 
@@ -153,15 +176,19 @@ type rankKey struct {
 	createdLog int64
 }
 
-func newRankKey(p *corev1.Pod, rank int, now time.Time) rankKey {
+// newRankKey computes the key of p; costs is the PodDeletionCost gate
+// (off, every pod's cost is 0, so rule 4 never decides).
+func newRankKey(p *corev1.Pod, rank int, now time.Time, costs bool) rankKey {
 	k := rankKey{
 		pod:        p,
 		uid:        p.UID,
 		unassigned: p.Spec.NodeName == "",
 		phase:      phaseOrdinal(p.Status.Phase),
-		cost:       deletionCost(p.Annotations),
 		rank:       rank,
 		created:    p.CreationTimestamp.Time,
+	}
+	if costs {
+		k.cost = deletionCost(p.Annotations)
 	}
 	if c := readyCondition(p); c != nil && c.Status == corev1.ConditionTrue {
 		k.ready = true

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/features"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
@@ -63,6 +65,27 @@ type ReconcilerConfig struct {
 	// events trigger, which counts those pods: one status write per
 	// round instead of two. See [Reconciler.Reconcile].
 	EagerStatus bool
+	// FeatureGates are kube-controller-manager's feature gates this
+	// controller consults; the zero value is v1.37's defaults. See the
+	// package doc for what each one changes. [Reconciler.SetFeatureGates]
+	// switches them on a running Reconciler.
+	FeatureGates features.Gates
+	// TrustExpiredExpectations takes an expectation that expired for
+	// satisfied without looking, as upstream does (kubernetes#129795): a
+	// pod cache that lags the API server by more than
+	// [ExpectationsTimeout] then makes the controller create the pods it
+	// has created already, or delete more than it meant to. By default
+	// the Reconciler reads the pods it waits for from the API server
+	// first, and renews the expectation while the cache is behind its own
+	// writes (a deliberate difference; see the package doc).
+	TrustExpiredExpectations bool
+	// ReplaceRejectedPodsAtOnce replaces pods the kubelet rejected
+	// (OutOfcpu, NodeAffinity, UnexpectedAdmissionError, ...) as soon as
+	// they fail, however often that happens, as upstream does
+	// (kubernetes#72593: a hot loop when every replacement is rejected
+	// too). By default the first is replaced at once and the next ones
+	// after a backoff, one at a time (see [RejectionBackoff]).
+	ReplaceRejectedPodsAtOnce bool
 }
 
 func (c *ReconcilerConfig) validate() error {
@@ -75,6 +98,9 @@ func (c *ReconcilerConfig) validate() error {
 		return errors.New("replicaset: ReconcilerConfig.Client is nil")
 	case c.BurstReplicas < 0:
 		return fmt.Errorf("replicaset: ReconcilerConfig.BurstReplicas is negative (%d)", c.BurstReplicas)
+	}
+	if err := c.FeatureGates.Validate(); err != nil {
+		return fmt.Errorf("replicaset: ReconcilerConfig.FeatureGates: %w", err)
 	}
 	return nil
 }
@@ -96,11 +122,17 @@ type Reconciler struct {
 	burst    int
 	exp      *Expectations
 	eager    bool
+	gates    atomic.Pointer[features.Gates]
+	// trustExpired is ReconcilerConfig.TrustExpiredExpectations.
+	trustExpired bool
+	// replaceAtOnce is ReconcilerConfig.ReplaceRejectedPodsAtOnce.
+	replaceAtOnce bool
 
 	selectors selectorCache
 	bufs      podBuffers // pod lists read through a podAppender
 	memos     podMemos   // what the last sync of each ReplicaSet learnt of its pods
 	unsettled unsettledDeletions
+	written   writtenPods // what the last round of creations made
 }
 
 // NewReconciler returns a Reconciler for cfg, or an error naming the first
@@ -112,7 +144,8 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 	r := &Reconciler{
 		rss: cfg.ReplicaSets, pods: cfg.Pods, client: cfg.Client,
 		events: cfg.Events, clock: cfg.Clock, burst: cfg.BurstReplicas, exp: cfg.Expectations,
-		eager: cfg.EagerStatus,
+		eager: cfg.EagerStatus, trustExpired: cfg.TrustExpiredExpectations,
+		replaceAtOnce: cfg.ReplaceRejectedPodsAtOnce,
 	}
 	r.index, _ = cfg.Pods.(reconcile.ByController[*corev1.Pod])
 	r.rssIndex, _ = cfg.ReplicaSets.(reconcile.ByController[*appsv1.ReplicaSet])
@@ -128,7 +161,25 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 	if r.exp == nil {
 		r.exp = &Expectations{}
 	}
+	gates := cfg.FeatureGates
+	r.gates.Store(&gates)
 	return r, nil
+}
+
+// FeatureGates returns the feature gates the Reconciler decides with.
+func (r *Reconciler) FeatureGates() features.Gates { return *r.gates.Load() }
+
+// SetFeatureGates switches the feature gates of the Reconciler (and of
+// the [Controller] that runs it): syncs that start afterwards decide with
+// g, as upstream's controllers do with a gate switched in their process
+// (a real kube-controller-manager takes its gates at start). An invalid
+// setting is an error, and changes nothing.
+func (r *Reconciler) SetFeatureGates(g features.Gates) error {
+	if err := g.Validate(); err != nil {
+		return fmt.Errorf("replicaset: SetFeatureGates: %w", err)
+	}
+	r.gates.Store(&g)
+	return nil
 }
 
 // Expectations returns the expectation record the Reconciler consults and
@@ -210,6 +261,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 			r.selectors.forget(key)
 			r.memos.forget(key)
 			r.unsettled.forget(key)
+			r.written.forget(key)
 			return Result{}, nil
 		}
 		return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
@@ -219,6 +271,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 	}
 	now := r.clock.Now()
 	satisfied := r.exp.Satisfied(key, now)
+	x, hasExp := r.exp.Get(key)
+	expired := satisfied && r.expiredUnobserved(x, hasExp, now)
+	if hasExp && x.Fulfilled() {
+		r.written.forget(key)
+	}
 	selector, err := r.selectors.get(key, rs.Spec.Selector)
 	if err != nil {
 		return Result{}, reconcile.Terminal(fmt.Errorf("replicaset %s: invalid selector: %w", key, err))
@@ -230,13 +287,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 	}
 	buf := r.bufs.get()
 	defer r.bufs.put(buf) // nothing of this sync keeps the lists it reads
-	active, terminating, counts, err := r.claim(ctx, key, rs, selector, now, buf)
+	active, terminating, failed, counts, err := r.claim(ctx, key, rs, selector, now, buf)
 	if err != nil {
 		return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
 	}
+	if expired {
+		// Deviation (kubernetes#129795): see expiry.go.
+		behind, why, err := r.cacheBehind(ctx, key, rs.UID, active, terminating)
+		if err != nil {
+			return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
+		}
+		if behind {
+			satisfied = false
+			r.exp.Renew(key, now)
+			log.Info("Expectations expired, but the pod cache is behind this controller's writes: waiting again", "replicaSet", key, "reason", why)
+			r.events.Event(rs, corev1.EventTypeWarning, ReasonExpectationsRenewed,
+				fmt.Sprintf("Waiting another %v for the pod cache: %s", ExpectationsTimeout, why))
+		} else {
+			r.written.forget(key)
+		}
+	}
+	gates := r.FeatureGates()
+	terminatingOn := gates.Enabled(features.DeploymentReplicaSetTerminatingReplicas)
+	if !terminatingOn {
+		terminating = nil // upstream does not collect them then
+	}
 	in := Input{
-		ReplicaSet: rs, Active: active, Terminating: terminating,
-		ExpectationsSatisfied: satisfied, BurstReplicas: r.burst,
+		ReplicaSet: rs, Active: active, Terminating: terminating, Failed: failed,
+		ExpectationsSatisfied: satisfied, BurstReplicas: r.burst, FeatureGates: gates,
+		ReplaceRejectedAtOnce: r.replaceAtOnce,
 	}
 	if satisfied && rs.DeletionTimestamp == nil && len(active) > replicas(rs) {
 		if in.Related, err = r.relatedPods(ctx, rs); err != nil {
@@ -250,11 +329,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		// or deletes; the status counted from it must not say this
 		// generation is accounted for (see above).
 		plan.Status = nil
-		st := statusFromCounts(rs, counts, terminating, nil, now)
+		st := statusFromCounts(rs, counts, terminating, nil, now, terminatingOn)
 		if deleting := r.exp.PendingDeletions(key); len(deleting) > 0 {
 			// The pods this controller is deleting are not active, whatever
 			// its cache says yet.
-			st = statusDeleting(rs, active, terminating, deleting, now)
+			st = statusDeleting(rs, active, terminating, deleting, now, terminatingOn)
 		}
 		if st, ok := heldStatus(rs, st); ok {
 			plan.Status = &st
@@ -271,6 +350,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		r.exp.Record(key, plan.Expect, now)
 		var applied Applied
 		applied, manageErr = apply(ctx, r.client, r.events, rs, plan, clock.IsDeterministic(r.clock))
+		if plan.Expect != nil && plan.Expect.Deletions == nil {
+			r.written.set(key, applied.CreatedPods)
+		}
 		r.exp.Lower(key, applied.CreatesSkipped, 0)
 		for _, uid := range applied.DeletesFailed {
 			r.exp.DeletionObserved(key, uid)
@@ -278,7 +360,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		// applied.DeletesUnsettled stay expected: they may have happened.
 		// The next sync settles them with a live read (settle).
 		r.unsettled.add(key, active, applied.DeletesUnsettled)
-		if manageErr == nil && !r.eager {
+		if manageErr == nil && !r.eager && plan.Expect != nil {
 			// Every write succeeded: the pod events they cause sync the key
 			// again and write the status (see above).
 			return Result{RequeueAfter: ExpectationsTimeout + time.Second}, nil
@@ -286,7 +368,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		// Time has passed and the round may have failed: decide the status
 		// again, as upstream does after manageReplicas.
 		now = r.clock.Now()
-		st := calculateStatus(rs, active, terminating, manageErr, now)
+		st := calculateStatus(rs, active, terminating, manageErr, now, terminatingOn)
 		plan.Status = nil
 		if w, ok := StatusToWrite(rs, st); ok {
 			plan.Status = &w
@@ -308,9 +390,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 		if st == nil {
 			st = &rs.Status
 		}
-		return Result{RequeueAfter: sooner(AvailabilityRequeue(rs, st, active, now, r.clock.Now()), expiry)}, nil
+		return Result{RequeueAfter: sooner(sooner(AvailabilityRequeue(rs, st, active, now, r.clock.Now()), expiry), plan.ReplaceAfter)}, nil
 	}
-	return Result{RequeueAfter: expiry}, nil
+	return Result{RequeueAfter: sooner(expiry, plan.ReplaceAfter)}, nil
 }
 
 // sooner returns the shorter of two positive delays; 0 means none.
@@ -326,10 +408,10 @@ func sooner(a, b time.Duration) time.Duration {
 // makes the status counts of the active pods at now in the same pass.
 // When a PodCache lists many pods, what it reads of each pod object is
 // remembered for the next sync of key (see podMemo).
-func (r *Reconciler) claim(ctx context.Context, key types.NamespacedName, rs *appsv1.ReplicaSet, selector *labelMatcher, now time.Time, buf *[]*corev1.Pod) (active, terminating []*corev1.Pod, counts podCounts, err error) {
+func (r *Reconciler) claim(ctx context.Context, key types.NamespacedName, rs *appsv1.ReplicaSet, selector *labelMatcher, now time.Time, buf *[]*corev1.Pod) (active, terminating, failed []*corev1.Pod, counts podCounts, err error) {
 	lists, err := r.listPods(ctx, rs, buf)
 	if err != nil {
-		return nil, nil, podCounts{}, err
+		return nil, nil, nil, podCounts{}, err
 	}
 	kept := newPodCollector(lists[0], len(lists[0])+len(lists[1]))
 	var errs []error
@@ -360,8 +442,11 @@ func (r *Reconciler) claim(ctx context.Context, key types.NamespacedName, rs *ap
 			}
 			match := f.has(factMatch)
 			if !f.has(factActive) {
-				if f.has(factControlled) && f.has(factTerminating) && match {
+				switch {
+				case f.has(factControlled) && f.has(factTerminating) && match:
 					terminating = append(terminating, p) // IsClaimed
+				case f.has(factControlled) && match && p.Status.Phase == corev1.PodFailed:
+					failed = append(failed, p) // for the rejected pods' backoff
 				}
 				continue
 			}
@@ -389,9 +474,9 @@ func (r *Reconciler) claim(ctx context.Context, key types.NamespacedName, rs *ap
 		}
 	}
 	if len(errs) > 0 {
-		return nil, nil, podCounts{}, errors.Join(errs...)
+		return nil, nil, nil, podCounts{}, errors.Join(errs...)
 	}
-	return kept.pods, terminating, counts, nil
+	return kept.pods, terminating, failed, counts, nil
 }
 
 // listPods returns the candidate pods of rs in up to two lists: through the

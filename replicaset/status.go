@@ -1,6 +1,7 @@
 package replicaset
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"time"
@@ -9,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ctrlkit/ctrlkit/features"
 )
 
 // ReplicaFailure condition reasons. The reason is empty when the failing
@@ -22,7 +25,8 @@ const (
 // terminating claimed pods, the error of the last create/delete round
 // (manageErr, nil on success) and the current time. Neither rs nor the pods
 // are modified (upstream replicaset calculateStatus, with the
-// TerminatingReplicas feature on as in v1.37).
+// DeploymentReplicaSetTerminatingReplicas gate at its v1.37 default, on;
+// [CalculateStatusWith] takes the gates).
 //
 // It starts from rs.Status, so ObservedGeneration and unrelated conditions
 // carry over; [NeedsStatusUpdate] and [StatusToWrite] set
@@ -31,7 +35,8 @@ const (
 //   - FullyLabeledReplicas: active pods carrying every template label;
 //   - ReadyReplicas: active pods whose Ready condition is True;
 //   - AvailableReplicas: ready pods available per [IsPodAvailable];
-//   - TerminatingReplicas: len(terminating), never nil.
+//   - TerminatingReplicas: len(terminating), never nil (nil, and
+//     terminating ignored, with the gate off).
 //
 // The result may share memory with rs.Status (the conditions, and the
 // TerminatingReplicas pointer when its value is unchanged): treat it as
@@ -54,17 +59,33 @@ func CalculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, m
 	if err := checkPods("CalculateStatus", "terminating", terminating); err != nil {
 		return appsv1.ReplicaSetStatus{}, err
 	}
-	return calculateStatus(rs, active, terminating, manageErr, now), nil
+	return calculateStatus(rs, active, terminating, manageErr, now, true), nil
 }
 
-// calculateStatus is [CalculateStatus] without the checks.
-func calculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, manageErr error, now time.Time) appsv1.ReplicaSetStatus {
+// CalculateStatusWith is [CalculateStatus] with the feature gates of
+// gates: with DeploymentReplicaSetTerminatingReplicas off,
+// status.terminatingReplicas is nil, as upstream writes it then (and a
+// count stored while the gate was on is cleared).
+func CalculateStatusWith(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, manageErr error, now time.Time, gates features.Gates) (appsv1.ReplicaSetStatus, error) {
+	if err := gates.Validate(); err != nil {
+		return appsv1.ReplicaSetStatus{}, fmt.Errorf("replicaset: CalculateStatusWith: %w", err)
+	}
+	st, err := CalculateStatus(rs, active, terminating, manageErr, now)
+	if err == nil && !gates.Enabled(features.DeploymentReplicaSetTerminatingReplicas) {
+		st.TerminatingReplicas = nil
+	}
+	return st, err
+}
+
+// calculateStatus is [CalculateStatus] without the checks; terminatingOn
+// is the DeploymentReplicaSetTerminatingReplicas gate.
+func calculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, manageErr error, now time.Time, terminatingOn bool) appsv1.ReplicaSetStatus {
 	var c podCounts
 	want := newLabelSet(rs.Spec.Template.Labels)
 	for _, p := range active {
 		c.add(p, want.subsetOf(p.Labels), rs.Spec.MinReadySeconds, now)
 	}
-	return statusFromCounts(rs, c, terminating, manageErr, now)
+	return statusFromCounts(rs, c, terminating, manageErr, now, terminatingOn)
 }
 
 // podCounts tallies the active pods of a ReplicaSet for its status.
@@ -102,8 +123,9 @@ func (c *podCounts) addFact(f *podFact, available bool) {
 	}
 }
 
-// statusFromCounts is [CalculateStatus] for active pods already counted.
-func statusFromCounts(rs *appsv1.ReplicaSet, c podCounts, terminating []*corev1.Pod, manageErr error, now time.Time) appsv1.ReplicaSetStatus {
+// statusFromCounts is [CalculateStatus] for active pods already counted;
+// terminatingOn is the DeploymentReplicaSetTerminatingReplicas gate.
+func statusFromCounts(rs *appsv1.ReplicaSet, c podCounts, terminating []*corev1.Pod, manageErr error, now time.Time, terminatingOn bool) appsv1.ReplicaSetStatus {
 	st := rs.Status
 	hasFailure := replicaFailure(rs.Status) >= 0
 	switch {
@@ -128,7 +150,9 @@ func statusFromCounts(rs *appsv1.ReplicaSet, c podCounts, terminating []*corev1.
 	st.FullyLabeledReplicas = c.labeled
 	st.ReadyReplicas = c.ready
 	st.AvailableReplicas = c.available
-	if n := int32(len(terminating)); st.TerminatingReplicas == nil || *st.TerminatingReplicas != n {
+	if !terminatingOn {
+		st.TerminatingReplicas = nil
+	} else if n := int32(len(terminating)); st.TerminatingReplicas == nil || *st.TerminatingReplicas != n {
 		st.TerminatingReplicas = new(int32) // allocated only when it changes
 		*st.TerminatingReplicas = n
 	}
@@ -157,8 +181,9 @@ func NeedsStatusUpdate(rs *appsv1.ReplicaSet, newStatus *appsv1.ReplicaSetStatus
 
 // statusDeleting is the status of rs with the pods whose UIDs are in
 // deleting (sorted) moved from active to terminating: they are being
-// deleted, whether or not the cache has seen it.
-func statusDeleting(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, deleting []types.UID, now time.Time) appsv1.ReplicaSetStatus {
+// deleted, whether or not the cache has seen it. terminatingOn is the
+// DeploymentReplicaSetTerminatingReplicas gate.
+func statusDeleting(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, deleting []types.UID, now time.Time, terminatingOn bool) appsv1.ReplicaSetStatus {
 	kept := make([]*corev1.Pod, 0, len(active))
 	term := slices.Clone(terminating)
 	for _, p := range active {
@@ -168,7 +193,7 @@ func statusDeleting(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, de
 			kept = append(kept, p)
 		}
 	}
-	return calculateStatus(rs, kept, term, nil, now)
+	return calculateStatus(rs, kept, term, nil, now, terminatingOn)
 }
 
 // heldStatus is [StatusToWrite] for a sync whose pod cache is behind the

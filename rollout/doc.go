@@ -95,8 +95,10 @@
 // scaleDownOldReplicaSetsForRollingUpdate → [Rolling]; rolloutRecreate,
 // oldPodsRunning → [Recreate], [OldPodsRunning]; scale → [Proportional];
 // isScalingEvent → [IsScalingEvent]; scaleReplicaSet → [Scale];
-// cleanupDeployment → [Cleanup]; calculateStatus → [CalculateStatus];
-// getReplicaFailures → [ReplicaFailures]; syncRolloutStatus → [SyncStatus];
+// cleanupDeployment → [Cleanup]; calculateStatus → [CalculateStatus]
+// ([CalculateStatusWith] for a DeploymentReplicaSetTerminatingReplicas gate
+// switched off: [StatusOptions]); getReplicaFailures → [ReplicaFailures];
+// syncRolloutStatus → [SyncStatus] ([SyncStatusWith]);
 // requeueStuckDeployment → [NextProgressCheck]; checkPausedConditions →
 // [PausedConditions]; getNewReplicaSet → [NewReplicaSet],
 // [SetNewReplicaSetAnnotations], [IsHashCollision], [BumpCollisionCount];

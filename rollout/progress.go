@@ -144,10 +144,16 @@ type StatusUpdate struct {
 // is computed from the ReplicaSets as given: upstream passes the objects
 // read at the start of the sync, before any scaling in the same pass.
 func SyncStatus(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, now time.Time) (StatusUpdate, error) {
+	return SyncStatusWith(d, allRSs, newRS, now, StatusOptions{})
+}
+
+// SyncStatusWith is [SyncStatus] with the options o (see
+// [CalculateStatusWith]).
+func SyncStatusWith(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, now time.Time, o StatusOptions) (StatusUpdate, error) {
 	if d == nil {
 		d = &appsv1.Deployment{}
 	}
-	st, err := CalculateStatus(d, allRSs, newRS, now)
+	st, err := CalculateStatusWith(d, allRSs, newRS, now, o)
 	hasDeadline := HasProgressDeadline(d)
 	if !hasDeadline {
 		st = RemoveCondition(st, appsv1.DeploymentProgressing)

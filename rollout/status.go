@@ -8,9 +8,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
+// StatusOptions are what kube-controller-manager's feature gates change in
+// a Deployment's status. The zero value is v1.37's defaults.
+type StatusOptions struct {
+	// NoTerminatingReplicas leaves status.terminatingReplicas nil, as
+	// upstream's calculateStatus does with the
+	// DeploymentReplicaSetTerminatingReplicas gate off (its default in
+	// 1.33 and 1.34).
+	NoTerminatingReplicas bool
+}
+
 // CalculateStatus computes d's status from its ReplicaSets (upstream
 // deployment calculateStatus, with the DeploymentReplicaSetTerminatingReplicas
-// gate at its v1.37 default, on):
+// gate at its v1.37 default, on; [CalculateStatusWith] takes
+// [StatusOptions]):
 //
 //   - observedGeneration = d.generation; collisionCount is copied;
 //   - replicas, readyReplicas, availableReplicas: sums over allRSs' status;
@@ -27,6 +38,12 @@ import (
 // and the result shares no memory with it. A malformed maxSurge or
 // maxUnavailable is reported as in [MaxUnavailable].
 func CalculateStatus(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, now time.Time) (appsv1.DeploymentStatus, error) {
+	return CalculateStatusWith(d, allRSs, newRS, now, StatusOptions{})
+}
+
+// CalculateStatusWith is [CalculateStatus] with the options o: with
+// o.NoTerminatingReplicas, terminatingReplicas is nil.
+func CalculateStatusWith(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, now time.Time, o StatusOptions) (appsv1.DeploymentStatus, error) {
 	if d == nil {
 		d = &appsv1.Deployment{}
 	}
@@ -46,7 +63,9 @@ func CalculateStatus(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *a
 		ReadyReplicas:       TotalReadyReplicas(allRSs),
 		AvailableReplicas:   available,
 		UnavailableReplicas: unavailable,
-		TerminatingReplicas: TotalTerminatingReplicas(allRSs),
+	}
+	if !o.NoTerminatingReplicas {
+		st.TerminatingReplicas = TotalTerminatingReplicas(allRSs)
 	}
 	if d.Status.CollisionCount != nil {
 		n := *d.Status.CollisionCount

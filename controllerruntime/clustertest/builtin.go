@@ -25,31 +25,32 @@ func (c *Cluster) startBuiltins() error {
 	run := func(name string, f func() error) {
 		c.wg.Go(func() {
 			if err := f(); err != nil && c.ctx.Err() == nil {
-				c.errMu.Lock()
-				c.errs = append(c.errs, fmt.Errorf("clustertest: %s: %w", name, err))
-				c.errMu.Unlock()
+				c.fail(fmt.Errorf("clustertest: %s: %w", name, err))
 			}
 		})
 	}
 	if off&Kubelet == 0 {
 		k := memcluster.NewKubelet(c.mc, c.opts.Kubelet)
-		c.wg.Go(func() { k.Run(c.ctx) })
+		c.wg.Go(func() { k.Run(withClient(c.ctx, "kubelet")) })
 	}
 	if off&(DeploymentController|ReplicaSetController) == DeploymentController|ReplicaSetController {
 		return nil
 	}
 	clk := clock.Real{}
 	client := memcluster.ControllerClient{Cluster: c.mc}
-	rsInf := informer.New(c.mc.ReplicaSets("").ListWatcher(), informer.Config[*appsv1.ReplicaSet]{Clock: clk})
-	podInf := informer.New(c.mc.Pods("").ListWatcher(), informer.Config[*corev1.Pod]{Clock: clk})
-	runs := []func() error{func() error { return rsInf.Run(c.ctx) }, func() error { return podInf.Run(c.ctx) }}
+	rsInf := informer.New(c.mc.ReplicaSets("").ListWatcher(), informer.Config[*appsv1.ReplicaSet]{Clock: clk, SeededJitter: true})
+	podInf := informer.New(c.mc.Pods("").ListWatcher(), informer.Config[*corev1.Pod]{Clock: clk, SeededJitter: true})
+	// Requests name their client (see clients.go): the informers are
+	// kube-controller-manager's, the writes each controller's.
+	kcm := withClient(c.ctx, "kube-controller-manager")
+	runs := []func() error{func() error { return rsInf.Run(kcm) }, func() error { return podInf.Run(kcm) }}
 	events := func(component string) func(runtime.Object, string, string, string) {
 		return func(obj runtime.Object, eventType, reason, message string) {
 			c.rec.event(component, obj, eventType, reason, message)
 		}
 	}
 	if off&DeploymentController == 0 {
-		dInf := informer.New(c.mc.Deployments("").ListWatcher(), informer.Config[*appsv1.Deployment]{Clock: clk})
+		dInf := informer.New(c.mc.Deployments("").ListWatcher(), informer.Config[*appsv1.Deployment]{Clock: clk, SeededJitter: true})
 		dc, err := deployment.NewController(deployment.ControllerConfig{
 			Deployments: dInf, ReplicaSets: rsInf, Pods: podInf, Client: client, Clock: clk, Workers: 5,
 			Events: deployment.EventRecorderFunc(events("deployment-controller")),
@@ -57,7 +58,7 @@ func (c *Cluster) startBuiltins() error {
 		if err != nil {
 			return fmt.Errorf("clustertest: %w", err)
 		}
-		runs = append(runs, func() error { return dInf.Run(c.ctx) }, func() error { return dc.Run(c.ctx) })
+		runs = append(runs, func() error { return dInf.Run(kcm) }, func() error { return dc.Run(withClient(c.ctx, "deployment-controller")) })
 	}
 	if off&ReplicaSetController == 0 {
 		rc, err := replicaset.NewController(replicaset.ControllerConfig{
@@ -67,7 +68,7 @@ func (c *Cluster) startBuiltins() error {
 		if err != nil {
 			return fmt.Errorf("clustertest: %w", err)
 		}
-		runs = append(runs, func() error { return rc.Run(c.ctx) })
+		runs = append(runs, func() error { return rc.Run(withClient(c.ctx, "replicaset-controller")) })
 	}
 	for i, f := range runs {
 		run(fmt.Sprintf("built-in component %d", i), f)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -12,10 +14,12 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/applyconfigurations"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -67,7 +71,8 @@ type Options struct {
 	// behave (start and readiness delays, crashes, image pulls).
 	Kubelet memcluster.KubeletConfig
 	// Seed seeds every random choice of the cluster: generated names and
-	// UIDs, injected faults, the kubelet's model.
+	// UIDs, injected faults, the kubelet's model; and, in [Test], the
+	// global source of math/rand, which client-go's jitter draws from.
 	Seed uint64
 	// Faults are injected from the start (SetFaults changes them).
 	Faults memcluster.Faults
@@ -101,14 +106,17 @@ type Kind struct {
 // controllers, on the virtual clock of a synctest bubble. Create it with
 // [Test].
 type Cluster struct {
-	t       testing.TB
+	t       testing.TB // nil for an Environment's
 	mc      *memcluster.Cluster
 	scheme  *runtime.Scheme
 	cfg     *rest.Config
 	sched   *scheduler
 	rec     *recorder
+	kinds   *kinds
+	names   counter
 	opts    Options
 	start   time.Time
+	bubble  uint64 // the synctest bubble, 0 outside one
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -117,32 +125,64 @@ type Cluster struct {
 	cl      client.Client
 	clOnce  sync.Once
 	clErr   error
-	running bool
+	stopped bool // stop has run
 }
 
 // Test runs f in a testing/synctest bubble with a new Cluster, and stops
-// the cluster and everything started with [Cluster.Start] when f returns.
-// Inside the bubble, time (time.Now, timers, sleeps: client-go's and
-// controller-runtime's too) is virtual: it starts at 2000-01-01 00:00 UTC
-// and moves only when every goroutine of the bubble is blocked, straight
-// to the next timer. An hour of requeues takes no wall-clock time.
+// the cluster and everything started with [Cluster.Start] when f returns
+// and its cleanups have run. Inside the bubble, time (time.Now, timers,
+// sleeps: client-go's and controller-runtime's too) is virtual: it starts
+// at 2000-01-01 00:00 UTC and moves only when every goroutine of the
+// bubble is blocked, straight to the next timer. An hour of requeues takes
+// no wall-clock time.
 //
 // Everything of the test must run inside f: goroutines started outside
 // the bubble do not take part in its time, and synctest forbids channels
 // shared across its edge. See testing/synctest for the rules.
+//
+// A bench that cannot end does not take the test binary down: goroutines
+// still running 30 virtual seconds after the cluster stopped fail the
+// test, named with where they wait, and so does a deadlock (every
+// goroutine of the test blocked, no timer pending), which testing/synctest
+// would otherwise turn into a panic of the whole binary.
 func Test(t *testing.T, opts Options, f func(t *testing.T, c *Cluster)) {
 	t.Helper()
+	var bubble uint64
+	var reported bool
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		if err, ok := r.(error); !ok || !strings.HasPrefix(err.Error(), "deadlock: ") {
+			panic(r)
+		}
+		if reported {
+			return // the goroutines left were named already
+		}
+		t.Errorf("clustertest: the test deadlocked (testing/synctest: %v): every goroutine of the bubble is blocked and no timer is pending; they wait at:\n%s",
+			r, strings.Join(leftovers(bubble, 0), "\n"))
+	}()
+	// controller-runtime falls back to a silent logger when nobody set one
+	// 30 s after the process started, by the clock; inside a bubble that
+	// clock reads 2000, the fallback never comes, and every logger a
+	// Manager derives stays queued for ever. Ask it here, on the wall clock.
+	ctrllog.Log.Enabled()
 	synctest.Test(t, func(t *testing.T) {
-		c, err := start(t, opts)
+		seedGlobal(opts.Seed)
+		c, err := start(t, opts, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.stop()
+		bubble = c.bubble
+		t.Cleanup(func() { reported = c.stop() })
 		f(t, c)
 	})
 }
 
-func start(t testing.TB, opts Options) (*Cluster, error) {
+// start starts a cluster: in a synctest bubble for Test (serial: steps
+// one at a time), on the wall clock for an Environment (t nil).
+func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	scheme := opts.Scheme
 	if scheme == nil {
 		scheme = runtime.NewScheme()
@@ -151,20 +191,34 @@ func start(t testing.TB, opts Options) (*Cluster, error) {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	sched := newScheduler(serial && !opts.Concurrent)
 	c := &Cluster{t: t, scheme: scheme, opts: opts, start: time.Now(), ctx: ctx, cancel: cancel,
-		sched: newScheduler(!opts.Concurrent), rec: newRecorder()}
+		sched: sched, rec: newRecorder(sched), kinds: &kinds{}}
+	if serial {
+		c.bubble = currentBubble()
+	}
+	c.sched.onHalt = func(msg string) { c.fail(errors.New(msg)) }
+	builtinTypes := memcluster.LazyTypeConverter(func() managedfields.TypeConverter { return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme) })
 	c.mc = memcluster.New(memcluster.Config{
 		Seed: opts.Seed, Gate: c.sched, OnWrite: func(w memcluster.Write) { c.rec.write(w); c.sched.wrote() },
+		OnRequest:           c.rec.request,
 		NoGarbageCollection: opts.Disable&GarbageCollector != 0,
+		// As on a real cluster: default, kube-system, kube-public and
+		// kube-node-lease exist.
+		RequireNamespaces: true,
+		// Server-side apply and managedFields: client-go's schemas, else
+		// deduced types.
+		TypeConverter: memcluster.TypeConverterChain(builtinTypes, managedfields.NewDeducedTypeConverter()),
 	})
-	memcluster.AddCoreKinds(c.mc)
-	if !opts.Concurrent {
+	if c.sched.serial {
 		c.wg.Go(func() { c.sched.run(ctx) })
 	}
 	fail := func(err error) (*Cluster, error) {
-		c.stop()
+		c.shutdown()
 		return nil, err
 	}
+	// The CRDs first: their kinds are served with their schemas, not as
+	// the Go types Options.Types may also name.
 	crdKinds, err := c.installCRDs()
 	if err != nil {
 		return fail(err)
@@ -186,12 +240,12 @@ func start(t testing.TB, opts Options) (*Cluster, error) {
 		}
 		memcluster.NewResource(c.mc, kind)
 	}
+	memcluster.AddBuiltinKinds(c.mc) // keeps a built-in kind given in Types or Kinds
 	c.mc.SetFaults(opts.Faults)
-	c.cfg = &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: withoutWatchList{memcluster.NewHandler(c.mc)}},
+	c.cfg = &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: front{rec: c.rec, next: memcluster.NewHandler(c.mc)}},
 		QPS: -1} // no client-side throttling: the cluster answers at once, in virtual time
 	if err := c.startBuiltins(); err != nil {
-		c.stop()
-		return nil, err
+		return fail(err)
 	}
 	return c, nil
 }
@@ -211,22 +265,52 @@ func (c *Cluster) installCRDs() (map[schema.GroupKind]bool, error) {
 	return kinds, nil
 }
 
-// stop ends everything the cluster started, then reports the errors of
+// leftoverGrace is how long (virtual time) stop waits for the goroutines
+// of the bubble to end once everything it started has returned.
+const leftoverGrace = 30 * time.Second
+
+// shutdown ends everything the cluster started and returns the errors of
 // what was started with Start.
-func (c *Cluster) stop() {
+func (c *Cluster) shutdown() []error {
+	if c.stopped {
+		return nil
+	}
+	c.stopped = true
 	c.cancel()
 	c.wg.Wait()
 	c.errMu.Lock()
 	defer c.errMu.Unlock()
-	for _, err := range c.errs {
+	return slices.Clone(c.errs)
+}
+
+// stop is shutdown for a Test: it fails the test with the errors of what
+// was started with Start and with the goroutines of the bubble that do not
+// end, and reports whether it named goroutines left behind.
+func (c *Cluster) stop() (leftBehind bool) {
+	for _, err := range c.shutdown() {
 		c.t.Error(err)
+	}
+	self := goroutineID()
+	for wait := time.Millisecond; ; wait *= 2 {
+		synctest.Wait()
+		left := leftovers(c.bubble, self)
+		if len(left) == 0 {
+			return false
+		}
+		if wait > leftoverGrace {
+			c.t.Errorf("clustertest: goroutines still running %v after the cluster stopped (something the test started was not stopped, or does not end with its context); they wait at:\n%s",
+				leftoverGrace, strings.Join(left, "\n"))
+			return true
+		}
+		time.Sleep(wait)
 	}
 }
 
 // Config returns a rest.Config for the cluster: unchanged client-go and
 // controller-runtime code works with it, through an in-process transport
-// (no socket). Each call returns a new copy.
-func (c *Cluster) Config() *rest.Config { return rest.CopyConfig(c.cfg) }
+// (no socket). Each call returns a new copy, whose clients the trace names
+// "config" (the first copy), "config#2" (the second), and so on.
+func (c *Cluster) Config() *rest.Config { return namedConfig(c.cfg, c.names.next("config")) }
 
 // Scheme returns the cluster's scheme.
 func (c *Cluster) Scheme() *runtime.Scheme { return c.scheme }
@@ -236,9 +320,11 @@ func (c *Cluster) Scheme() *runtime.Scheme { return c.scheme }
 func (c *Cluster) Memcluster() *memcluster.Cluster { return c.mc }
 
 // Client returns an uncached controller-runtime client of the cluster, for
-// the test's own reads and writes.
+// the test's own reads and writes. The trace names it "client".
 func (c *Cluster) Client() client.Client {
-	c.clOnce.Do(func() { c.cl, c.clErr = client.New(c.Config(), client.Options{Scheme: c.scheme}) })
+	c.clOnce.Do(func() {
+		c.cl, c.clErr = client.New(namedConfig(c.cfg, c.names.next("client")), client.Options{Scheme: c.scheme})
+	})
 	if c.clErr != nil {
 		c.t.Fatalf("clustertest: client: %v", c.clErr)
 	}
@@ -249,9 +335,20 @@ func (c *Cluster) Client() client.Client {
 // opts as given except what a test bench needs: the cluster's scheme
 // (unless opts sets one), no metrics server, no health probes, no leader
 // election, and controller names that need not be unique in the process
-// (each test builds its own). Start it with [Cluster.Start].
+// (each test builds its own). Its cache tells the bench which kinds its
+// controllers wait on, for [Cluster.RunUntil]'s answers. The trace names
+// its clients "manager" ("manager#2" for the second Manager). Start it
+// with [Cluster.Start].
 func (c *Cluster) NewManager(opts manager.Options) manager.Manager {
 	c.t.Helper()
+	mgr, err := c.newManager(opts)
+	if err != nil {
+		c.t.Fatalf("clustertest: manager: %v", err)
+	}
+	return mgr
+}
+
+func (c *Cluster) newManager(opts manager.Options) (manager.Manager, error) {
 	if opts.Scheme == nil {
 		opts.Scheme = c.scheme
 	}
@@ -259,22 +356,26 @@ func (c *Cluster) NewManager(opts manager.Options) manager.Manager {
 	opts.HealthProbeBindAddress = "0"
 	opts.LeaderElection = false
 	skip := true
-	opts.Controller = config.Controller{SkipNameValidation: &skip}
-	mgr, err := manager.New(c.Config(), opts)
-	if err != nil {
-		c.t.Fatalf("clustertest: manager: %v", err)
-	}
-	return mgr
+	opts.Controller.SkipNameValidation = &skip
+	opts.NewCache = c.kinds.newCache(opts.NewCache)
+	return manager.New(namedConfig(c.cfg, c.names.next("manager")), opts)
+}
+
+// fail records err as a failure of the bench: the test fails with it,
+// and RunUntil stops waiting.
+func (c *Cluster) fail(err error) {
+	c.errMu.Lock()
+	c.errs = append(c.errs, err)
+	c.errMu.Unlock()
+	c.sched.wrote() // wakes RunUntil
 }
 
 // Start runs r (a Manager, say) until the test ends. An error it returns
-// before then fails the test.
+// before then fails the test, and ends [Cluster.RunUntil] at once.
 func (c *Cluster) Start(r manager.Runnable) {
 	c.wg.Go(func() {
 		if err := r.Start(c.ctx); err != nil && c.ctx.Err() == nil {
-			c.errMu.Lock()
-			c.errs = append(c.errs, fmt.Errorf("clustertest: %T stopped: %w", r, err))
-			c.errMu.Unlock()
+			c.fail(fmt.Errorf("clustertest: %T stopped: %w", r, err))
 		}
 	})
 }

@@ -1,10 +1,30 @@
 // Package clustertest is a test bench for Kubernetes operators: unchanged
 // controller-runtime and client-go code runs against an in-memory API
 // server (ctrlkit's memcluster) with the built-in Deployment, ReplicaSet
-// and garbage-collection controllers and a simulated kubelet, on virtual
-// time. A reconciler that returns RequeueAfter: time.Hour runs again one
-// virtual hour later, in microseconds of wall time, and the same test
-// gives the same trace of writes and events run after run.
+// and garbage-collection controllers and a simulated kubelet. It comes in
+// two modes:
+//
+//   - [Test], for plain go test code: virtual time. A reconciler that
+//     returns RequeueAfter: time.Hour runs again one virtual hour later, in
+//     microseconds of wall time, and the same test gives the same trace of
+//     requests, writes and events run after run, faults included.
+//   - [Environment], for suites written for envtest (Ginkgo's BeforeSuite
+//     and AfterSuite, Gomega's Eventually polling on the wall clock): the
+//     shape of envtest.Environment (Start returns a *rest.Config, Stop,
+//     CRD paths, a scheme), so that such a suite switches to the bench by
+//     changing the line that builds its environment. It runs on the wall
+//     clock, as the suite expects.
+//
+// Pick [Test] for new tests, and whenever time matters (requeues after an
+// hour, progress deadlines, a kubelet's delays), or a failure must replay
+// exactly: virtual time is exact and costs nothing, and the trace is a
+// function of the seed. Pick [Environment] to run an existing envtest suite
+// unchanged: Ginkgo and Gomega poll and time out on the wall clock and
+// start goroutines of their own, which cannot live in the synctest bubble
+// that virtual time needs (RunSpecs inside a bubble fails with "select on
+// synctest channel from outside bubble"). On the wall clock the bench's
+// kubelet makes pods ready at once, so an Eventually's default second is
+// enough for a rollout.
 //
 //	func TestMyOperator(t *testing.T) {
 //		clustertest.Test(t, clustertest.Options{Scheme: scheme, Types: []client.Object{&v1.WebApp{}}},
@@ -19,6 +39,14 @@
 //				c.MustRunUntil("webapp ready", func() bool { ... }, time.Hour)
 //			})
 //	}
+//
+// and, in an envtest suite's BeforeSuite:
+//
+//	testEnv = &clustertest.Environment{ // was &envtest.Environment{
+//		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+//		ErrorIfCRDPathMissing: true,
+//	}
+//	cfg, err = testEnv.Start()
 //
 // # What a test gets
 //
@@ -50,17 +78,51 @@
 //   - Faults ([Options.Faults], [Cluster.SetFaults]): conflicts, 429, 500,
 //     503 and timeouts at a rate per verb and resource, latency, lagging and
 //     dropped watches, from the same seeded injector the built-in
-//     controllers are tested with; your controller sees them as a real
+//     controllers are tested with; every client (your Manager's cache and
+//     client, uncached readers, clientsets, dynamic clients, raw watches,
+//     the test's own client, the built-in controllers) sees them as a real
 //     API server's errors.
 //   - Time: [Cluster.Settle] lets the current instant finish,
 //     [Cluster.Advance] lets virtual time pass, [Cluster.RunUntil] runs
-//     until a condition holds and, if it does not within the limit, says
-//     which Deployments are not rolled out and which pods are not ready
-//     and why ("container app ImagePullBackOff").
-//   - [Cluster.Trace]: every write the server stored and every event, with
-//     its virtual time; [Cluster.Check]: planner.Check on every state the
-//     Deployments went through (surge and availability bounds, revisions,
-//     completion), whoever manages them.
+//     until a condition holds.
+//   - [Cluster.Trace]: every request the server admitted (verb, object,
+//     client, the field manager it would be recorded as, the answer, the
+//     faults injected), every write it stored, every dropped watch and every
+//     event, with its virtual time; [Cluster.Check]: planner.Check on every
+//     state the Deployments went through (surge and availability bounds,
+//     revisions, completion), whoever manages them.
+//
+// # Answers that say what is stuck
+//
+// When [Cluster.RunUntil] gives up (its limit reached, or at once when
+// something started with [Cluster.Start] stopped with an error), its error
+// lists, one line each:
+//
+//   - what stopped, and why (a Manager that timed out waiting for a cache);
+//   - kinds a Manager's controllers wait on: "kind source *v1alpha1.Widget
+//     not served by the bench: no matches for kind …", a kind not in its
+//     scheme, a cache that does not sync, and the reads waiting for it;
+//   - reconcile workers blocked elsewhere than in the cluster: "worker
+//     blocked (chan receive) in example.com/op.(*Reconciler).Reconcile
+//     (controller.go:52)";
+//   - custom resources whose status says they are not ready, by their
+//     conditions: "webapp default/shop: Ready=False reason PodsNotReady
+//     message \"0 of 2 pods ready\"", a generation the status has not
+//     observed, or no status at all;
+//   - Deployments not rolled out, pods not ready and why ("container app
+//     ImagePullBackOff");
+//   - requests that keep failing: "failing: PUT webapps/status in default
+//     from manager \"op\", 12 times in a row (the last: default/shop: 409
+//     (injected 409 Conflict) at +41s)";
+//   - REST paths the bench does not serve, and when the cluster last
+//     changed.
+//
+// [Environment.Describe] gives the same lines (but the blocked workers)
+// for a suite to print when an Eventually fails. A violation of
+// [Cluster.Check] names the write that caused it, who made it and what it
+// changed: "RevisionDecreased … by PUT deployments default/web from
+// manager \"webapp-controller\" (annotation
+// deployment.kubernetes.io/revision removed)".
 //
 // # Design
 //
@@ -81,13 +143,21 @@
 // request, every watch event delivery and every kubelet pass. Once every
 // goroutine of the bubble is blocked, the gate lets exactly one waiting
 // step through, the least in an order that depends only on the steps
-// (deliveries by resourceVersion and watch, requests by verb, resource and
-// name), never on which goroutine happened to run first; what that step's
-// goroutine does until it blocks again happens before the next step. So
-// the interleaving of your controller, the built-in ones and the kubelet
-// is a function of the seed. [Options.Concurrent] turns the gate off:
-// steps then happen as their goroutines run, time stays exact, the order
-// within an instant does not.
+// (deliveries by resourceVersion and watch, requests by verb, resource,
+// name and client), never on which goroutine happened to run first; what
+// that step's goroutine does until it blocks again happens before the next
+// step. So the interleaving of your controller, the built-in ones and the
+// kubelet is a function of the seed. Each request carries the name of its
+// client (the rest.Config it was built from: "manager", "client",
+// "config", numbered from the second on; the built-in controllers by
+// name): two informers of one kind, or the test's read and an operator's,
+// are otherwise alike, and the goroutine that happened to run first would
+// decide which watch gets which number and which request a fault hits.
+// [Cluster.RunUntil] checks its condition at quiescent instants only, so
+// how often it runs, and the requests it makes, do not depend on timing
+// either. [Options.Concurrent] turns the gate off: steps then happen as
+// their goroutines run, time stays exact, the order within an instant does
+// not.
 //
 // Alternatives considered: a fake clock injected into controller-runtime
 // (its Manager has no clock option for its queues and caches, and
@@ -96,6 +166,44 @@
 // envtest (a real API server on wall-clock time, without the controllers
 // that make a Deployment's pods or collect garbage; see the comparison in
 // the README).
+//
+// # Process-wide state the bench handles
+//
+// Libraries keep process-wide state that would trap a bench. Importing this
+// package sets it once, before any test runs:
+//
+//   - apimachinery's utilruntime.ErrorHandlers rate-limit HandleError with
+//     a sleep computed from a clock read when the process started: in a
+//     bubble, whose clock starts at 2000-01-01, the first error of any
+//     informer or worker slept about 26 virtual years and the test ended in
+//     a deadlock. The bench removes that limiter (logging stays).
+//   - math/rand's global source, which client-go's jitter draws from (a
+//     reflector's backoff after a failed list or watch, an event
+//     broadcaster's retry, controller-runtime's resync periods), is
+//     seedable again (GODEBUG randseednop=0), and [Test] seeds it with
+//     [Options.Seed].
+//
+// Each [Test] also asks controller-runtime's logger, outside its bubble,
+// whether it is time for its fallback: controller-runtime silences its
+// logs if nobody called log.SetLogger within 30 seconds of the process's
+// start, a time it reads from the clock, which inside a bubble reads 2000:
+// the fallback would never come, and every logger a Manager derives would
+// stay queued for ever.
+//
+// Every bench handles what would otherwise outlive it or take the binary
+// down:
+//
+//   - When the test ends, the bench stops what it started and waits (30
+//     virtual seconds) for the goroutines of the bubble to end. Goroutines
+//     still running fail the test, named with where they wait and who
+//     started them, and so does a deadlock (every goroutine blocked, no
+//     timer pending): testing/synctest would otherwise panic and kill the
+//     whole test binary.
+//   - A livelock (hundreds of thousands of steps at one virtual instant, or
+//     five thousand alike in a row: a loop that retries at once, for ever)
+//     fails the test with the steps that repeat, and the cluster fails
+//     every request from then on instead of hanging until the test binary's
+//     timeout.
 //
 // # Rules and limits
 //
@@ -123,11 +231,19 @@
 //     an order that differs from run to run (each is still reconciled).
 //     For a reproducible trace, create them after the controller runs:
 //     c.Advance(time.Second) after c.Start(mgr).
-//   - Randomness the bench does not seed breaks replay: math/rand's global
-//     source, and what draws from it, such as the jitter of client-go's
-//     retry.DefaultRetry and wait.Jitter. Retry without jitter in tests
-//     that compare traces (a wait.Backoff with Jitter 0).
+//   - Replay with the global random source holds while no other code
+//     draws from it at the same time: benches that run in parallel
+//     (t.Parallel) share it. Two alike requests of one client at one
+//     instant (two workers reading one object) are ordered as their
+//     goroutines arrive. controller-runtime draws each informer's resync
+//     period (about 10 virtual hours) concurrently, so past nine virtual
+//     hours of one Manager resyncs may come in a different order.
+//   - Discovery requests, and requests refused before they reach a kind (a
+//     path the bench does not serve), are not in the trace.
 //   - Event objects written by your controllers' recorders appear in the
 //     trace as writes of events; the built-in controllers' events appear in
 //     the trace directly (they are not stored as Event objects).
+//   - An [Environment] runs on the wall clock, with its steps as their
+//     goroutines run: its trace differs from run to run, and it names no
+//     blocked workers.
 package clustertest

@@ -1,22 +1,19 @@
 package clustertest
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 	"time"
-
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // ErrTimeLimit is returned by RunUntil when its condition does not hold
 // within the virtual time limit.
 var ErrTimeLimit = errors.New("clustertest: virtual time limit reached")
+
+// ErrStopped is returned by RunUntil when something started with
+// [Cluster.Start] (a Manager) has stopped with an error: the condition is
+// then not waited for any longer.
+var ErrStopped = errors.New("clustertest: stopped with an error")
 
 // Settle lets everything that can happen at the current virtual instant
 // happen: it returns once every request has been answered, every watch
@@ -37,20 +34,37 @@ func (c *Cluster) Advance(d time.Duration) {
 // cluster has stored a write or delivered a watch event and everything has
 // settled again (cond must therefore depend on the cluster's state or on
 // what your code does when the cluster changes; it may read from the
-// cluster, but must not write to it), and returns nil once it holds. Otherwise
-// it returns an error wrapping ErrTimeLimit, with the Deployments that are
-// not rolled out and the pods that are not ready. It takes no wall-clock
-// time beyond the work itself: a condition an hour away is reached in
-// milliseconds.
+// cluster, but must not write to it), and returns nil once it holds. It
+// takes no wall-clock time beyond the work itself: a condition an hour
+// away is reached in milliseconds.
+//
+// Otherwise it returns an error wrapping ErrTimeLimit, or ErrStopped as
+// soon as a Manager started with [Cluster.Start] has stopped with an
+// error, that says what is stuck, one line each: the Manager's error;
+// kinds its controllers wait on ("kind source *v1alpha1.Widget not served
+// by the bench: …"); reconcile workers blocked elsewhere than in the
+// cluster, and where; custom resources whose status says they are not
+// ready, by their conditions ("webapp default/shop: Ready=False reason
+// Progressing message …"), an unobserved generation or no status at all;
+// Deployments not rolled out; pods not ready and why ("container app
+// ImagePullBackOff"); REST paths the bench does not serve; and when the
+// cluster last changed.
 func (c *Cluster) RunUntil(cond func() bool, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
+	failed := len(c.failures())
 	for {
-		changed := c.sched.changes()
 		c.Settle()
+		// Taken at a quiescent instant, so that which changes wake the
+		// loop, and how often cond runs (and makes its requests), does not
+		// depend on how goroutines happened to run.
+		changed := c.sched.changes()
 		if cond() {
 			return nil
+		}
+		if len(c.failures()) > failed {
+			return fmt.Errorf("%w (at +%v)%s", ErrStopped, c.Now(), c.describe())
 		}
 		if !time.Now().Before(deadline) {
 			return fmt.Errorf("%w (%v, at +%v)%s", ErrTimeLimit, limit, c.Now(), c.describe())
@@ -69,61 +83,4 @@ func (c *Cluster) MustRunUntil(what string, cond func() bool, limit time.Duratio
 	if err := c.RunUntil(cond, limit); err != nil {
 		c.t.Fatalf("waiting until %s: %v", what, err)
 	}
-}
-
-// describe lists the Deployments that are not rolled out and the pods that
-// are not ready.
-func (c *Cluster) describe() string {
-	c.rec.mu.Lock()
-	deps := slices.Collect(maps.Values(c.rec.deps))
-	c.rec.mu.Unlock()
-	slices.SortFunc(deps, func(a, b *appsv1.Deployment) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
-	var lines []string
-	for _, d := range deps {
-		want := int32(1)
-		if d.Spec.Replicas != nil {
-			want = *d.Spec.Replicas
-		}
-		st := d.Status
-		if st.ObservedGeneration >= d.Generation && st.UpdatedReplicas == want && st.AvailableReplicas == want && st.Replicas == want {
-			continue
-		}
-		lines = append(lines, fmt.Sprintf("deployment %s/%s: %d desired, %d updated, %d available", d.Namespace, d.Name, want, st.UpdatedReplicas, st.AvailableReplicas))
-	}
-	pods, _, err := c.mc.Pods("").List(c.ctx, metav1.ListOptions{})
-	if err == nil {
-		for _, p := range pods {
-			if ready(p) || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-				continue
-			}
-			line := fmt.Sprintf("pod %s/%s: %s", p.Namespace, p.Name, cmp.Or(string(p.Status.Phase), "unscheduled"))
-			for _, cs := range p.Status.ContainerStatuses {
-				if w := cs.State.Waiting; w != nil && w.Reason != "" {
-					line += fmt.Sprintf(", container %s %s", cs.Name, w.Reason)
-				}
-			}
-			if p.DeletionTimestamp != nil {
-				line += ", terminating"
-			}
-			lines = append(lines, line)
-		}
-	}
-	if len(lines) > 20 {
-		lines = append(lines[:20], fmt.Sprintf("... and %d more", len(lines)-20))
-	}
-	if len(lines) == 0 {
-		return ""
-	}
-	return "\n" + strings.Join(lines, "\n")
-}
-
-func ready(p *corev1.Pod) bool {
-	for _, cd := range p.Status.Conditions {
-		if cd.Type == corev1.PodReady {
-			return cd.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -325,11 +325,11 @@ func crCases() []crCase {
 	}
 }
 
-// outcome is what one side answered to one step, normalised for the
+// crOutcome is what one side answered to one step, normalised for the
 // comparison: server-set values that differ between any two servers
 // (uid, resourceVersion, times, generated names) are masked, and
 // managedFields left out.
-type outcome struct {
+type crOutcome struct {
 	Code    int32          `json:"code,omitempty"`
 	Reason  string         `json:"reason,omitempty"`
 	Message string         `json:"message,omitempty"`
@@ -337,7 +337,7 @@ type outcome struct {
 	Object  map[string]any `json:"object,omitempty"`
 }
 
-func (o outcome) short() string {
+func (o crOutcome) short() string {
 	if o.Code != 0 {
 		return fmt.Sprintf("%d %s", o.Code, o.Reason)
 	}
@@ -388,14 +388,14 @@ func runtimeDeepCopy(m map[string]any) map[string]any {
 	return out
 }
 
-func outcomeOf(obj *unstructured.Unstructured, err error, ns string) outcome {
+func outcomeOf(obj *unstructured.Unstructured, err error, ns string) crOutcome {
 	if err != nil {
 		var st apierrors.APIStatus
 		if !errors.As(err, &st) {
-			return outcome{Code: -1, Message: err.Error()}
+			return crOutcome{Code: -1, Message: err.Error()}
 		}
 		s := st.Status()
-		o := outcome{Code: s.Code, Reason: string(s.Reason), Message: s.Message}
+		o := crOutcome{Code: s.Code, Reason: string(s.Reason), Message: s.Message}
 		if ns != "" {
 			o.Message = strings.ReplaceAll(o.Message, ns, "<ns>")
 		}
@@ -425,14 +425,14 @@ func outcomeOf(obj *unstructured.Unstructured, err error, ns string) outcome {
 		return o
 	}
 	if obj == nil {
-		return outcome{}
+		return crOutcome{}
 	}
-	return outcome{Object: normalise(obj.Object, ns)}
+	return crOutcome{Object: normalise(obj.Object, ns)}
 }
 
 // runCRCase runs the steps of c on one side.
-func runCRCase(ctx context.Context, dc dynamic.Interface, ns string, c crCase) []outcome {
-	var out []outcome
+func runCRCase(ctx context.Context, dc dynamic.Interface, ns string, c crCase) []crOutcome {
+	var out []crOutcome
 	for _, st := range c.steps {
 		res, version := st.resource, st.version
 		if res == "" {
@@ -544,7 +544,7 @@ func TestSideBySideCustomResources(t *testing.T) {
 	crds := []*apiextensionsv1.CustomResourceDefinition{parseCRD(t, webAppsCRD), parseCRD(t, gadgetsCRD), parseCRD(t, blobsCRD)}
 	ns := sideNamespace(t)
 	cases := crCases()
-	results := map[string][][]outcome{}
+	results := map[string][][]crOutcome{}
 	var names []string
 	for _, s := range crdSides(t, crds...) {
 		names = append(names, s.name)
@@ -594,7 +594,7 @@ func TestSideBySideCustomResources(t *testing.T) {
 
 // crdOutcome normalises a CustomResourceDefinition (or an error) for the
 // comparison: times and server-set identifiers are masked.
-func crdOutcome(obj *unstructured.Unstructured, err error) outcome {
+func crdOutcome(obj *unstructured.Unstructured, err error) crOutcome {
 	o := outcomeOf(obj, err, "")
 	if o.Object == nil {
 		return o
@@ -643,7 +643,7 @@ func TestSideBySideCRDs(t *testing.T) {
 	ns := sideNamespace(t)
 	crdGVR := apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
 	var names []string
-	results := map[string][]outcome{}
+	results := map[string][]crOutcome{}
 	var steps []string
 	for _, s := range crdSides(t) {
 		names = append(names, s.name)
@@ -659,7 +659,7 @@ func TestSideBySideCRDs(t *testing.T) {
 			t.Fatalf("%s: %v", s.name, err)
 		}
 		crds := dc.Resource(crdGVR)
-		record := func(step string, o outcome) {
+		record := func(step string, o crOutcome) {
 			if s.name == names[0] {
 				steps = append(steps, step)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/kube"
 	"github.com/ctrlkit/ctrlkit/kube/internal/cluster"
+	"github.com/ctrlkit/ctrlkit/kube/simkubelet"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,24 +31,28 @@ type env struct {
 	cs      kubernetes.Interface // the test's own client (plays user and kubelet)
 	rec     *cluster.Recorder
 	metrics *kube.Metrics // our controllers' counters
-	kubelet *cluster.Kubelet
+	kubelet *simkubelet.Kubelet
 	// faults is the FaultKubelet, when envOptions.faults chose it.
-	faults *cluster.FaultKubelet
+	faults *simkubelet.FaultKubelet
 	// gens holds the generation of each Deployment's last write by the
 	// test: waits ignore older states still in the watch pipeline.
 	gens map[string]int64
+	// ctrl is the ctrlkit-controller process a test started, if any.
+	ctrl *instance
 }
 
 type envOptions struct {
 	readyDelay time.Duration
 	neverReady func(*corev1.Pod) bool
 	noOperator bool
+	// noKubelet runs no kubelet (the test brings its own).
+	noKubelet bool
 	// lowPriorityEvents sets the operator's LowPriorityEvents.
 	lowPriorityEvents bool
-	// faults, if set, runs a cluster.FaultKubelet (pods bound to nodes,
-	// graceful deletion, faults as a kubelet reports them) instead of
-	// the plain Kubelet; neverReady is then unused.
-	faults func(*corev1.Pod) cluster.Fault
+	// faults, if set, runs a simkubelet.FaultKubelet (pods bound to
+	// nodes, graceful deletion, faults as a kubelet reports them) instead
+	// of the plain Kubelet; neverReady is then unused.
+	faults func(*corev1.Pod) simkubelet.Fault
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -59,6 +64,11 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// ServiceAccount admission needs it; the harness would create it
+	// soon, this makes it there before the first pod.
+	if err := cluster.EnsureServiceAccount(ctx, cs, ns); err != nil {
+		t.Fatal(err)
+	}
 	e := &env{t: t, ctx: ctx, ns: ns, cs: cs, metrics: mustMetrics(t), gens: map[string]int64{}}
 	var wg sync.WaitGroup
 	e.rec = &cluster.Recorder{Client: cs, Namespace: ns}
@@ -68,11 +78,13 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if o.readyDelay == 0 {
 		o.readyDelay = 500 * time.Millisecond
 	}
-	if o.faults != nil {
-		e.faults = &cluster.FaultKubelet{Client: cs, Namespace: ns, ReadyDelay: o.readyDelay, Fault: o.faults}
+	switch {
+	case o.noKubelet:
+	case o.faults != nil:
+		e.faults = &simkubelet.FaultKubelet{Client: cs, Namespace: ns, ReadyDelay: o.readyDelay, Fault: o.faults}
 		wg.Go(func() { _ = e.faults.Run(ctx) })
-	} else {
-		e.kubelet = &cluster.Kubelet{Client: cs, Namespace: ns, ReadyDelay: o.readyDelay, NeverReady: o.neverReady}
+	default:
+		e.kubelet = &simkubelet.Kubelet{Client: cs, Namespace: ns, ReadyDelay: o.readyDelay, NeverReady: o.neverReady}
 		wg.Go(func() { _ = e.kubelet.Run(ctx) })
 	}
 	if !o.noOperator {

@@ -34,9 +34,10 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, err)
 		}
 	}()
-	// Cascading deletion needs the garbage collector; it is the only
-	// upstream controller running next to ours.
-	if err := cp.StartKCM(ctx, "garbage-collector-controller"); err != nil {
+	// Cascading deletion needs the garbage collector, and
+	// PodDisruptionBudgets (evictions) the disruption controller: they are
+	// the only upstream controllers running next to ours.
+	if err := cp.StartKCM(ctx, "garbage-collector-controller,disruption-controller"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

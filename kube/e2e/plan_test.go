@@ -18,6 +18,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/kube/internal/cluster"
 	"github.com/ctrlkit/ctrlkit/kube/plugin"
+	"github.com/ctrlkit/ctrlkit/kube/simkubelet"
 )
 
 // planCase is a healthy rollout whose completion time `kubectl ctrlkit
@@ -79,7 +80,7 @@ func TestPlanAccuracy(t *testing.T) {
 	worst, worstRaw := 0.0, 0.0
 	for _, pc := range cases {
 		t.Run(testName(pc.name), func(t *testing.T) {
-			healthy := func(*corev1.Pod) cluster.Fault { return cluster.Healthy }
+			healthy := func(*corev1.Pod) simkubelet.Fault { return simkubelet.Healthy }
 			e := newEnv(t, envOptions{readyDelay: pc.ready, faults: healthy})
 			d := deployment("web", pc.replicas, "app:1")
 			d.Spec.MinReadySeconds = pc.minReady

@@ -19,8 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/ctrlkit/ctrlkit/kube/internal/cluster"
 	"github.com/ctrlkit/ctrlkit/kube/plugin"
+	"github.com/ctrlkit/ctrlkit/kube/simkubelet"
 	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
@@ -35,12 +35,29 @@ type whyCase struct {
 	// updates the image to app:2.
 	setup func(e *env)
 	// faults gives the pods of an image their fault.
-	faults map[string]cluster.Fault
+	faults map[string]simkubelet.Fault
 	args   []string
 	want   []plugin.CauseCode
 	state  plugin.RolloutState
 	// show adds why's text output to the report.
 	show bool
+	// binary runs the ctrlkit-controller binary (leader-elected, for the
+	// test's namespace) instead of the in-process operator.
+	binary bool
+	// check, if set, makes more assertions on the report and its text.
+	check func(t *testing.T, e *env, r plugin.WhyReport, text string)
+}
+
+// contains is a check that the text output holds every string of want.
+func contains(want ...string) func(*testing.T, *env, plugin.WhyReport, string) {
+	return func(t *testing.T, e *env, _ plugin.WhyReport, text string) {
+		t.Helper()
+		for _, w := range want {
+			if !strings.Contains(text, strings.ReplaceAll(w, "NS", e.ns)) {
+				t.Errorf("why's output lacks %q:\n%s", w, text)
+			}
+		}
+	}
 }
 
 func toApp2(e *env) { e.update("web", setImage("app:2")) }
@@ -50,12 +67,16 @@ func setImage(img string) func(*appsv1.Deployment) {
 }
 
 func whyCases() []whyCase {
-	c := func(name string, f cluster.Fault, want ...plugin.CauseCode) whyCase {
-		return whyCase{name: name, faults: map[string]cluster.Fault{"app:2": f}, want: want, state: plugin.Stuck}
+	c := func(name string, f simkubelet.Fault, want ...plugin.CauseCode) whyCase {
+		return whyCase{name: name, faults: map[string]simkubelet.Fault{"app:2": f}, want: want, state: plugin.Stuck}
 	}
 	withBase := func(wc whyCase, base func(*appsv1.Deployment)) whyCase { wc.base = base; return wc }
 	withSetup := func(wc whyCase, setup func(*env)) whyCase { wc.setup = setup; return wc }
 	withShow := func(wc whyCase) whyCase { wc.show = true; return wc }
+	withCheck := func(wc whyCase, check func(*testing.T, *env, plugin.WhyReport, string)) whyCase {
+		wc.check = check
+		return wc
+	}
 	strategy := func(surge, unavail int) func(*appsv1.Deployment) {
 		return func(d *appsv1.Deployment) { rolling(d, intstr.FromInt(surge), intstr.FromInt(unavail)) }
 	}
@@ -63,21 +84,21 @@ func whyCases() []whyCase {
 		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
 	}
 	return []whyCase{
-		c("bad image", cluster.ImagePull, plugin.ImagePullBackOff),
-		c("invalid image name", cluster.InvalidImage, plugin.ImagePullBackOff),
-		c("crash loop", cluster.CrashLoop, plugin.CrashLoopBackOff),
-		c("OOM-killed crash loop", cluster.OOMKilled, plugin.CrashLoopBackOff),
-		withBase(c("init container crash loop", cluster.InitCrashLoop, plugin.CrashLoopBackOff), func(d *appsv1.Deployment) {
+		c("bad image", simkubelet.ImagePull, plugin.ImagePullBackOff),
+		c("invalid image name", simkubelet.InvalidImage, plugin.ImagePullBackOff),
+		c("crash loop", simkubelet.CrashLoop, plugin.CrashLoopBackOff),
+		c("OOM-killed crash loop", simkubelet.OOMKilled, plugin.CrashLoopBackOff),
+		withBase(c("init container crash loop", simkubelet.InitCrashLoop, plugin.CrashLoopBackOff), func(d *appsv1.Deployment) {
 			d.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox:1"}}
 		}),
-		c("missing ConfigMap", cluster.ConfigError, plugin.ContainerConfigError),
-		c("unschedulable", cluster.Unschedulable, plugin.Unschedulable),
-		c("failing readiness", cluster.ReadinessFails, plugin.ReadinessFailing),
-		withSetup(c("quota exceeded", cluster.Healthy, plugin.QuotaExceeded), func(e *env) {
+		c("missing ConfigMap", simkubelet.ConfigError, plugin.ContainerConfigError),
+		c("unschedulable", simkubelet.Unschedulable, plugin.Unschedulable),
+		c("failing readiness", simkubelet.ReadinessFails, plugin.ReadinessFailing),
+		withSetup(c("quota exceeded", simkubelet.Healthy, plugin.QuotaExceeded), func(e *env) {
 			e.quota(3) // the 3 running pods fill it: no surge pod fits
 			toApp2(e)
 		}),
-		withSetup(c("admission rejected (LimitRange)", cluster.Healthy, plugin.AdmissionRejected), func(e *env) {
+		withSetup(c("admission rejected (LimitRange)", simkubelet.Healthy, plugin.AdmissionRejected), func(e *env) {
 			e.limitRange("1")
 			e.update("web", func(d *appsv1.Deployment) {
 				setImage("app:2")(d)
@@ -85,29 +106,29 @@ func whyCases() []whyCase {
 				d.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: cpu, Limits: cpu}
 			})
 		}),
-		withSetup(c("paused", cluster.Healthy, plugin.Paused), func(e *env) {
+		withSetup(c("paused", simkubelet.Healthy, plugin.Paused), func(e *env) {
 			e.patch("web", pausePatch)
 			toApp2(e)
 		}),
-		withBase(c("progress deadline exceeded", cluster.ImagePull, plugin.DeadlineExceeded, plugin.ImagePullBackOff), func(d *appsv1.Deployment) {
+		withBase(c("progress deadline exceeded", simkubelet.ImagePull, plugin.DeadlineExceeded, plugin.ImagePullBackOff), func(d *appsv1.Deployment) {
 			d.Spec.ProgressDeadlineSeconds = new(int32(2))
 		}),
-		withShow(withBase(c("bad image, 10 replicas, deadline 5s", cluster.ImagePull, plugin.DeadlineExceeded, plugin.ImagePullBackOff), func(d *appsv1.Deployment) {
+		withShow(withBase(c("bad image, 10 replicas, deadline 5s", simkubelet.ImagePull, plugin.DeadlineExceeded, plugin.ImagePullBackOff), func(d *appsv1.Deployment) {
 			d.Spec.Replicas = new(int32(10))
 			d.Spec.ProgressDeadlineSeconds = new(int32(5))
 		})),
-		withBase(c("maxUnavailable 0, failing new pod", cluster.CrashLoop, plugin.CrashLoopBackOff), strategy(1, 0)),
-		withBase(c("maxSurge 0, bad image", cluster.ImagePull, plugin.ImagePullBackOff), strategy(0, 1)),
-		withBase(c("Recreate, bad image", cluster.ImagePull, plugin.ImagePullBackOff), recreate),
-		withSetup(withBase(c("Recreate, terminating pod that never goes", cluster.Healthy, plugin.StuckTerminating), recreate), func(e *env) {
+		withBase(c("maxUnavailable 0, failing new pod", simkubelet.CrashLoop, plugin.CrashLoopBackOff), strategy(1, 0)),
+		withBase(c("maxSurge 0, bad image", simkubelet.ImagePull, plugin.ImagePullBackOff), strategy(0, 1)),
+		withBase(c("Recreate, bad image", simkubelet.ImagePull, plugin.ImagePullBackOff), recreate),
+		withSetup(withBase(c("Recreate, terminating pod that never goes", simkubelet.Healthy, plugin.StuckTerminating), recreate), func(e *env) {
 			e.holdOnePod()
 			toApp2(e)
 		}),
-		withSetup(c("PodDisruptionBudget, failing readiness", cluster.ReadinessFails, plugin.ReadinessFailing, plugin.DisruptionBudget), func(e *env) {
+		withSetup(c("PodDisruptionBudget, failing readiness", simkubelet.ReadinessFails, plugin.ReadinessFailing, plugin.DisruptionBudget), func(e *env) {
 			e.pdb(3)
 			toApp2(e)
 		}),
-		withSetup(c("selector overlap", cluster.ImagePull, plugin.ImagePullBackOff, plugin.SelectorOverlap), func(e *env) {
+		withSetup(c("selector overlap", simkubelet.ImagePull, plugin.ImagePullBackOff, plugin.SelectorOverlap), func(e *env) {
 			// The canary's pods are app=web too: web's selector matches them.
 			canary := deployment("web-canary", 1, "app:1")
 			canary.Spec.Selector.MatchLabels = map[string]string{"app": "web", "track": "canary"}
@@ -115,18 +136,111 @@ func whyCases() []whyCase {
 			e.create(canary)
 			toApp2(e)
 		}),
-		withSetup(c("orphaned ReplicaSet", cluster.CrashLoop, plugin.CrashLoopBackOff, plugin.OrphanedReplicaSet), func(e *env) {
+		withSetup(c("orphaned ReplicaSet", simkubelet.CrashLoop, plugin.CrashLoopBackOff, plugin.OrphanedReplicaSet), func(e *env) {
 			e.orphan()
 			toApp2(e)
 		}),
-		withSetup(c("hash collision", cluster.ImagePull, plugin.ImagePullBackOff, plugin.HashCollision), func(e *env) {
+		withSetup(c("hash collision", simkubelet.ImagePull, plugin.ImagePullBackOff, plugin.HashCollision), func(e *env) {
 			e.squat()
 		}),
-		withSetup(c("scaled up into a full quota", cluster.Healthy, plugin.QuotaExceeded), func(e *env) {
+		withSetup(c("scaled up into a full quota", simkubelet.Healthy, plugin.QuotaExceeded), func(e *env) {
 			e.quota(4)
 			e.update("web", func(d *appsv1.Deployment) { d.Spec.Replicas = new(int32(6)) })
 		}),
+		// Issue 31: what why called healthy, and more a user meets.
+		{name: "controller not running", binary: true, show: true, state: plugin.Stuck, want: []plugin.CauseCode{plugin.ControllerNotObserving},
+			// Longer than the 4s lease, which the killed leader renewed
+			// before the change at the latest: it has expired by then.
+			args: []string{"--unobserved-after", "6s"},
+			setup: func(e *env) {
+				e.ctrl.kill(e.t) // SIGKILL: the Lease is left to expire
+				toApp2(e)
+			},
+			check: func(t *testing.T, e *env, r plugin.WhyReport, text string) {
+				contains("no Deployment controller has acted on generation 2 for", "(status.observedGeneration is 1)",
+					"lease NS/ctrlkit-controller: held by ", "lease expired", "kubectl -n NS get lease ctrlkit-controller -o wide")(t, e, r, text)
+				code, out, errOut := kubectlCtrlkit(t, "plan", "deploy/web", "-n", e.ns, "--unobserved-after", "6s")
+				if code != plugin.ExitStuck || !strings.Contains(out, "predicted: does NOT complete as things stand: no controller has acted on the deployment for ") {
+					t.Errorf("plan: exit %d; want 1 and no completion predicted\n%s%s", code, out, errOut)
+				}
+			}},
+		{name: "being deleted, held by a finalizer", state: plugin.Deleting, want: []plugin.CauseCode{plugin.BeingDeleted},
+			setup: func(e *env) {
+				e.deleteHeld("web")
+				toApp2(e) // the controller does not roll out a Deployment being deleted
+			},
+			check: func(t *testing.T, e *env, r plugin.WhyReport, text string) {
+				contains("deployment/web in NS: BEING DELETED", "held by finalizers e2e.ctrlkit.io/hold",
+					"background deletion: once the deployment is gone the garbage collector deletes its 1 ReplicaSet and their 3 pods",
+					"BeingDeleted: deployment is being deleted")(t, e, r, text)
+				if strings.Contains(text, "ControllerPending") {
+					t.Errorf("a Deployment being deleted awaits no rollout step:\n%s", text)
+				}
+			}},
+		{name: "spec fight: an HPA against Argo CD", state: plugin.Stuck, want: []plugin.CauseCode{plugin.SpecFight},
+			setup: func(e *env) { e.fight(3, 6) },
+			check: contains("spec.replicas keeps changing: ", "two writers disagree: HorizontalPodAutoscaler web (replicas 1–6, wants 6)",
+				"argocd-application-controller (Argo CD, GitOps)", "let the HorizontalPodAutoscaler alone own spec.replicas")},
+		withSetup(withCheck(c("admission webhook down", simkubelet.Healthy, plugin.FailedCreate),
+			contains("an admission webhook cannot be called", "failed calling webhook", "To unblock:", "failurePolicy: Ignore")), func(e *env) {
+			e.deadWebhook()
+			toApp2(e)
+		}),
+		withSetup(withCheck(c("admission policy rejects the new image", simkubelet.Healthy, plugin.AdmissionRejected),
+			contains("ValidatingAdmissionPolicy", "denied request", "To unblock:")), func(e *env) {
+			e.denyImage("app:2")
+			toApp2(e)
+		}),
+		withSetup(withCheck(c("ServiceAccount missing", simkubelet.Healthy, plugin.AdmissionRejected),
+			contains("name ServiceAccount app, which does not exist", "kubectl create serviceaccount app -n NS")), func(e *env) {
+			e.update("web", func(d *appsv1.Deployment) {
+				setImage("app:2")(d)
+				d.Spec.Template.Spec.ServiceAccountName = "app"
+			})
+		}),
+		withSetup(withCheck(c("image pull secret missing", simkubelet.Healthy, plugin.ImagePullBackOff),
+			contains(`cannot pull image "registry.example.com/app:2": an image pull secret is missing`, "Unable to retrieve some image pull secrets (regcred)",
+				"create the missing image pull secret")), func(e *env) {
+			e.update("web", func(d *appsv1.Deployment) {
+				setImage("registry.example.com/app:2")(d)
+				d.Spec.Template.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
+			})
+		}),
+		withSetup(withCheck(c("kubelet rejects the new pods (OutOfcpu)", simkubelet.OutOfCPU, plugin.KubeletRejected),
+			contains("rejected by the kubelet (OutOfcpu)", "Pod was rejected: Node didn't have enough resource: cpu, requested: 2000", "the node lacks cpu")), func(e *env) {
+			e.update("web", func(d *appsv1.Deployment) {
+				setImage("app:2")(d)
+				cpu := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+				d.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: cpu}
+			})
+		}),
+		withSetup(withCheck(c("quota on the number of ReplicaSets", simkubelet.Healthy, plugin.QuotaExceeded),
+			contains("a ResourceQuota on the number of ReplicaSets (count/replicasets.apps) rejects the new ReplicaSet", "lower spec.revisionHistoryLimit")), func(e *env) {
+			e.countQuota("count/replicasets.apps", 1)
+			toApp2(e)
+		}),
+		{name: "HPA at its max", state: plugin.Complete, want: []plugin.CauseCode{plugin.AutoscalerLimited},
+			setup: func(e *env) { e.hpaAtMax(3) },
+			check: contains("HorizontalPodAutoscaler web is at its maximum of 3 replicas and wants more: cpu 180% of requests (target 50%)")},
+		{name: "PodDisruptionBudget blocks a node drain", state: plugin.Complete, want: []plugin.CauseCode{plugin.DisruptionBudget},
+			setup: func(e *env) {
+				e.pdb(3)
+				e.drainRefused()
+			},
+			check: contains("PodDisruptionBudget web allows 0 disruptions (3 healthy, 3 required)", "its status says 0 allowed")},
 		// Controls: nothing is wrong, why must say so (precision).
+		{name: "control: slow healthy rollout (minReadySeconds 30)", state: plugin.Progressing,
+			setup: func(e *env) {
+				e.update("web", func(d *appsv1.Deployment) {
+					setImage("app:2")(d)
+					d.Spec.MinReadySeconds = 30
+				})
+			},
+			check: func(t *testing.T, e *env, r plugin.WhyReport, text string) {
+				if r.Estimate == nil || !r.Estimate.Complete || r.Estimate.Remaining <= 0 || !strings.Contains(text, "Estimate: completes in about ") {
+					t.Errorf("no estimate of the completion: %+v\n%s", r.Estimate, text)
+				}
+			}},
 		{name: "control: complete", setup: func(*env) {}, state: plugin.Complete},
 		{name: "control: scaled up, complete", setup: func(e *env) {
 			e.update("web", func(d *appsv1.Deployment) { d.Spec.Replicas = new(int32(4)) })
@@ -157,8 +271,23 @@ func TestWhyScenarios(t *testing.T) {
 	for _, wc := range whyCases() {
 		t.Run(testName(wc.name), func(t *testing.T) {
 			t.Parallel()
-			faults := func(p *corev1.Pod) cluster.Fault { return wc.faults[p.Spec.Containers[0].Image] }
-			e := newEnv(t, envOptions{readyDelay: 200 * time.Millisecond, faults: faults})
+			faults := func(p *corev1.Pod) simkubelet.Fault {
+				if f, ok := wc.faults[p.Spec.Containers[0].Image]; ok {
+					return f
+				}
+				if strings.HasPrefix(p.Spec.Containers[0].Image, "registry.example.com/") {
+					return simkubelet.PrivateImage // its registry wants credentials
+				}
+				return simkubelet.Healthy
+			}
+			e := newEnv(t, envOptions{readyDelay: 200 * time.Millisecond, faults: faults, noOperator: wc.binary})
+			if wc.binary {
+				bin, err := controllerBinary()
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.ctrl = startBinary(t, bin, e.ns)
+			}
 			d := deployment("web", 3, "app:1")
 			d.Spec.Template.Spec.TerminationGracePeriodSeconds = new(int64(1))
 			if wc.base != nil {
@@ -171,7 +300,7 @@ func TestWhyScenarios(t *testing.T) {
 				setup = toApp2
 			}
 			setup(e)
-			args := append([]string{"--terminating-after", "1s", "--unscheduled-after", "1m"}, wc.args...)
+			args := append([]string{"--terminating-after", "1s", "--unscheduled-after", "1m", "--controller-lease", e.ns + "/ctrlkit-controller"}, wc.args...)
 			code, r := e.waitWhy("web", wc.want, wc.state, 45*time.Second, args...)
 			got := map[plugin.CauseCode]bool{}
 			for _, c := range r.Causes {
@@ -198,15 +327,20 @@ func TestWhyScenarios(t *testing.T) {
 				}
 			}
 			wantCode := plugin.ExitOK
-			if wc.state == plugin.Stuck {
+			if wc.state == plugin.Stuck || wc.state == plugin.Deleting {
 				wantCode = plugin.ExitStuck
 			}
+			_, text, _ := kubectlCtrlkit(t, append([]string{"why", "deploy/web", "-n", e.ns}, args...)...)
 			if len(missing) > 0 || len(extra) > 0 || r.State != wc.state || code != wantCode {
-				_, text, _ := kubectlCtrlkit(t, append([]string{"why", "deploy/web", "-n", e.ns}, args...)...)
 				t.Errorf("why: exit %d, state %s, missing %v, unexpected %v; want exit %d, state %s\n%s", code, r.State, missing, extra, wantCode, wc.state, text)
 			}
+			if (r.State == plugin.Stuck || r.State == plugin.Deleting) && !strings.Contains(text, "\nTo unblock:\n") {
+				t.Errorf("a %s report without a To unblock section:\n%s", r.State, text)
+			}
+			if wc.check != nil {
+				wc.check(t, e, r, text)
+			}
 			if wc.show {
-				_, text, _ := kubectlCtrlkit(t, append([]string{"why", "deploy/web", "-n", e.ns}, args...)...)
 				report(t, "$ kubectl ctrlkit why deploy/web\n"+text)
 			}
 			mu.Lock()
@@ -321,6 +455,8 @@ func (e *env) release(resource, name string) {
 	switch resource {
 	case "pods":
 		_, err = e.cs.CoreV1().Pods(e.ns).Patch(e.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	case "deployments":
+		_, err = e.cs.AppsV1().Deployments(e.ns).Patch(e.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	default:
 		_, err = e.cs.AppsV1().ReplicaSets(e.ns).Patch(e.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	}

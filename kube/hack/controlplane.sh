@@ -9,6 +9,14 @@
 #   controlplane.sh stop-kcm DIR           stop that kube-controller-manager
 #   controlplane.sh stop DIR               stop everything started in DIR (by pidfile only) and remove DIR
 #
+# kube-apiserver runs with its default admission plugins, none turned off (v1.37: NamespaceLifecycle,
+# LimitRanger, ServiceAccount, PodSecurity, Priority, DefaultTolerationSeconds, ResourceQuota, the
+# admission webhooks and policies, …), so that what a cluster's admission rejects can be reproduced.
+# ServiceAccount admission refuses pods whose ServiceAccount does not exist, the namespace's "default"
+# one included: kube-controller-manager's serviceaccount-controller creates it (start-kcm runs it by
+# default; the Go harness in kube/internal/cluster creates it in every namespace itself). Extra
+# kube-apiserver flags: CTRLKIT_APISERVER_FLAGS (e.g. --disable-admission-plugins=ServiceAccount).
+#
 # Binaries are cached in ${CTRLKIT_CACHE:-$HOME/.cache/ctrlkit}/realcluster/$KUBE_VERSION, outside
 # the work tree. A cold build costs ~14 min of CPU and ~3 GB of RAM; it runs under nice.
 # Everything listens on 127.0.0.1 on free ports chosen at random. Only PIDs recorded in
@@ -142,10 +150,10 @@ start() {
   spawn kube-apiserver "$dir" "$BIN/kube-apiserver" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$api_port" --cert-dir="$dir/certs" \
     --etcd-servers="http://127.0.0.1:$etcd_port" --token-auth-file="$dir/tokens.csv" \
-    --authorization-mode=RBAC --endpoint-reconciler-type=none --disable-admission-plugins=ServiceAccount \
+    --authorization-mode=RBAC --endpoint-reconciler-type=none \
     --service-account-issuer=https://kubernetes.default.svc --service-account-key-file="$dir/sa.pub" \
     --service-account-signing-key-file="$dir/sa.key" --service-cluster-ip-range=10.0.0.0/24 \
-    --allow-privileged=true --profiling=false
+    --allow-privileged=true --profiling=false ${CTRLKIT_APISERVER_FLAGS:-}
   wait_url "$dir/kube-apiserver.pid" "https://127.0.0.1:$api_port/readyz" 90 -k -H "Authorization: Bearer $token" ||
     { tail -30 "$dir/kube-apiserver.log" >&2; stop "$dir"; die "kube-apiserver not ready"; }
 
@@ -172,7 +180,7 @@ KUBECONFIG
 
 start_kcm() {
   local dir=${1:?state dir}
-  local controllers=${2:-deployment-controller,replicaset-controller,garbage-collector-controller}
+  local controllers=${2:-deployment-controller,replicaset-controller,garbage-collector-controller,serviceaccount-controller}
   [ -f "$dir/kubeconfig" ] || die "$dir is not a control plane state dir"
   mkdir -p "$dir/kcm-certs"
   local port attempt
@@ -222,5 +230,5 @@ case "${1:-}" in
   stop-kcm) stop_pid "${2:?state dir}" kube-controller-manager ;;
   stop) stop "${2:-}" ;;
   bin) echo "$BIN" ;;
-  *) sed -n '2,12p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,20p' "$0" >&2; exit 2 ;;
 esac

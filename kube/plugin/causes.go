@@ -20,22 +20,28 @@ type CauseCode string
 
 // The causes, pod-level first.
 const (
-	ImagePullBackOff     CauseCode = "ImagePullBackOff"     // a container cannot pull its image
-	CrashLoopBackOff     CauseCode = "CrashLoopBackOff"     // a container keeps exiting
-	ContainerConfigError CauseCode = "ContainerConfigError" // a container cannot be created (missing ConfigMap or Secret, …)
-	Unschedulable        CauseCode = "Unschedulable"        // the scheduler cannot place the pod
-	ReadinessFailing     CauseCode = "ReadinessFailing"     // running but its readiness probe fails
-	StuckTerminating     CauseCode = "StuckTerminating"     // deleted, past its grace period, still there
-	QuotaExceeded        CauseCode = "QuotaExceeded"        // pod creation rejected by a ResourceQuota
-	AdmissionRejected    CauseCode = "AdmissionRejected"    // pod creation rejected by admission (LimitRange, policy, webhook)
-	FailedCreate         CauseCode = "FailedCreate"         // pod creation failed for another reason
-	ReplicaSetCreate     CauseCode = "ReplicaSetCreateError"
-	Paused               CauseCode = "Paused"                   // spec.paused is set
-	DeadlineExceeded     CauseCode = "ProgressDeadlineExceeded" // Progressing=False/ProgressDeadlineExceeded
-	HashCollision        CauseCode = "HashCollision"            // another ReplicaSet holds the name of this template's
-	SelectorOverlap      CauseCode = "SelectorOverlap"          // another controller's objects match the selector
-	OrphanedReplicaSet   CauseCode = "OrphanedReplicaSet"       // a ReplicaSet matching the selector that no controller owns
-	DisruptionBudget     CauseCode = "PodDisruptionBudget"      // a PDB allows no eviction of these pods
+	ImagePullBackOff       CauseCode = "ImagePullBackOff"     // a container cannot pull its image
+	CrashLoopBackOff       CauseCode = "CrashLoopBackOff"     // a container keeps exiting
+	ContainerConfigError   CauseCode = "ContainerConfigError" // a container cannot be created (missing ConfigMap or Secret, …)
+	Unschedulable          CauseCode = "Unschedulable"        // the scheduler cannot place the pod
+	ReadinessFailing       CauseCode = "ReadinessFailing"     // running but its readiness probe fails
+	StuckTerminating       CauseCode = "StuckTerminating"     // deleted, past its grace period, still there
+	QuotaExceeded          CauseCode = "QuotaExceeded"        // pod creation rejected by a ResourceQuota
+	AdmissionRejected      CauseCode = "AdmissionRejected"    // pod creation rejected by admission (LimitRange, policy, webhook)
+	FailedCreate           CauseCode = "FailedCreate"         // pod creation failed for another reason
+	ReplicaSetCreate       CauseCode = "ReplicaSetCreateError"
+	Paused                 CauseCode = "Paused"                   // spec.paused is set
+	DeadlineExceeded       CauseCode = "ProgressDeadlineExceeded" // Progressing=False/ProgressDeadlineExceeded
+	HashCollision          CauseCode = "HashCollision"            // another ReplicaSet holds the name of this template's
+	SelectorOverlap        CauseCode = "SelectorOverlap"          // another controller's objects match the selector
+	OrphanedReplicaSet     CauseCode = "OrphanedReplicaSet"       // a ReplicaSet matching the selector that no controller owns
+	DisruptionBudget       CauseCode = "PodDisruptionBudget"      // a PDB allows no eviction of these pods
+	KubeletRejected        CauseCode = "KubeletRejected"          // the kubelet refused to run the pod (OutOfcpu, NodeAffinity, …): it is Failed
+	ControllerNotObserving CauseCode = "ControllerNotObserving"   // no controller has acted on the latest generation for too long
+	BeingDeleted           CauseCode = "BeingDeleted"             // the Deployment has a deletionTimestamp
+	SpecFight              CauseCode = "SpecFight"                // two writers keep changing the spec back and forth
+	AutoscalerLimited      CauseCode = "AutoscalerLimited"        // an HPA is at its maxReplicas and wants more
+	AutoscalerFailing      CauseCode = "AutoscalerFailing"        // an HPA cannot scale (AbleToScale or ScalingActive False)
 )
 
 // Severity says whether a cause stops the rollout.
@@ -78,6 +84,10 @@ type Thresholds struct {
 	// a scheduler's verdict before it counts as unschedulable. Zero means
 	// 1 minute.
 	Unscheduled time.Duration
+	// Unobserved is how long the latest generation may wait for a
+	// controller (status.observedGeneration behind metadata.generation)
+	// before the controller counts as not running. Zero means 30 seconds.
+	Unobserved time.Duration
 }
 
 func (t Thresholds) withDefaults() Thresholds {
@@ -90,24 +100,39 @@ func (t Thresholds) withDefaults() Thresholds {
 	if t.Unscheduled <= 0 {
 		t.Unscheduled = time.Minute
 	}
+	if t.Unobserved <= 0 {
+		t.Unobserved = DefaultUnobserved
+	}
 	return t
 }
 
+// DefaultUnobserved is the default of Thresholds.Unobserved.
+const DefaultUnobserved = 30 * time.Second
+
 // podIssue is one pod's problem.
 type podIssue struct {
-	code   CauseCode
-	pod    string
-	what   string // the grouping key shown in the message
-	detail string
+	code    CauseCode
+	pod     string
+	what    string // the grouping key shown in the message
+	detail  string
+	fix     string // when it depends on more than the code
+	created time.Time
 }
 
 // podIssues classifies the unavailable pods of rss (the Deployment's own
 // ReplicaSets), oldest pod first within each ReplicaSet.
 func podIssues(rss []*appsv1.ReplicaSet, pods []*corev1.Pod, events []*corev1.Event, now time.Time, th Thresholds) []podIssue {
 	probeFailed := map[string]string{}
+	kubelet := map[string][]*corev1.Event{} // the kubelet's warnings, by pod
 	for _, e := range events {
-		if e.InvolvedObject.Kind == "Pod" && e.Reason == "Unhealthy" && strings.HasPrefix(e.Message, "Readiness probe failed") {
+		if e.InvolvedObject.Kind != "Pod" {
+			continue
+		}
+		if e.Reason == "Unhealthy" && strings.HasPrefix(e.Message, "Readiness probe failed") {
 			probeFailed[e.InvolvedObject.Name] = e.Message
+		}
+		if e.Type == corev1.EventTypeWarning {
+			kubelet[e.InvolvedObject.Name] = append(kubelet[e.InvolvedObject.Name], e)
 		}
 	}
 	owners := map[types.UID]*appsv1.ReplicaSet{}
@@ -126,7 +151,8 @@ func podIssues(rss []*appsv1.ReplicaSet, pods []*corev1.Pod, events []*corev1.Ev
 			continue
 		}
 		rs := owners[ref.UID]
-		if is, ok := classify(p, rs, probeFailed[p.Name], now, th); ok {
+		if is, ok := classify(p, rs, probeFailed[p.Name], kubelet[p.Name], now, th); ok {
+			is.created = p.CreationTimestamp.Time
 			out = append(out, is)
 		}
 	}
@@ -144,7 +170,7 @@ func controllerOf(p *corev1.Pod) *struct{ UID types.UID } {
 
 // classify finds what keeps one pod from being available, if anything
 // is wrong with it (a pod that is merely starting is not an issue).
-func classify(p *corev1.Pod, rs *appsv1.ReplicaSet, probe string, now time.Time, th Thresholds) (podIssue, bool) {
+func classify(p *corev1.Pod, rs *appsv1.ReplicaSet, probe string, events []*corev1.Event, now time.Time, th Thresholds) (podIssue, bool) {
 	is := podIssue{pod: p.Name}
 	if p.DeletionTimestamp != nil {
 		past := now.Sub(p.DeletionTimestamp.Time)
@@ -160,7 +186,19 @@ func classify(p *corev1.Pod, rs *appsv1.ReplicaSet, probe string, now time.Time,
 		}
 		return is, true
 	}
-	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+	if p.Status.Phase == corev1.PodFailed {
+		if reason, msg, ok := kubeletRejection(p, events); ok {
+			is.code, is.what = KubeletRejected, fmt.Sprintf("rejected by the kubelet (%s)", reason)
+			is.detail = msg
+			if p.Spec.NodeName != "" {
+				is.detail += " (node " + p.Spec.NodeName + ")"
+			}
+			is.fix = rejectionFix(reason)
+			return is, true
+		}
+		return is, false
+	}
+	if p.Status.Phase == corev1.PodSucceeded {
 		return is, false
 	}
 	if replicaset.IsPodAvailable(p, rs.Spec.MinReadySeconds, now) {
@@ -175,6 +213,16 @@ func classify(p *corev1.Pod, rs *appsv1.ReplicaSet, probe string, now time.Time,
 		switch w.Reason {
 		case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable":
 			is.code, is.what, is.detail = ImagePullBackOff, fmt.Sprintf("cannot pull image %q", cs.Image), join(w.Reason, w.Message)
+			for _, e := range events {
+				if e.Reason == "FailedToRetrieveImagePullSecret" {
+					// The kubelet could not read a secret of imagePullSecrets.
+					is.what += ": an image pull secret is missing"
+					is.detail = e.Message + "\n" + is.detail
+					is.fix = "create the missing image pull secret in this namespace (kubectl create secret docker-registry NAME --docker-server=… " +
+						"--docker-username=… --docker-password=…) or fix imagePullSecrets in the pod template; the kubelet retries the pull on its own"
+					break
+				}
+			}
 			return is, true
 		case "CrashLoopBackOff":
 			is.code, is.what = CrashLoopBackOff, fmt.Sprintf("crash-looping (container %s)", cs.Name)
@@ -269,6 +317,7 @@ func cmpOr(a, b string) string {
 func groupPods(issues []podIssue) []Cause {
 	var out []Cause
 	var whats []string
+	var spans [][2]time.Time // first and last creation of each cause's pods
 	idx := map[string]int{}
 	for _, is := range issues {
 		key := string(is.code) + "\x00" + is.what
@@ -276,14 +325,25 @@ func groupPods(issues []podIssue) []Cause {
 		if !ok {
 			i = len(out)
 			idx[key] = i
-			out = append(out, Cause{Code: is.code, Severity: Blocking, Detail: is.detail, Fix: podFix(is.code)})
+			out = append(out, Cause{Code: is.code, Severity: Blocking, Detail: is.detail, Fix: cmpOr(is.fix, podFix(is.code))})
 			whats = append(whats, is.what)
+			spans = append(spans, [2]time.Time{is.created, is.created})
 		}
 		out[i].Objects = append(out[i].Objects, "pod/"+is.pod)
+		if is.created.Before(spans[i][0]) {
+			spans[i][0] = is.created
+		}
+		if is.created.After(spans[i][1]) {
+			spans[i][1] = is.created
+		}
 	}
 	for i := range out {
 		n := len(out[i].Objects)
 		out[i].Message = fmt.Sprintf("%d %s %s", n, plural(n, "pod", "pods"), whats[i])
+		if out[i].Code == KubeletRejected && n > 1 {
+			out[i].Message += fmt.Sprintf(", created within %s: the ReplicaSet controller replaces each rejected pod, and the kubelet rejects the replacement too",
+				spans[i][1].Sub(spans[i][0]).Round(time.Second))
+		}
 	}
 	return out
 }
@@ -309,6 +369,64 @@ func podFix(c CauseCode) string {
 		return "fix the readiness probe's endpoint (or the probe itself) in the new version"
 	case StuckTerminating:
 		return "find what holds the pod (its finalizers, or a node that is down); as a last resort remove the finalizers or force-delete it"
+	case KubeletRejected:
+		return rejectionFix("")
 	}
 	return ""
+}
+
+// kubeletRejection reports a pod the kubelet refused at admission: the
+// kubelet marks it Failed with its reason and the message "Pod was
+// rejected: …", and records a Warning event with the same reason. It
+// returns the reason and the message (the event's when the status has
+// none).
+func kubeletRejection(p *corev1.Pod, events []*corev1.Event) (reason, msg string, ok bool) {
+	reason, msg = p.Status.Reason, p.Status.Message
+	if !strings.HasPrefix(msg, "Pod was rejected: ") && !rejectionReason(reason) {
+		return "", "", false
+	}
+	if msg == "" {
+		for _, e := range events {
+			if e.Reason == reason {
+				msg = e.Message
+			}
+		}
+	}
+	return cmpOr(reason, "UnknownReason"), msg, true
+}
+
+// rejectionReason reports whether reason is one the kubelet gives when it
+// rejects a pod at admission (pkg/kubelet/lifecycle and the admit
+// handlers of v1.37): resource shortages (OutOf…), the scheduler's
+// predicates it re-checks, and its managers' refusals.
+func rejectionReason(reason string) bool {
+	if strings.HasPrefix(reason, "OutOf") {
+		return true
+	}
+	switch reason {
+	case "NodeAffinity", "NodeName", "NodePorts", "TaintToleration", "UnexpectedAdmissionError", "UnknownReason",
+		"UnexpectedPredicateFailureType", "InvalidNodeInfo", "PodOSSelectorNodeLabelDoesNotMatch", "PodOSNotSupported",
+		"InitContainerRestartPolicyForbidden", "SupplementalGroupsPolicyNotSupported", "AppArmor", "PodLevelResourcesNotSupported",
+		"PodFeatureUnsupported", "SysctlForbidden", "TopologyAffinityError", "NodeShutdown", "VolumeAttachmentLimitExceeded":
+		return true
+	}
+	return false
+}
+
+// rejectionFix says what unblocks pods the kubelet rejects for reason.
+func rejectionFix(reason string) string {
+	const cleanup = "; then delete the Failed pods (kubectl delete pods --field-selector=status.phase=Failed), or roll back"
+	switch {
+	case strings.HasPrefix(reason, "OutOf"):
+		res := strings.TrimPrefix(reason, "OutOf")
+		return fmt.Sprintf("the node lacks %s for the pod's requests: the pod reached it without the scheduler's fit check (spec.nodeName set in the template, "+
+			"or the node's allocatable shrank); remove spec.nodeName or lower the %s requests, or free the node", res, res) + cleanup
+	case reason == "NodeAffinity", reason == "NodeName", reason == "NodePorts", reason == "TaintToleration":
+		return "the node does not satisfy the pod (" + reason + "): the pod was bound to it without the scheduler (spec.nodeName in the template) " +
+			"or the node's labels or taints changed; fix the template's nodeName, nodeSelector, affinity, host ports or tolerations" + cleanup
+	case reason == "UnexpectedAdmissionError", reason == "TopologyAffinityError":
+		return "a kubelet resource manager (device plugin, topology, CPU or memory manager) failed to allocate for the pod: read the kubelet's log on the node, " +
+			"check its device plugins, or lower the pod's device and exclusive-CPU requests" + cleanup
+	}
+	return "read the kubelet's reason and fix the pod template or the node" + cleanup
 }

@@ -71,13 +71,14 @@ func newRoot(ctx context.Context, env *Env, code *int) *cobra.Command {
 controller's own rules (the ctrlkit library).
 
 Exit codes: 0 complete/healthy (why), completes (plan), ok (history);
-1 stuck (why) or stalls (plan); 2 error.`,
+1 stuck or being deleted (why), stalls or no controller acts (plan); 2 error.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	flags.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().StringVarP(&output, "output", "o", "", "output format: json or yaml (default: text)")
+	var leases []string
 
 	load := func(cmd *cobra.Command, args []string) (*State, Format, error) {
 		f, err := ParseFormat(output)
@@ -92,7 +93,7 @@ Exit codes: 0 complete/healthy (why), completes (plan), ok (history);
 		if err != nil {
 			return nil, "", err
 		}
-		st, err := Fetch(cmd.Context(), cs, ns, name)
+		st, err := FetchWith(cmd.Context(), cs, ns, name, FetchOptions{Leases: leases})
 		return st, f, err
 	}
 
@@ -114,6 +115,9 @@ Exit codes: 0 complete/healthy (why), completes (plan), ok (history);
 	why.Flags().DurationVar(&th.NotReady, "not-ready-after", 5*time.Minute, "a running pod not ready this long, with no probe failure event, counts as failing readiness")
 	why.Flags().DurationVar(&th.Terminating, "terminating-after", 10*time.Second, "a pod this long past its grace period counts as stuck terminating")
 	why.Flags().DurationVar(&th.Unscheduled, "unscheduled-after", time.Minute, "a pod without a node or a scheduler verdict this long counts as unschedulable")
+	why.Flags().DurationVar(&th.Unobserved, "unobserved-after", DefaultUnobserved, "a generation no controller has acted on for this long means the controller is not running or not keeping up")
+	why.Flags().StringArrayVar(&leases, "controller-lease", nil, "a leader-election Lease (namespace/name) of the controller that runs Deployments, read when it lags behind; repeatable\n"+
+		"(default "+strings.Join(DefaultLeases, ", ")+")")
 
 	var images []string
 	var file string
@@ -164,6 +168,7 @@ Exit codes: 0 complete/healthy (why), completes (plan), ok (history);
 	plan.Flags().Uint64Var(&popts.Seed, "seed", 1, "seed of the pod model's draws (same seed, same plan)")
 	plan.Flags().DurationVar(&popts.Horizon, "horizon", time.Hour, "simulated time limit")
 	plan.Flags().DurationVar(&popts.Shutdown, "shutdown", 0, "how long a deleted pod takes to stop (default: its terminationGracePeriodSeconds)")
+	plan.Flags().DurationVar(&popts.Unobserved, "unobserved-after", DefaultUnobserved, "a generation no controller has acted on for this long: the plan does not complete as things stand")
 
 	history := &cobra.Command{
 		Use:   "history deploy/NAME",

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -188,5 +190,63 @@ spec:
 	last := r.Steps[len(r.Steps)-1]
 	if code != ExitOK || !r.Complete || last.Available != 6 || r.MaxPods != 8 {
 		t.Errorf("plan -f: exit %d, complete %t, last step %+v, maxPods %d", code, r.Complete, last, r.MaxPods)
+	}
+}
+
+// TestFetchControllerFacts: Fetch reads the Deployment's own events (Normal
+// ones too), the autoscalers that target it and, when its generation is
+// not observed, the leader Leases; why reports them through the command.
+func TestFetchControllerFacts(t *testing.T) {
+	w, st := fight()
+	objs := []runtime.Object{w.d, w.old, w.new, st.Autoscalers[0]}
+	for _, p := range w.pods {
+		objs = append(objs, p)
+	}
+	for _, e := range st.Events {
+		objs = append(objs, e)
+	}
+	other := st.Autoscalers[0].DeepCopy()
+	other.Name, other.Spec.ScaleTargetRef.Name = "api", "api"
+	objs = append(objs, other)
+	cs := fake.NewClientset(objs...)
+	got, err := Fetch(context.Background(), cs, "shop", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Autoscalers) != 1 || got.Autoscalers[0].Name != "web" || len(got.Events) != 2 || len(got.Leases) != 0 {
+		t.Errorf("autoscalers %d, events %d, leases %d; want 1 (web), 2 and none (generation observed)", len(got.Autoscalers), len(got.Events), len(got.Leases))
+	}
+	code, out, _ := execute(t, cs, "why", "deploy/web")
+	if code != ExitStuck || !strings.Contains(out, "SpecFight: spec.replicas keeps changing") {
+		t.Errorf("why = %d:\n%s", code, out)
+	}
+
+	w, _ = unobserved(4 * time.Minute)
+	renewed := metav1.NewMicroTime(now.Add(-time.Minute))
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "ctrl", Namespace: "ops"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr("host_1"), LeaseDurationSeconds: ptr(int32(15)), RenewTime: &renewed}}
+	cs = w.clientset()
+	if err := cs.Tracker().Add(lease); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = execute(t, cs, "why", "deploy/web", "--controller-lease", "ops/ctrl", "--controller-lease", "kube-system/kube-controller-manager")
+	for _, want := range []string{"ControllerNotObserving: no Deployment controller has acted on generation 3 for 4m0s",
+		"lease ops/ctrl: held by host_1, last renewed 1m0s ago: its 15s lease expired 45s ago",
+		`lease kube-system/kube-controller-manager: leases.coordination.k8s.io "kube-controller-manager" not found in namespace "kube-system"`} {
+		if code != ExitStuck || !strings.Contains(out, want) {
+			t.Errorf("why = %d, output lacks %q:\n%s", code, want, out)
+		}
+	}
+	code, _, errOut := execute(t, cs, "why", "deploy/web", "--controller-lease", "nope")
+	if code != ExitError || !strings.Contains(errOut, `lease "nope": want namespace/name`) {
+		t.Errorf("bad lease = %d, %q", code, errOut)
+	}
+	code, out, _ = execute(t, cs, "plan", "deploy/web", "--unobserved-after", "5m")
+	if code != ExitOK || !strings.Contains(out, "predicted: complete after") {
+		t.Errorf("plan under the threshold = %d:\n%s", code, out)
+	}
+	code, out, _ = execute(t, cs, "plan", "deploy/web")
+	if code != ExitStuck || !strings.Contains(out, "does NOT complete as things stand") {
+		t.Errorf("plan = %d:\n%s", code, out)
 	}
 }

@@ -2,10 +2,14 @@
 // points the planner at a live cluster:
 //
 //   - why: reads a Deployment, its ReplicaSets and pods (and the
-//     namespace's PodDisruptionBudgets, other Deployments and warning
-//     events) and says why the rollout is stuck: the controller's own
+//     namespace's PodDisruptionBudgets, HorizontalPodAutoscalers, other
+//     Deployments, warning events, the Deployment's own events and, when
+//     its generation waits for a controller, the controllers' leader
+//     Leases) and says why the rollout is stuck: the controller's own
 //     inequalities (planner.Explain) and the causes behind them, naming
-//     pods and reasons ([Why]);
+//     pods, reasons and writers, each with what would unblock it; or,
+//     for a rollout that progresses, when the planner expects it to
+//     complete ([Why]);
 //   - plan: a what-if from the live state (a new image or a changed
 //     manifest), simulated with the real controllers and a pod model
 //     measured on the live pods ([PlanLive], [ObservedModel]);

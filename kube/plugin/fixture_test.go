@@ -127,8 +127,8 @@ func (w *world) settle() {
 	for _, rs := range []*appsv1.ReplicaSet{w.old, w.new} {
 		rs.Status = appsv1.ReplicaSetStatus{ObservedGeneration: rs.Generation, Conditions: rs.Status.Conditions}
 		for _, p := range w.pods {
-			if !metav1.IsControlledBy(p, rs) || p.DeletionTimestamp != nil {
-				continue
+			if !metav1.IsControlledBy(p, rs) || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+				continue // as the ReplicaSet controller counts
 			}
 			rs.Status.Replicas++
 			for _, c := range p.Status.Conditions {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ctrlkit/ctrlkit/planner"
+	"github.com/ctrlkit/ctrlkit/replicaset"
 	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
@@ -36,6 +37,10 @@ type PlanOptions struct {
 	// Shutdown is how long a deleted pod takes to stop (zero: its grace
 	// period).
 	Shutdown time.Duration
+	// Unobserved is how long the Deployment's latest generation may wait
+	// for a controller before the plan says that none acts on it (zero:
+	// DefaultUnobserved).
+	Unobserved time.Duration
 }
 
 // PlanReport is the answer of `kubectl ctrlkit plan`.
@@ -63,6 +68,13 @@ type PlanReport struct {
 	Violations []string `json:"violations,omitempty"`
 	// Table is the planner's timeline table (text output only).
 	Table string `json:"-"`
+	// Unobserved is set when no controller has acted on the Deployment's
+	// latest generation for that long (at least PlanOptions.Unobserved):
+	// the simulation assumes controllers that run, so Complete is false
+	// and Duration is how long the rollout takes once one does.
+	Unobserved Duration `json:"unobserved,omitempty"`
+	// Warnings say why the prediction may not hold.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // PlanStep is one step of the predicted timeline.
@@ -130,7 +142,8 @@ func PlanLive(st *State, w WhatIf, now time.Time, opts PlanOptions) (PlanReport,
 			current = append(current, rs)
 		}
 	}
-	tl, err := planner.Plan(d, current, model.PodModel(), planner.Options{Seed: opts.Seed, Horizon: opts.Horizon})
+	tl, err := planner.Plan(d, current, model.PodModel(), planner.Options{Seed: opts.Seed, Horizon: opts.Horizon,
+		InFlight: inFlight(current, st.Pods, model, now)})
 	if err != nil {
 		return PlanReport{}, err
 	}
@@ -159,7 +172,61 @@ func PlanLive(st *State, w WhatIf, now time.Time, opts PlanOptions) (PlanReport,
 	for _, v := range planner.Check(tl.Trace(), d) {
 		r.Violations = append(r.Violations, v.String())
 	}
+	th := opts.Unobserved
+	if th <= 0 {
+		th = DefaultUnobserved
+	}
+	if waited, _, ok := notObserved(live, now, th); ok && live.DeletionTimestamp == nil {
+		r.Unobserved, r.Complete = Duration(waited.Round(time.Second)), false
+		r.Warnings = append(r.Warnings, fmt.Sprintf("no Deployment controller has acted on generation %d for %s (status.observedGeneration %d): "+
+			"this plan assumes controllers that run; see kubectl ctrlkit why deploy/%s", live.Generation, r.Unobserved, live.Status.ObservedGeneration, live.Name))
+	}
+	if live.DeletionTimestamp != nil {
+		r.Complete = false
+		r.Warnings = append(r.Warnings, fmt.Sprintf("the deployment is being deleted: the controller will not roll it out (the plan shows what it would do otherwise); see kubectl ctrlkit why deploy/%s", live.Name))
+	}
 	return r, nil
+}
+
+// inFlight is, for each ReplicaSet of current, how long after now each
+// of its pods that is not available yet should become available, by the
+// model: a Ready pod once it has been Ready minReadySeconds; a running
+// one after the model's readiness delay (its mean) since it started; a
+// pending one after the start delay and the readiness delay since it
+// was created. Terminating and finished pods are not counted.
+func inFlight(current []*appsv1.ReplicaSet, pods []*corev1.Pod, m Model, now time.Time) map[string][]time.Duration {
+	byUID := map[string]*appsv1.ReplicaSet{}
+	for _, rs := range current {
+		byUID[string(rs.UID)] = rs
+	}
+	ready := time.Duration(m.ReadyAfter) + time.Duration(m.ReadyJitter)/2
+	out := map[string][]time.Duration{}
+	for _, p := range pods {
+		ref := controllerOf(p)
+		if ref == nil || byUID[string(ref.UID)] == nil || p.DeletionTimestamp != nil ||
+			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		rs := byUID[string(ref.UID)]
+		minReady := time.Duration(rs.Spec.MinReadySeconds) * time.Second
+		if replicaset.IsPodAvailable(p, rs.Spec.MinReadySeconds, now) {
+			continue
+		}
+		var due time.Time
+		switch {
+		case replicaset.IsPodReady(p) && !readyTime(p).IsZero():
+			due = readyTime(p).Add(minReady)
+		case p.Status.StartTime != nil:
+			due = p.Status.StartTime.Add(ready + minReady)
+		default:
+			due = p.CreationTimestamp.Add(time.Duration(m.StartDelay) + ready + minReady)
+		}
+		out[rs.Name] = append(out[rs.Name], max(due.Sub(now), 0))
+	}
+	for name := range out {
+		slices.Sort(out[name])
+	}
+	return out
 }
 
 // setImages applies name=image settings to t, as `kubectl set image`

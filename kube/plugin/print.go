@@ -58,7 +58,7 @@ func Write(w io.Writer, f Format, report texter) error {
 }
 
 func (r WhyReport) writeText(w io.Writer) {
-	head := map[RolloutState]string{Complete: "complete", Progressing: "progressing, nothing wrong found", Stuck: "STUCK"}[r.State]
+	head := map[RolloutState]string{Complete: "complete", Progressing: "progressing, nothing wrong found", Stuck: "STUCK", Deleting: "BEING DELETED"}[r.State]
 	fmt.Fprintf(w, "deployment/%s in %s: %s\n", r.Deployment, r.Namespace, head)
 	target := r.NewReplicaSet
 	if target == "" {
@@ -83,9 +83,19 @@ func (r WhyReport) writeText(w io.Writer) {
 			if len(c.Objects) > 0 {
 				fmt.Fprintf(w, "      %s\n", listObjects(c.Objects, 5))
 			}
-			if c.Detail != "" {
-				fmt.Fprintf(w, "      %s\n", c.Detail)
+			for _, line := range strings.Split(c.Detail, "\n") {
+				if line != "" {
+					fmt.Fprintf(w, "      %s\n", line)
+				}
 			}
+		}
+	}
+	if e := r.Estimate; e != nil {
+		if e.Complete {
+			fmt.Fprintf(w, "\nEstimate: completes in about %s (at %s), as the planner simulates the rest of the rollout from the live state; "+
+				"the timeline: kubectl ctrlkit plan deploy/%s -n %s\n  pod model: %s\n", e.Remaining, e.At.Format(time.RFC3339), r.Deployment, r.Namespace, e.Model)
+		} else {
+			fmt.Fprintf(w, "\nEstimate: the planner does not see it complete within an hour: kubectl ctrlkit plan deploy/%s -n %s\n", r.Deployment, r.Namespace)
 		}
 	}
 	if len(r.Unblock) > 0 {
@@ -116,9 +126,13 @@ func (r PlanReport) writeText(w io.Writer) {
 		r.Model.StartDelay, r.Model.ReadyAfter, r.Model.ReadyJitter, shutdown, r.Model.Source)
 	fmt.Fprint(w, r.Table)
 	fmt.Fprintln(w)
-	if r.Complete {
+	switch {
+	case r.Unobserved > 0 && len(r.Stall) == 0:
+		fmt.Fprintf(w, "predicted: does NOT complete as things stand: no controller has acted on the deployment for %s; "+
+			"once one does, complete after %s\n", r.Unobserved, r.Duration)
+	case r.Complete:
 		fmt.Fprintf(w, "predicted: complete after %s\n", r.Duration)
-	} else {
+	default:
 		fmt.Fprintf(w, "predicted: does NOT complete\n")
 	}
 	fmt.Fprintf(w, "  peak pods %d, terminating ones included (maxSurge caps Σ spec at %d = replicas + surge; it does not count terminating pods)\n", r.PeakPods, r.MaxPods)
@@ -129,6 +143,9 @@ func (r PlanReport) writeText(w io.Writer) {
 	fmt.Fprintf(w, "invariants: %d violations\n", len(r.Violations))
 	for _, v := range r.Violations {
 		fmt.Fprintf(w, "  %s\n", v)
+	}
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(w, "\nwarning: %s\n", warn)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,21 +37,69 @@ type State struct {
 	Deployments []*appsv1.Deployment
 	// PDBs are the namespace's PodDisruptionBudgets.
 	PDBs []*policyv1.PodDisruptionBudget
-	// Events are the namespace's recent Warning events.
+	// Events are the namespace's recent Warning events, and every event
+	// of the Deployment and of the autoscalers that target it (scaling
+	// events are Normal ones).
 	Events []*corev1.Event
+	// Autoscalers are the namespace's HorizontalPodAutoscalers whose
+	// scaleTargetRef is the Deployment.
+	Autoscalers []*autoscalingv2.HorizontalPodAutoscaler
+	// Leases are the leader-election Leases of the controllers that may
+	// run the Deployment controller (FetchOptions.Leases). Fetch reads
+	// them only when the controller has not observed the Deployment's
+	// generation: they tell whether a controller is alive.
+	Leases []LeaseRead
 	// Warnings say what could not be read (a missing permission for the
-	// optional reads: PDBs, events, other Deployments).
+	// optional reads: PDBs, events, other Deployments, autoscalers).
 	Warnings []string
+}
+
+// LeaseRead is one leader-election Lease as Fetch found it.
+type LeaseRead struct {
+	// Namespace and Name name the Lease.
+	Namespace, Name string
+	// Lease is the object; nil when it could not be read.
+	Lease *coordinationv1.Lease
+	// Err says why it could not be read ("not found", "no permission …").
+	Err string
+}
+
+// DefaultLeases are the Leases FetchOptions.Leases defaults to:
+// kube-controller-manager's (its --leader-elect-resource-name default) and
+// ctrlkit-controller's, both in kube-system.
+var DefaultLeases = []string{"kube-system/kube-controller-manager", "kube-system/ctrlkit-controller"}
+
+// FetchOptions configures [FetchWith].
+type FetchOptions struct {
+	// Leases are the leader-election Leases (namespace/name) to read when
+	// the controller lags behind the Deployment's generation; nil means
+	// DefaultLeases.
+	Leases []string
 }
 
 // Getter is the part of kubernetes.Interface that Fetch uses.
 type Getter = kubernetes.Interface
 
-// Fetch reads the Deployment name in namespace ns and everything State
+// Fetch is FetchWith with the default options.
+func Fetch(ctx context.Context, cs Getter, ns, name string) (*State, error) {
+	return FetchWith(ctx, cs, ns, name, FetchOptions{})
+}
+
+// FetchWith reads the Deployment name in namespace ns and everything State
 // holds. A missing Deployment, a missing permission for the required reads
 // (the Deployment, ReplicaSets, pods) and an unreachable server are errors
-// that say so; the optional reads only add to State.Warnings.
-func Fetch(ctx context.Context, cs Getter, ns, name string) (*State, error) {
+// that say so; the optional reads only add to State.Warnings (or, for the
+// Leases, to LeaseRead.Err).
+func FetchWith(ctx context.Context, cs Getter, ns, name string, o FetchOptions) (*State, error) {
+	leases := o.Leases
+	if leases == nil {
+		leases = DefaultLeases
+	}
+	for _, l := range leases {
+		if lns, lname, ok := strings.Cut(l, "/"); !ok || lns == "" || lname == "" {
+			return nil, &UserError{Msg: fmt.Sprintf("lease %q: want namespace/name", l)}
+		}
+	}
 	d, err := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, describeErr(err, "get", "deployments.apps", ns, name)
@@ -104,14 +154,54 @@ func Fetch(ctx context.Context, cs Getter, ns, name string) (*State, error) {
 			st.PDBs = append(st.PDBs, &pdbs.Items[i])
 		}
 	}
-	if ev, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "type=Warning", Limit: 1000}); err != nil {
-		st.Warnings = append(st.Warnings, describeErr(err, "list", "events", ns, "").Error()+" (probe failures not read)")
+	if hl, err := cs.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, metav1.ListOptions{}); err != nil {
+		st.Warnings = append(st.Warnings, describeErr(err, "list", "horizontalpodautoscalers.autoscaling", ns, "").Error()+" (autoscalers not checked)")
 	} else {
+		for i := range hl.Items {
+			if targets(&hl.Items[i], d) {
+				st.Autoscalers = append(st.Autoscalers, &hl.Items[i])
+			}
+		}
+	}
+	seen := map[string]bool{}
+	addEvents := func(opts metav1.ListOptions, what string) {
+		ev, err := cs.CoreV1().Events(ns).List(ctx, opts)
+		if err != nil {
+			st.Warnings = append(st.Warnings, describeErr(err, "list", "events", ns, "").Error()+" ("+what+" not read)")
+			return
+		}
 		for i := range ev.Items {
-			st.Events = append(st.Events, &ev.Items[i])
+			if e := &ev.Items[i]; e.Name == "" || !seen[e.Name] {
+				seen[e.Name] = true
+				st.Events = append(st.Events, e)
+			}
+		}
+	}
+	addEvents(metav1.ListOptions{FieldSelector: "type=Warning", Limit: 1000}, "probe failures and kubelet rejections")
+	addEvents(metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(d.UID), Limit: 1000}, "scaling events")
+	for _, h := range st.Autoscalers {
+		addEvents(metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(h.UID), Limit: 200}, "autoscaler events")
+	}
+	if d.Status.ObservedGeneration < d.Generation {
+		for _, l := range leases {
+			lns, lname, _ := strings.Cut(l, "/")
+			r := LeaseRead{Namespace: lns, Name: lname}
+			if lease, err := cs.CoordinationV1().Leases(lns).Get(ctx, lname, metav1.GetOptions{}); err != nil {
+				r.Err = describeErr(err, "get", "leases.coordination.k8s.io", lns, lname).Error()
+			} else {
+				r.Lease = lease
+			}
+			st.Leases = append(st.Leases, r)
 		}
 	}
 	return st, nil
+}
+
+// targets reports whether h scales d.
+func targets(h *autoscalingv2.HorizontalPodAutoscaler, d *appsv1.Deployment) bool {
+	ref := h.Spec.ScaleTargetRef
+	group, _, _ := strings.Cut(ref.APIVersion, "/")
+	return ref.Kind == "Deployment" && ref.Name == d.Name && (group == "apps" || group == "extensions")
 }
 
 // collisionNames are the ReplicaSet names the controller computes for d's

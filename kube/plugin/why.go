@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -25,6 +26,9 @@ const (
 	Progressing RolloutState = "Progressing"
 	// Stuck: a blocking cause keeps it from finishing (exit 1).
 	Stuck RolloutState = "Stuck"
+	// Deleting: the Deployment has a deletionTimestamp; the controller
+	// will not roll it out (exit 1).
+	Deleting RolloutState = "Deleting"
 )
 
 // WhyReport is the answer of `kubectl ctrlkit why`.
@@ -51,6 +55,9 @@ type WhyReport struct {
 	Causes []Cause `json:"causes,omitempty"`
 	// Unblock lists what would let the rollout finish.
 	Unblock []string `json:"unblock,omitempty"`
+	// Estimate is the planner's prediction of when a progressing rollout
+	// completes (nil otherwise).
+	Estimate *Estimate `json:"estimate,omitempty"`
 	// Warnings say what could not be read.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -70,10 +77,26 @@ type Blocker struct {
 	Reason         string              `json:"reason,omitempty"`
 }
 
+// Estimate is when the planner expects a progressing rollout to complete:
+// [PlanLive] of the rest of the rollout from the live state, with the pod
+// model measured on the live pods and the pods in flight coming up when
+// that model says.
+type Estimate struct {
+	// Complete is false when the planner does not see the rollout
+	// complete within its horizon (then Remaining is zero).
+	Complete bool `json:"complete"`
+	// Remaining is the time from now to completion; At is now +
+	// Remaining.
+	Remaining Duration  `json:"remaining"`
+	At        time.Time `json:"at"`
+	// Model is the pod model's description (Model.Source).
+	Model string `json:"model"`
+}
+
 // ExitCode is the exit status for the report: 0 complete or
-// progressing, 1 stuck.
+// progressing, 1 stuck or being deleted.
 func (r WhyReport) ExitCode() int {
-	if r.State == Stuck {
+	if r.State == Stuck || r.State == Deleting {
 		return ExitStuck
 	}
 	return ExitOK
@@ -102,8 +125,11 @@ func Why(st *State, now time.Time, th Thresholds) WhyReport {
 			Replicas: b.Replicas, Total: b.Total, MaxSurge: b.MaxSurge, MaxUnavailable: b.MaxUnavailable,
 			MinAvailable: b.MinAvailable, Available: b.Available, NewUnavailable: b.NewUnavailable, Reason: b.Reason})
 	}
-	complete := newRS != nil && rollout.DeploymentComplete(d, d.Status) && len(r.Blockers) == 0
+	complete := newRS != nil && rollout.DeploymentComplete(d, d.Status) && len(r.Blockers) == 0 &&
+		d.Status.ObservedGeneration >= d.Generation
 
+	r.Causes = append(r.Causes, deletion(d, st, owned, now)...)
+	r.Causes = append(r.Causes, controllerLag(d, st, now, th.Unobserved)...)
 	if !complete && d.Spec.Paused {
 		r.Causes = append(r.Causes, Cause{Code: Paused, Severity: Blocking,
 			Message: "the deployment is paused: the controller only scales, it does not roll out",
@@ -118,18 +144,30 @@ func Why(st *State, now time.Time, th Thresholds) WhyReport {
 				Objects: []string{"deployment/" + d.Name}, Detail: c.Message,
 				Fix: "fix the causes listed; the controller keeps rolling once they are gone (or roll back: kubectl rollout undo deployment/" + d.Name + ")"})
 		case rollout.ReasonFailedRSCreate:
-			r.Causes = append(r.Causes, Cause{Code: ReplicaSetCreate, Severity: Blocking,
-				Message: "the new ReplicaSet cannot be created", Objects: []string{"deployment/" + d.Name}, Detail: c.Message,
-				Fix: "see the message; a quota on replicasets or an admission policy usually"})
+			r.Causes = append(r.Causes, replicaSetCreate(d, c.Message))
 		}
 	}
-	r.Causes = append(r.Causes, replicaFailures(owned, newRS)...)
-	r.Causes = append(r.Causes, groupPods(podIssues(owned, st.Pods, st.Events, now, th))...)
+	r.Causes = append(r.Causes, replicaFailures(d, owned, newRS)...)
+	pods := groupPods(podIssues(owned, st.Pods, st.Events, now, th))
+	for i := range pods {
+		if pods[i].Code == KubeletRejected && complete {
+			// Failed pods left from earlier rejections; their
+			// replacements run.
+			pods[i].Severity = Warning
+			pods[i].Message += " (left over: the rollout completed)"
+			pods[i].Fix = "delete the Failed pods: kubectl delete pods --field-selector=status.phase=Failed"
+		}
+	}
+	r.Causes = append(r.Causes, pods...)
 	r.Causes = append(r.Causes, collisions(d, st.ReplicaSets, newRS)...)
 	r.Causes = append(r.Causes, foreign(d, st)...)
 	r.Causes = append(r.Causes, disruptionBudgets(d, st, now)...)
+	r.Causes = append(r.Causes, specFight(d, st, now)...)
+	r.Causes = append(r.Causes, autoscalers(st)...)
 
 	switch {
+	case d.DeletionTimestamp != nil:
+		r.State = Deleting
 	case complete && !hasBlocking(r.Causes):
 		r.State = Complete
 	case hasBlocking(r.Causes):
@@ -137,10 +175,49 @@ func Why(st *State, now time.Time, th Thresholds) WhyReport {
 	default:
 		r.State = Progressing
 	}
-	if r.State == Stuck {
+	if r.State == Stuck || r.State == Deleting {
 		r.Unblock = unblock(d, r.Causes)
 	}
+	if r.State == Progressing {
+		r.Estimate, r.Warnings = estimate(st, now, r.Warnings)
+	}
 	return r
+}
+
+// estimate plans the rest of a progressing rollout from the live state.
+func estimate(st *State, now time.Time, warnings []string) (*Estimate, []string) {
+	p, err := PlanLive(st, WhatIf{}, now, PlanOptions{Seed: 1})
+	if err != nil {
+		return nil, append(warnings, "no estimate of the completion: "+err.Error())
+	}
+	e := &Estimate{Complete: p.Complete, Model: p.Model.Source}
+	if p.Complete {
+		e.Remaining, e.At = p.Duration, now.Add(time.Duration(p.Duration))
+	}
+	return e, warnings
+}
+
+// replicaSetCreate explains a new ReplicaSet the API server refused
+// (Progressing=False/ReplicaSetCreateError, message from the create).
+func replicaSetCreate(d *appsv1.Deployment, msg string) Cause {
+	c := Cause{Code: ReplicaSetCreate, Severity: Blocking, Message: "the new ReplicaSet cannot be created",
+		Objects: []string{"deployment/" + d.Name}, Detail: msg,
+		Fix: "fix what the message names (an admission policy or webhook on ReplicaSets, usually), or roll back: kubectl rollout undo deployment/" + d.Name}
+	if strings.Contains(msg, "exceeded quota") {
+		c.Code = QuotaExceeded
+		c.Message = "a ResourceQuota rejects the new ReplicaSet"
+		c.Fix = "raise the ResourceQuota (kubectl describe quota)"
+		if strings.Contains(msg, "count/replicasets.apps") {
+			c.Message = "a ResourceQuota on the number of ReplicaSets (count/replicasets.apps) rejects the new ReplicaSet"
+			limit := int32(10)
+			if d.Spec.RevisionHistoryLimit != nil {
+				limit = *d.Spec.RevisionHistoryLimit
+			}
+			c.Fix = fmt.Sprintf("raise the quota's count/replicasets.apps (kubectl describe quota), or lower spec.revisionHistoryLimit (now %d): "+
+				"every revision kept is a ReplicaSet that counts, and the controller deletes the old ones beyond the limit", limit)
+		}
+	}
+	return c
 }
 
 func hasBlocking(cs []Cause) bool {
@@ -156,8 +233,8 @@ func unblock(d *appsv1.Deployment, cs []Cause) []string {
 		}
 		out = append(out, c.Fix)
 		switch c.Code {
-		case ImagePullBackOff, CrashLoopBackOff, ContainerConfigError, ReadinessFailing:
-			podTrouble = true
+		case ImagePullBackOff, CrashLoopBackOff, ContainerConfigError, ReadinessFailing, KubeletRejected, AdmissionRejected:
+			podTrouble = d.DeletionTimestamp == nil
 		}
 	}
 	if podTrouble {
@@ -170,9 +247,12 @@ func unblock(d *appsv1.Deployment, cs []Cause) []string {
 	return out
 }
 
+// serviceAccountRE reads the ServiceAccount admission plugin's refusal.
+var serviceAccountRE = regexp.MustCompile(`error looking up service account ([^/\s]+)/([^:\s]+):`)
+
 // replicaFailures reads the ReplicaFailure conditions of the owned
 // ReplicaSets, the new one first: pod creation rejected.
-func replicaFailures(owned []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) []Cause {
+func replicaFailures(d *appsv1.Deployment, owned []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) []Cause {
 	order := slices.Clone(owned)
 	if newRS != nil {
 		order = append([]*appsv1.ReplicaSet{newRS}, slices.DeleteFunc(order, func(rs *appsv1.ReplicaSet) bool { return rs == newRS })...)
@@ -185,18 +265,37 @@ func replicaFailures(owned []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) []Cau
 			}
 			cause := Cause{Severity: Blocking, Objects: []string{"replicaset/" + rs.Name}, Detail: join(c.Reason, c.Message)}
 			missing := replicas(rs.Spec.Replicas) - rs.Status.Replicas
+			n := max(missing, 0)
 			switch {
 			case strings.Contains(c.Message, "exceeded quota"):
 				cause.Code = QuotaExceeded
-				cause.Message = fmt.Sprintf("a ResourceQuota rejects the pods of %s (%d missing)", rs.Name, max(missing, 0))
+				cause.Message = fmt.Sprintf("a ResourceQuota rejects the pods of %s (%d missing)", rs.Name, n)
 				cause.Fix = "raise the ResourceQuota (kubectl describe quota), lower the pods' requests, or lower maxSurge so the rollout fits"
-			case strings.Contains(c.Message, "forbidden"):
+			case strings.Contains(c.Message, "failed calling webhook"):
+				cause.Code = FailedCreate
+				cause.Message = fmt.Sprintf("an admission webhook cannot be called, and its failurePolicy Fail rejects the pods of %s (%d missing)", rs.Name, n)
+				cause.Fix = "bring the webhook named in the message back (its Service, endpoints and pods: kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations), " +
+					"or, if it is not needed, delete its configuration or set failurePolicy: Ignore; the ReplicaSet controller retries on its own " +
+					"(rolling back does not help: every pod goes through the webhook)"
+			case strings.Contains(c.Message, "error looking up service account"):
+				ns, sa := rs.Namespace, cmpOr(rs.Spec.Template.Spec.ServiceAccountName, "default")
+				if m := serviceAccountRE.FindStringSubmatch(c.Message); m != nil {
+					ns, sa = m[1], m[2]
+				}
 				cause.Code = AdmissionRejected
-				cause.Message = fmt.Sprintf("admission rejects the pods of %s (%d missing)", rs.Name, max(missing, 0))
-				cause.Fix = "make the pod template satisfy the policy named in the message (LimitRange, Pod Security, a webhook)"
+				cause.Message = fmt.Sprintf("the pods of %s name ServiceAccount %s, which does not exist (%d missing)", rs.Name, sa, n)
+				cause.Fix = fmt.Sprintf("create the ServiceAccount (kubectl create serviceaccount %s -n %s) or fix serviceAccountName in the pod template", sa, ns)
+			case strings.Contains(c.Message, "forbidden"), strings.Contains(c.Message, "denied the request"):
+				cause.Code = AdmissionRejected
+				cause.Message = fmt.Sprintf("admission rejects the pods of %s (%d missing)", rs.Name, n)
+				cause.Fix = "make the pod template satisfy the policy named in the message (LimitRange, Pod Security, an admission policy or webhook)"
 			default:
 				cause.Code = FailedCreate
-				cause.Message = fmt.Sprintf("the pods of %s cannot be created (%d missing)", rs.Name, max(missing, 0))
+				cause.Message = fmt.Sprintf("the pods of %s cannot be created (%d missing)", rs.Name, n)
+				cause.Fix = "fix what the message names; the ReplicaSet controller retries the creations on its own"
+				if d.DeletionTimestamp == nil {
+					cause.Fix += " (or roll back: kubectl rollout undo deployment/" + d.Name + ")"
+				}
 			}
 			out = append(out, cause)
 		}

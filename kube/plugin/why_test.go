@@ -191,6 +191,7 @@ func TestWhy(t *testing.T) {
 			if err := Write(&b, Text, r); err != nil {
 				t.Fatal(err)
 			}
+			checkUnblock(t, r, b.String())
 			if r.State != tt.state {
 				t.Errorf("state = %s; want %s\n%s", r.State, tt.state, b.String())
 			}

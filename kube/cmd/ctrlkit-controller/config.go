@@ -49,14 +49,16 @@ kube-controller-manager flags honoured, with the same meaning and defaults:
   --kube-api-burst --kube-api-content-type --profiling --leader-elect
   --leader-elect-resource-namespace --leader-elect-lease-duration
   --leader-elect-renew-deadline --leader-elect-retry-period --tls-cert-file --tls-private-key-file
-  --authorization-always-allow-paths --authentication-token-webhook-cache-ttl, klog's flags (-v, --vmodule)
+  --authorization-always-allow-paths --authentication-token-webhook-cache-ttl, klog's flags (-v, --vmodule),
+  --feature-gates (the gates of these two controllers and client-go's; see below)
 Same name, different meaning or default:
   --secure-port (0 by default: off; kube-controller-manager serves 10257), --bind-address (the plain-HTTP
   loopback endpoint; kube-controller-manager's is the IP of the secure port, here --secure-bind-address),
   --leader-elect-resource-name (ctrlkit-controller; the Lease kube-controller-manager holds is its own)
 kube-controller-manager flags with no meaning here (not accepted): --controllers, --master, the flags
   of other controllers (--concurrent-*-syncs but these two, --node-*, --cluster-*, --service-*,
-  --root-ca-file, --use-service-account-credentials, --feature-gates), --leader-migrator-*,
+  --root-ca-file, --use-service-account-credentials), the other controllers' feature gates (unrecognized
+  here: kube-controller-manager knows them), --leader-migrator-*,
   --authentication-kubeconfig and --authorization-kubeconfig (the reviews go through --kubeconfig's
   client), --client-ca-file, --requestheader-* (bearer tokens only), --cert-dir (a self-signed
   certificate is kept in memory)

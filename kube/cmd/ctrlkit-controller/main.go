@@ -6,6 +6,12 @@
 //
 //	ctrlkit-controller --kubeconfig=$HOME/.kube/config [--namespace=NS] [--workers=5]
 //	    [--leader-elect] [--kube-api-qps=20 --kube-api-burst=30] [--bind-address=127.0.0.1:10271]
+//	    [--feature-gates=PodDeletionCost=false,...]
+//
+// --feature-gates takes kube-controller-manager's syntax and gives its
+// answers (k8s.io/component-base/featuregate at v1.37) for the gates the
+// Deployment and ReplicaSet controllers consult and client-go's; a gate
+// of another controller is unrecognized here.
 //
 // It serves /healthz, /metrics (Prometheus) and /debug/pprof in plain
 // HTTP on --bind-address (loopback only), and with --secure-port over TLS
@@ -25,11 +31,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ctrlkit/ctrlkit/features"
 	"github.com/ctrlkit/ctrlkit/kube"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
@@ -60,6 +68,9 @@ type options struct {
 	leaseDuration     time.Duration
 	renewDeadline     time.Duration
 	retryPeriod       time.Duration
+	// featureGates are the values of --feature-gates, gates what they set.
+	featureGates gateValues
+	gates        features.Gates
 }
 
 func main() {
@@ -70,6 +81,19 @@ func main() {
 	if err != nil {
 		os.Exit(2) // the flag package printed the error and the usage
 	}
+	// --feature-gates is answered as kube-controller-manager answers it:
+	// component-base's error, logged, and exit status 1.
+	fg, err := newFeatureGate()
+	if err == nil {
+		o.gates, err = featureGates(fg, o.featureGates)
+	}
+	if err != nil {
+		klog.ErrorS(err, "command failed")
+		klog.Flush()
+		os.Exit(1)
+	}
+	// client-go consults the same gates, as in kube-controller-manager.
+	clientfeatures.ReplaceFeatureGates(clientGates{fg})
 	log := klog.NewKlogr().WithName("ctrlkit-controller")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -119,6 +143,7 @@ func parseFlags(name string, args []string) (options, error) {
 	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "lease duration")
 	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "renew deadline")
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "retry period")
+	fs.Var(&o.featureGates, "feature-gates", gatesUsage())
 	klog.InitFlags(fs)
 	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); err != nil {
@@ -156,7 +181,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	op := &kube.Operator{Config: cfg, Namespace: o.namespace, DeploymentWorkers: o.deploymentSyncs, ReplicaSetWorkers: o.replicaSetSyncs, BatchPeriod: o.batchPeriod, EagerStatus: o.eagerStatus, LowPriorityEvents: o.lowPriorityEvents, EventsAPI: o.eventsAPI, Metrics: metrics,
+	op := &kube.Operator{Config: cfg, Namespace: o.namespace, DeploymentWorkers: o.deploymentSyncs, ReplicaSetWorkers: o.replicaSetSyncs, BatchPeriod: o.batchPeriod, EagerStatus: o.eagerStatus, FeatureGates: o.gates, LowPriorityEvents: o.lowPriorityEvents, EventsAPI: o.eventsAPI, Metrics: metrics,
 		Grace: o.shutdownGrace, Logger: log}
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	mux := handlers(metrics, watchdog, o.profiling)

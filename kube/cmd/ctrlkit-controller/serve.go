@@ -10,6 +10,7 @@ import (
 	"net/http/pprof"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -56,6 +57,12 @@ func serveInsecure(log logr.Logger, addr string, h http.Handler) (func(), error)
 		return nil, fmt.Errorf("--bind-address=%s: plain HTTP is served on loopback only; use --secure-port to serve other addresses", addr)
 	}
 	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		// As kube-controller-manager on its secure port, a second instance
+		// on the host cannot start on the same port: say what to do.
+		return nil, fmt.Errorf("--bind-address=%s: %w: another process serves it (a second ctrlkit-controller on this host?); "+
+			"give each instance its own port, 127.0.0.1:0 for a free one (logged at start), or --bind-address= to serve none", addr, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +119,9 @@ func serveSecure(log logr.Logger, cs kubernetes.Interface, o secureOptions, h ht
 	}
 	ln, err := tls.Listen("tcp", net.JoinHostPort(o.bindAddress, fmt.Sprint(o.port)),
 		&tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12})
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("--secure-port=%d: %w: another process serves it (a second instance on this host, or kube-controller-manager's 10257?); give each its own --secure-port", o.port, err)
+	}
 	if err != nil {
 		return nil, err
 	}

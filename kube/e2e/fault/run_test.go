@@ -18,6 +18,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/kube"
 	"github.com/ctrlkit/ctrlkit/kube/internal/cluster"
+	"github.com/ctrlkit/ctrlkit/kube/simkubelet"
 	"github.com/ctrlkit/ctrlkit/planner"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -91,6 +92,9 @@ type run struct {
 	problems []string
 	// finishHook, if set, runs once the run has converged.
 	finishHook func()
+	// flags are passed to every controller process of the run, after
+	// the harness's own.
+	flags []string
 }
 
 // problem reports something the side under test got wrong: a test
@@ -107,6 +111,14 @@ func (r *run) problem(format string, args ...any) {
 }
 
 func newRun(t *testing.T, s side, scenario string, seed uint64) *run {
+	t.Helper()
+	return newRunWith(t, s, scenario, seed, nil)
+}
+
+// newRunWith is newRun whose kubelet, if fault is set, is a
+// cluster.FaultKubelet giving each new pod the fault fault picks (a
+// kubelet rejection, say) instead of the plain Kubelet.
+func newRunWith(t *testing.T, s side, scenario string, seed uint64, fault func(*corev1.Pod) simkubelet.Fault) *run {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	harness := new(kube.WriteCounter)
@@ -130,8 +142,13 @@ func newRun(t *testing.T, s side, scenario string, seed uint64) *run {
 	ready := make(chan struct{})
 	wg.Go(func() { r.rec.Run(ctx, ready) })
 	<-ready
-	kubelet := &cluster.Kubelet{Client: cs, Namespace: ns, ReadyDelay: readyDelay}
-	wg.Go(func() { _ = kubelet.Run(ctx) })
+	if fault != nil {
+		k := &cluster.FaultKubelet{Client: cs, Namespace: ns, ReadyDelay: readyDelay, Fault: fault}
+		wg.Go(func() { _ = k.Run(ctx) })
+	} else {
+		k := &cluster.Kubelet{Client: cs, Namespace: ns, ReadyDelay: readyDelay}
+		wg.Go(func() { _ = k.Run(ctx) })
+	}
 	r.stop = func() { cancel(); wg.Wait() }
 	t.Cleanup(r.cleanup)
 	return r
@@ -188,6 +205,7 @@ func (r *run) controller(name, kubeconfig string, leaderElect bool) *cluster.Pro
 	// CTRLKIT_FAULT_CONTROLLER_FLAGS: extra flags for every controller
 	// process, for a diagnosis (e.g. --v=4).
 	limits = append(limits, strings.Fields(os.Getenv("CTRLKIT_FAULT_CONTROLLER_FLAGS"))...)
+	limits = append(limits, r.flags...)
 	var p *cluster.Process
 	var err error
 	switch r.side {
@@ -684,8 +702,9 @@ func (r *run) finalState() map[string]dState {
 	for _, d := range ds.Items {
 		st := d.Status
 		s := dState{Annotations: d.Annotations, ReplicaSets: map[string]string{},
-			Status: fmt.Sprintf("observed=%d replicas=%d updated=%d ready=%d available=%d unavailable=%d collisions=%v",
-				st.ObservedGeneration, st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas, st.UnavailableReplicas, st.CollisionCount)}
+			Status: fmt.Sprintf("observed=%d replicas=%d updated=%d ready=%d available=%d unavailable=%d terminating=%s collisions=%v",
+				st.ObservedGeneration, st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas, st.UnavailableReplicas,
+				fmtPtr(st.TerminatingReplicas), st.CollisionCount)}
 		for _, c := range st.Conditions {
 			s.Conditions = append(s.Conditions, fmt.Sprintf("%s=%s/%s: %s", c.Type, c.Status, c.Reason, c.Message))
 		}
@@ -696,8 +715,8 @@ func (r *run) finalState() map[string]dState {
 				for _, k := range keys {
 					ann = append(ann, k+"="+rs.Annotations[k])
 				}
-				s.ReplicaSets[rs.Name] = fmt.Sprintf("replicas=%d/%d image=%s %s", *rs.Spec.Replicas, rs.Status.Replicas,
-					rs.Spec.Template.Spec.Containers[0].Image, strings.Join(ann, ","))
+				s.ReplicaSets[rs.Name] = fmt.Sprintf("replicas=%d/%d terminating=%s image=%s %s", *rs.Spec.Replicas, rs.Status.Replicas,
+					fmtPtr(rs.Status.TerminatingReplicas), rs.Spec.Template.Spec.Containers[0].Image, strings.Join(ann, ","))
 			}
 		}
 		out[d.Name] = s
@@ -752,6 +771,14 @@ func (r *run) dumpTrace() {
 			r.t.Error(err)
 		}
 	}
+}
+
+// fmtPtr renders an optional count, nil as "nil".
+func fmtPtr(p *int32) string {
+	if p == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*p)
 }
 
 func mkdir(t *testing.T, dir string) string {

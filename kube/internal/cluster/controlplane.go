@@ -1,7 +1,10 @@
 // Package cluster is the end-to-end test harness of package kube: it starts
 // a real etcd + kube-apiserver (and, when asked, the upstream
-// kube-controller-manager) through hack/controlplane.sh, plays kubelet for
-// the pods, and records what the controllers write as a trace.
+// kube-controller-manager) through hack/controlplane.sh, creates every
+// namespace's default ServiceAccount (kube-apiserver runs its default
+// admission plugins, ServiceAccount included), and records what the
+// controllers write as a trace. The kubelet that plays for the pods is
+// package simkubelet.
 package cluster
 
 import (
@@ -22,6 +25,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/kube"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -36,6 +40,8 @@ type ControlPlane struct {
 	// when a kube-apiserver RestartAPIServer started has exited.
 	apiArgs []string
 	exited  chan struct{}
+	// stopAccounts stops the creator of default ServiceAccounts.
+	stopAccounts func()
 }
 
 // Script returns the path of hack/controlplane.sh, found from this source
@@ -80,6 +86,13 @@ func Start(ctx context.Context) (*ControlPlane, error) {
 		}
 		*f.dst = strings.TrimSpace(string(b))
 	}
+	cs, err := kubernetes.NewForConfig(cp.Config(20, 40))
+	if err != nil {
+		return nil, errors.Join(err, cp.Stop())
+	}
+	actx, cancel := context.WithCancel(context.Background())
+	wait := serviceAccounts(actx, cs)
+	cp.stopAccounts = func() { cancel(); wait() }
 	return cp, nil
 }
 
@@ -111,6 +124,9 @@ func (cp *ControlPlane) StopKCM(ctx context.Context) error {
 
 // Stop stops every process of the control plane and removes its directory.
 func (cp *ControlPlane) Stop() error {
+	if cp.stopAccounts != nil {
+		cp.stopAccounts()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_, err := runScript(ctx, cp.script, "stop", cp.Dir)

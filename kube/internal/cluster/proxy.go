@@ -43,6 +43,9 @@ type ProxyFaults struct {
 	// client's caches lag the server by WatchLag while its writes go
 	// through at once.
 	WatchLag time.Duration
+	// WatchLagResource, if set, limits WatchLag to the watch streams of
+	// that resource ("pods"): one informer lags, the others do not.
+	WatchLagResource string
 }
 
 // ProxyRequest is one request that went through a [Proxy].
@@ -93,7 +96,7 @@ func StartProxy(cp *ControlPlane, seed uint64, dir string) (*Proxy, error) {
 		FlushInterval: -1, // watch events go out as they come
 		ModifyResponse: func(resp *http.Response) error {
 			if isWatch(resp.Request) {
-				resp.Body = p.watchBody(resp.Body)
+				resp.Body = p.watchBody(resp.Body, resp.Request.URL.Path)
 			}
 			return nil
 		},
@@ -265,7 +268,7 @@ func isWatch(r *http.Request) bool {
 
 // watchBody wraps a watch stream with the faults set now: a cut deadline
 // and the lag (read again for every chunk).
-func (p *Proxy) watchBody(body io.ReadCloser) io.ReadCloser {
+func (p *Proxy) watchBody(body io.ReadCloser, path string) io.ReadCloser {
 	p.mu.Lock()
 	f := p.faults
 	var cut time.Time
@@ -274,7 +277,7 @@ func (p *Proxy) watchBody(body io.ReadCloser) io.ReadCloser {
 	}
 	p.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
-	lb := &laggedBody{body: body, chunks: make(chan chunk, 1024), cancel: cancel, ctx: ctx}
+	lb := &laggedBody{body: body, chunks: make(chan chunk, 1024), cancel: cancel, ctx: ctx, path: path}
 	if !cut.IsZero() {
 		lb.cut = time.NewTimer(time.Until(cut))
 	}
@@ -298,6 +301,7 @@ type laggedBody struct {
 	cut    *time.Timer
 	ctx    context.Context
 	cancel context.CancelFunc
+	path   string // of the watch request
 }
 
 func (l *laggedBody) pump(p *Proxy) {
@@ -307,6 +311,9 @@ func (l *laggedBody) pump(p *Proxy) {
 		n, err := l.body.Read(buf)
 		p.mu.Lock()
 		lag := p.faults.WatchLag
+		if r := p.faults.WatchLagResource; r != "" && !strings.HasSuffix(l.path, "/"+r) {
+			lag = 0
+		}
 		p.mu.Unlock()
 		c := chunk{due: time.Now().Add(lag), data: buf[:n], err: err}
 		select {

@@ -1,8 +1,10 @@
-package cluster
+package simkubelet
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,15 +42,96 @@ const (
 	// ReadinessFails: Running, not Ready, and an Unhealthy event
 	// "Readiness probe failed" as the kubelet records it.
 	ReadinessFails Fault = "ReadinessFails"
+	// PrivateImage: the image's registry wants credentials. The pull
+	// works when the pod names imagePullSecrets and all of them exist;
+	// otherwise the pod stays Pending, its container waiting
+	// ImagePullBackOff with the registry's refusal. (A missing secret is
+	// also reported, for any pod, with the kubelet's
+	// FailedToRetrieveImagePullSecret event.)
+	PrivateImage Fault = "PrivateImage"
 )
+
+// The kubelet's admission rejections: the pod is bound, then the kubelet
+// refuses to run it and marks it Failed with the reason and the message
+// "Pod was rejected: …", and records a Warning event with the same
+// reason (pkg/kubelet's rejectPod). The ReplicaSet controller does not
+// count a Failed pod, so it creates a replacement.
+const (
+	// OutOfCPU: the node has no CPU left for the pod's requests.
+	OutOfCPU Fault = "OutOfcpu"
+	// OutOfMemory: the node has no memory left for the pod's requests.
+	OutOfMemory Fault = "OutOfmemory"
+	// NodeAffinity: the node does not match the pod's node selector or
+	// affinity (a pod bound without the scheduler, or relabelled node).
+	NodeAffinity Fault = "NodeAffinity"
+	// UnexpectedAdmissionError: a resource manager failed to allocate a
+	// device for the pod.
+	UnexpectedAdmissionError Fault = "UnexpectedAdmissionError"
+)
+
+// Faults lists every fault, for command lines.
+var Faults = []Fault{ImagePull, InvalidImage, CrashLoop, OOMKilled, InitCrashLoop, ConfigError, Unschedulable, ReadinessFails,
+	PrivateImage, OutOfCPU, OutOfMemory, NodeAffinity, UnexpectedAdmissionError}
+
+// ParseFault returns the fault named s ("" or "Healthy" is Healthy).
+func ParseFault(s string) (Fault, error) {
+	if s == "" || s == "Healthy" {
+		return Healthy, nil
+	}
+	for _, f := range Faults {
+		if strings.EqualFold(string(f), s) {
+			return f, nil
+		}
+	}
+	names := make([]string, len(Faults))
+	for i, f := range Faults {
+		names[i] = string(f)
+	}
+	return "", fmt.Errorf("simkubelet: unknown fault %q (one of Healthy, %s)", s, strings.Join(names, ", "))
+}
+
+// rejected reports whether f is a kubelet admission rejection.
+func (f Fault) rejected() bool {
+	switch f {
+	case OutOfCPU, OutOfMemory, NodeAffinity, UnexpectedAdmissionError:
+		return true
+	}
+	return false
+}
+
+// Node capacity the rejection messages quote: the node is full.
+const (
+	nodeCPUMilli   = 4000
+	nodeMemoryByte = 8 << 30
+)
+
+// rejection is the message the kubelet's admission gives for f.
+func rejection(f Fault, p *corev1.Pod) string {
+	var cpu, mem int64
+	for _, c := range p.Spec.Containers {
+		cpu += c.Resources.Requests.Cpu().MilliValue()
+		mem += c.Resources.Requests.Memory().Value()
+	}
+	switch f {
+	case OutOfCPU:
+		return fmt.Sprintf("Node didn't have enough resource: cpu, requested: %d, used: %d, capacity: %d", cpu, nodeCPUMilli, nodeCPUMilli)
+	case OutOfMemory:
+		return fmt.Sprintf("Node didn't have enough resource: memory, requested: %d, used: %d, capacity: %d", mem, nodeMemoryByte, nodeMemoryByte)
+	case NodeAffinity:
+		return "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
+	}
+	return "Allocate failed due to requested number of devices unavailable for example.com/gpu. Requested: 1, Available: 0, which is unexpected"
+}
 
 // SchedulerMessage is the PodScheduled message of Unschedulable pods.
 const SchedulerMessage = "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
 
-// FaultKubelet plays scheduler and kubelet for the pods of one namespace,
-// more faithfully than [Kubelet]: it binds each pod to a node (so that
-// deletion is graceful, as with a real kubelet, which it then confirms),
-// and gives the pods Fault picks the status a real kubelet or scheduler
+// FaultKubelet plays scheduler and kubelet for the pods of one namespace
+// (every namespace if Namespace is ""), more faithfully than [Kubelet]:
+// it binds each pod to a node (one of node-1…node-3; a pod whose
+// template sets spec.nodeName keeps it), so that
+// deletion is graceful, as with a real kubelet, which it then confirms;
+// and it gives the pods Fault picks the status a real kubelet or scheduler
 // would write for that fault. Healthy pods get a start time when bound
 // and are Ready ReadyDelay later: the conditions' lastTransitionTime is
 // that scheduled time, however late the status write lands (as a real
@@ -61,6 +144,9 @@ type FaultKubelet struct {
 	ReadyDelay time.Duration
 	// Fault picks each new pod's fault (nil: all healthy).
 	Fault func(*corev1.Pod) Fault
+	// Logf, if set, receives a line for what the kubelet does to each pod
+	// and for the writes that fail.
+	Logf func(format string, args ...any)
 
 	mu    sync.Mutex
 	times map[types.UID]*PodTimes
@@ -130,7 +216,7 @@ func (k *FaultKubelet) Run(ctx context.Context) error {
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
-		for ev := range w.ResultChan() {
+		for ev := range watchEvents(ctx, w) {
 			if ev.Type == watch.Error {
 				rv = ""
 				break
@@ -147,12 +233,16 @@ func (k *FaultKubelet) Run(ctx context.Context) error {
 				now := time.Now()
 				k.note(pod, func(t *PodTimes) { t.Deleting = now })
 				wg.Go(func() { k.confirmDeletion(ctx, pod) })
-			case pod.DeletionTimestamp == nil && !seen[pod.UID] && pod.Spec.NodeName == "" && !podReady(pod):
+			case pod.DeletionTimestamp == nil && !seen[pod.UID] && !podReady(pod) &&
+				pod.Status.Phase != corev1.PodFailed && pod.Status.Phase != corev1.PodSucceeded:
 				seen[pod.UID] = true
 				now := time.Now()
 				k.note(pod, func(t *PodTimes) { t.Seen = now })
-				node := fmt.Sprintf("node-%d", nodes%3+1)
-				nodes++
+				node := pod.Spec.NodeName // set in its template: no scheduling
+				if node == "" {
+					node = fmt.Sprintf("node-%d", nodes%3+1)
+					nodes++
+				}
 				fault := Healthy
 				if k.Fault != nil {
 					fault = k.Fault(pod)
@@ -171,28 +261,63 @@ func (k *FaultKubelet) confirmDeletion(ctx context.Context, pod *corev1.Pod) {
 	uid := pod.UID
 	now := time.Now()
 	k.note(pod, func(t *PodTimes) { t.Gone = now })
-	err := k.Client.CoreV1().Pods(k.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+	err := k.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
-		fmt.Printf("fault kubelet: confirm deletion of %s: %v\n", pod.Name, err)
+		k.logf("pod %s/%s: confirming its deletion: %v", pod.Namespace, pod.Name, err)
+		return
 	}
+	k.logf("pod %s/%s: stopped", pod.Namespace, pod.Name)
+}
+
+func (k *FaultKubelet) logf(format string, args ...any) {
+	if k.Logf != nil {
+		k.Logf(format, args...)
+	}
+}
+
+// event records a Warning event about pod as the kubelet on node does.
+func (k *FaultKubelet) event(ctx context.Context, pod *corev1.Pod, node, reason, msg string) {
+	now := metav1.Now()
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{GenerateName: pod.Name + ".", Namespace: pod.Namespace},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, APIVersion: "v1"},
+		Reason:         reason, Type: corev1.EventTypeWarning, Count: 1, Message: msg,
+		Source:         corev1.EventSource{Component: "kubelet", Host: node},
+		FirstTimestamp: now, LastTimestamp: now, ReportingController: "kubelet", ReportingInstance: node}
+	if _, err := k.Client.CoreV1().Events(pod.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
+		k.logf("pod %s/%s: event %s: %v", pod.Namespace, pod.Name, reason, err)
+	}
+}
+
+// missingPullSecrets returns the imagePullSecrets of pod that do not
+// exist, and whether the pod names any.
+func (k *FaultKubelet) missingPullSecrets(ctx context.Context, pod *corev1.Pod) (missing []string, named bool) {
+	for _, ref := range pod.Spec.ImagePullSecrets {
+		named = true
+		if _, err := k.Client.CoreV1().Secrets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			missing = append(missing, ref.Name)
+		}
+	}
+	return missing, named
 }
 
 func (k *FaultKubelet) start(ctx context.Context, pod *corev1.Pod, node string, fault Fault) {
 	name, uid := pod.Name, pod.UID
-	pods := k.Client.CoreV1().Pods(k.Namespace)
 	if fault == Unschedulable {
-		k.updateStatus(ctx, name, uid, func(p *corev1.Pod) {
+		k.updateStatus(ctx, pod, func(p *corev1.Pod) {
 			p.Status.Phase = corev1.PodPending
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
 				Reason: corev1.PodReasonUnschedulable, Message: SchedulerMessage, LastTransitionTime: metav1.Now()}}
 		})
+		k.logf("pod %s/%s: unschedulable", pod.Namespace, name)
 		return
 	}
-	err := pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid},
-		Target: corev1.ObjectReference{Kind: "Node", Name: node}}, metav1.CreateOptions{})
-	if err != nil {
-		return // gone already
+	if pod.Spec.NodeName == "" {
+		err := k.Client.CoreV1().Pods(pod.Namespace).Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid},
+			Target: corev1.ObjectReference{Kind: "Node", Name: node}}, metav1.CreateOptions{})
+		if err != nil {
+			return // gone already
+		}
 	}
 	bound := metav1.Now()
 	due := metav1.NewTime(bound.Add(k.ReadyDelay))
@@ -202,6 +327,24 @@ func (k *FaultKubelet) start(ctx context.Context, pod *corev1.Pod, node string, 
 			t.ReadyDue = due.Time
 		}
 	})
+	if fault.rejected() {
+		// The kubelet's admission runs as soon as the pod reaches it.
+		msg := rejection(fault, pod)
+		k.event(ctx, pod, node, string(fault), msg)
+		k.updateStatus(ctx, pod, func(p *corev1.Pod) {
+			p.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: string(fault), Message: "Pod was rejected: " + msg, QOSClass: p.Status.QOSClass}
+		})
+		k.logf("pod %s/%s: rejected on %s: %s", pod.Namespace, name, node, fault)
+		return
+	}
+	if missing, named := k.missingPullSecrets(ctx, pod); len(missing) > 0 || (fault == PrivateImage && !named) {
+		if len(missing) > 0 {
+			k.event(ctx, pod, node, "FailedToRetrieveImagePullSecret", fmt.Sprintf(
+				"Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(missing, ", ")))
+		}
+	} else if fault == PrivateImage {
+		fault = Healthy // the credentials are there
+	}
 	select {
 	case <-ctx.Done():
 		return
@@ -211,18 +354,11 @@ func (k *FaultKubelet) start(ctx context.Context, pod *corev1.Pod, node string, 
 		now := time.Now()
 		k.note(pod, func(t *PodTimes) { t.ReadySent = now })
 	}
-	k.updateStatus(ctx, name, uid, func(p *corev1.Pod) { setStatus(p, fault, bound, due) })
+	k.updateStatus(ctx, pod, func(p *corev1.Pod) { setStatus(p, fault, bound, due) })
 	if fault == ReadinessFails {
-		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{GenerateName: name + ".", Namespace: k.Namespace},
-			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: k.Namespace, Name: name, UID: uid, APIVersion: "v1"},
-			Reason:         "Unhealthy", Type: corev1.EventTypeWarning, Count: 1,
-			Message:        "Readiness probe failed: HTTP probe failed with statuscode: 503",
-			Source:         corev1.EventSource{Component: "kubelet", Host: node},
-			FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now()}
-		if _, err := k.Client.CoreV1().Events(k.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
-			fmt.Printf("fault kubelet: event for %s: %v\n", name, err)
-		}
+		k.event(ctx, pod, node, "Unhealthy", "Readiness probe failed: HTTP probe failed with statuscode: 503")
 	}
+	k.logf("pod %s/%s: on %s, %s", pod.Namespace, name, node, cmp.Or(string(fault), "Ready"))
 }
 
 // setStatus writes what the kubelet reports for a pod with fault, which
@@ -254,6 +390,11 @@ func setStatus(p *corev1.Pod, fault Fault, started, now metav1.Time) {
 	case ImagePull:
 		p.Status.Phase = corev1.PodPending
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: fmt.Sprintf("Back-off pulling image %q", c.Image)}
+	case PrivateImage:
+		p.Status.Phase = corev1.PodPending
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: fmt.Sprintf(
+			"Back-off pulling image %q: ErrImagePull: failed to pull and unpack image %q: failed to resolve reference %q: "+
+				"pull access denied, repository does not exist or may require authorization: authorization failed: no basic auth credentials", c.Image, c.Image, c.Image)}
 	case InvalidImage:
 		p.Status.Phase = corev1.PodPending
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "InvalidImageName", Message: fmt.Sprintf("Failed to apply default image tag %q: couldn't parse image name %q: invalid reference format", c.Image, c.Image)}
@@ -277,15 +418,18 @@ func setStatus(p *corev1.Pod, fault Fault, started, now metav1.Time) {
 
 // updateStatus applies f to the pod's status, retrying on Conflict, as
 // long as it is the same pod and not being deleted.
-func (k *FaultKubelet) updateStatus(ctx context.Context, name string, uid types.UID, f func(*corev1.Pod)) {
-	pods := k.Client.CoreV1().Pods(k.Namespace)
+func (k *FaultKubelet) updateStatus(ctx context.Context, p *corev1.Pod, f func(*corev1.Pod)) {
+	pods := k.Client.CoreV1().Pods(p.Namespace)
 	for attempt := 0; attempt < 20 && ctx.Err() == nil; attempt++ {
-		pod, err := pods.Get(ctx, name, metav1.GetOptions{})
-		if err != nil || pod.UID != uid || pod.DeletionTimestamp != nil {
+		pod, err := pods.Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil || pod.UID != p.UID || pod.DeletionTimestamp != nil {
 			return
 		}
 		f(pod)
 		if _, err = pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err == nil || !apierrors.IsConflict(err) {
+			if err != nil && ctx.Err() == nil {
+				k.logf("pod %s/%s: status: %v", p.Namespace, p.Name, err)
+			}
 			return
 		}
 	}

@@ -1,8 +1,9 @@
-package cluster
+package simkubelet
 
 import (
 	"context"
 	"errors"
+	"iter"
 	"sync"
 	"time"
 
@@ -14,9 +15,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// Kubelet plays the kubelet for the pods of one namespace: there is no
-// scheduler and no node, so it marks each new pod Running and Ready
-// (through the status subresource, retrying on Conflict) after ReadyDelay.
+// Kubelet plays the kubelet for the pods of one namespace (every
+// namespace if Namespace is ""): there is no scheduler and no node, so it
+// marks each new pod Running and Ready (through the status subresource,
+// retrying on Conflict) after ReadyDelay.
 type Kubelet struct {
 	Client    kubernetes.Interface
 	Namespace string
@@ -44,7 +46,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
-		for ev := range w.ResultChan() {
+		for ev := range watchEvents(ctx, w) {
 			if ev.Type == watch.Error {
 				rv = "" // expired: start over; seen keeps us from repeating work
 				break
@@ -69,20 +71,20 @@ func (k *Kubelet) Run(ctx context.Context) error {
 			if k.NeverReady != nil && k.NeverReady(pod) {
 				continue
 			}
-			wg.Go(func() { k.makeReady(ctx, pod.Name, pod.UID) })
+			wg.Go(func() { k.makeReady(ctx, pod.Namespace, pod.Name, pod.UID) })
 		}
 		w.Stop()
 	}
 	return nil
 }
 
-func (k *Kubelet) makeReady(ctx context.Context, name string, uid types.UID) {
+func (k *Kubelet) makeReady(ctx context.Context, ns, name string, uid types.UID) {
 	select {
 	case <-ctx.Done():
 		return
 	case <-time.After(k.ReadyDelay):
 	}
-	pods := k.Client.CoreV1().Pods(k.Namespace)
+	pods := k.Client.CoreV1().Pods(ns)
 	for attempt := 0; attempt < 20 && ctx.Err() == nil; attempt++ {
 		pod, err := pods.Get(ctx, name, metav1.GetOptions{})
 		if transient(err) {
@@ -123,7 +125,7 @@ func (k *Kubelet) makeReady(ctx context.Context, name string, uid types.UID) {
 // finishDeletion removes pod, already marked for deletion, at once.
 func (k *Kubelet) finishDeletion(ctx context.Context, pod *corev1.Pod) {
 	for ctx.Err() == nil {
-		err := k.Client.CoreV1().Pods(k.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		err := k.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 			GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 		if !transient(err) {
 			return
@@ -156,4 +158,21 @@ func transient(err error) bool {
 	}
 	return apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) ||
 		apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsUnexpectedServerError(err)
+}
+
+// watchEvents yields w's events until it ends or ctx is done (a watch that
+// does not end with its context, like client-go's fake one, stops too).
+func watchEvents(ctx context.Context, w watch.Interface) iter.Seq[watch.Event] {
+	return func(yield func(watch.Event) bool) {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.ResultChan():
+				if !ok || !yield(ev) {
+					return
+				}
+			}
+		}
+	}
 }

@@ -1,0 +1,205 @@
+package clustertest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ctrlkit/ctrlkit/memcluster"
+)
+
+// Environment is the bench with the shape of controller-runtime's
+// envtest.Environment, on the wall clock: a suite written for envtest
+// (Ginkgo's BeforeSuite starting the environment and a Manager,
+// Gomega's Eventually polling, AfterSuite stopping it) runs on the bench
+// by changing the lines that name its environment:
+//
+//	var testEnv *clustertest.Environment // was *envtest.Environment
+//	...
+//	testEnv = &clustertest.Environment{ // was &envtest.Environment{
+//		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+//		ErrorIfCRDPathMissing: true,
+//	}
+//	cfg, err = testEnv.Start()
+//
+// Unlike envtest, the cluster runs the built-in controllers (Deployment,
+// ReplicaSet, garbage collector, kubelet: each can be switched off with
+// Disable), so a Deployment your operator creates gets ReplicaSets, pods
+// that become ready, and a status. It starts in milliseconds, needs no
+// binaries, and serves requests in process. Time is the wall clock: the
+// kubelet makes pods ready at once (Kubelet sets other delays), and a
+// RequeueAfter of an hour takes an hour. Use [Test] for virtual time.
+//
+// Start may be called once; Stop ends everything it started.
+type Environment struct {
+	// Scheme holds the kinds the cluster serves. Nil means client-go's
+	// global scheme (k8s.io/client-go/kubernetes/scheme.Scheme), where
+	// envtest suites register their own types.
+	Scheme *runtime.Scheme
+
+	// CRDDirectoryPaths, CRDs, ErrorIfCRDPathMissing and
+	// CRDInstallOptions are envtest's: the custom resource definitions to
+	// install. A path that does not exist fails Start when
+	// ErrorIfCRDPathMissing (or CRDInstallOptions.ErrorIfPathMissing) is
+	// set.
+	CRDDirectoryPaths     []string
+	CRDs                  []*apiextensionsv1.CustomResourceDefinition
+	ErrorIfCRDPathMissing bool
+	CRDInstallOptions     CRDInstallOptions
+
+	// Types and Kinds are your own kinds served from their Go types, as in
+	// [Options].
+	Types []client.Object
+	Kinds []Kind
+	// Disable, Seed and Faults are as in [Options].
+	Disable Controllers
+	Seed    uint64
+	Faults  memcluster.Faults
+	// Kubelet configures the simulated kubelet. A nil Model makes pods
+	// start and become ready at once, and deleted pods go a millisecond
+	// later: a kubelet's seconds would eat Eventually's default timeout of
+	// one second.
+	Kubelet memcluster.KubeletConfig
+
+	// Config is the rest.Config of the cluster, set by Start.
+	Config *rest.Config
+
+	// Accepted so that envtest suites compile unchanged, and ignored: the
+	// bench has no binaries and no processes.
+	BinaryAssetsDirectory        string
+	DownloadBinaryAssets         bool
+	DownloadBinaryAssetsVersion  string
+	DownloadBinaryAssetsIndexURL string
+	ControlPlaneStartTimeout     time.Duration
+	ControlPlaneStopTimeout      time.Duration
+	AttachControlPlaneOutput     bool
+	// UseExistingCluster must not be true: the bench is its own cluster.
+	UseExistingCluster *bool
+
+	mu sync.Mutex
+	c  *Cluster
+}
+
+// CRDInstallOptions are envtest's options for installing custom resource
+// definitions, as [Environment] takes them.
+type CRDInstallOptions struct {
+	// Scheme, MaxTime, PollInterval and CleanUpAfterUse are accepted and
+	// ignored: the bench installs at once, and goes away at Stop.
+	Scheme             *runtime.Scheme
+	Paths              []string
+	CRDs               []*apiextensionsv1.CustomResourceDefinition
+	ErrorIfPathMissing bool
+	MaxTime            time.Duration
+	PollInterval       time.Duration
+	CleanUpAfterUse    bool
+}
+
+// Start starts the cluster and its built-in controllers, and returns a
+// rest.Config for it (also in e.Config).
+func (e *Environment) Start() (*rest.Config, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.c != nil {
+		return nil, errors.New("clustertest: Environment started twice")
+	}
+	if e.UseExistingCluster != nil && *e.UseExistingCluster {
+		return nil, errors.New("clustertest: an Environment is its own cluster: UseExistingCluster is not supported")
+	}
+	paths := append(append([]string(nil), e.CRDDirectoryPaths...), e.CRDInstallOptions.Paths...)
+	if e.ErrorIfCRDPathMissing || e.CRDInstallOptions.ErrorIfPathMissing {
+		for _, p := range paths {
+			if _, err := os.Stat(p); err != nil {
+				return nil, fmt.Errorf("clustertest: CRD path: %w", err)
+			}
+		}
+	}
+	// TODO(issue 26): forward paths and e.CRDs, e.CRDInstallOptions.CRDs to
+	// Options.CRDDirectoryPaths and Options.CRDs once the cluster installs
+	// CRDs; until then only Types and Kinds are served.
+	scheme := e.Scheme
+	if scheme == nil {
+		scheme = clientgoscheme.Scheme
+	}
+	kubelet := e.Kubelet
+	if kubelet.Model == nil {
+		kubelet.Model = memcluster.FixedModel(memcluster.PodBehavior{ShutdownDelay: time.Millisecond})
+	}
+	c, err := start(nil, Options{Scheme: scheme, Types: e.Types, Kinds: e.Kinds, Disable: e.Disable, Kubelet: kubelet,
+		Seed: e.Seed, Faults: e.Faults, Concurrent: true}, false)
+	if err != nil {
+		return nil, err
+	}
+	e.c = c
+	e.Config = namedConfig(c.cfg, "environment")
+	return rest.CopyConfig(e.Config), nil
+}
+
+// Stop stops the cluster and everything it runs. It returns the errors of
+// what was started with [Environment.Start]'s cluster.
+func (e *Environment) Stop() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.c == nil {
+		return nil
+	}
+	return errors.Join(e.c.shutdown()...)
+}
+
+// cluster is the started cluster, or nil.
+func (e *Environment) cluster() *Cluster {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.c
+}
+
+// Describe says what is stuck, as [Cluster.RunUntil] does when it gives
+// up (without the blocked workers: those are told from a bubble's
+// goroutines), for a suite to print when an Eventually fails. It is ""
+// before Start.
+func (e *Environment) Describe() string {
+	c := e.cluster()
+	if c == nil {
+		return ""
+	}
+	return c.describe()
+}
+
+// Trace is [Cluster.Trace]: what happened, with wall-clock times since
+// Start. On the wall clock it differs from run to run.
+func (e *Environment) Trace() []string {
+	if c := e.cluster(); c != nil {
+		return c.Trace()
+	}
+	return nil
+}
+
+// Check is [Cluster.Check].
+func (e *Environment) Check() error {
+	if c := e.cluster(); c != nil {
+		return c.Check()
+	}
+	return nil
+}
+
+// SetFaults is [Cluster.SetFaults].
+func (e *Environment) SetFaults(f memcluster.Faults) {
+	if c := e.cluster(); c != nil {
+		c.SetFaults(f)
+	}
+}
+
+// Memcluster is [Cluster.Memcluster], or nil before Start.
+func (e *Environment) Memcluster() *memcluster.Cluster {
+	if c := e.cluster(); c != nil {
+		return c.mc
+	}
+	return nil
+}

@@ -1,0 +1,15 @@
+// Package envtestshape is an operator laid out as a kubebuilder project
+// lays out its controller (an API type, a reconciler, its CRD under
+// config/crd/bases), with its test suite in the shape envtest suites take:
+// Ginkgo's BeforeSuite starts the environment and a Manager, the specs
+// poll with Gomega's Eventually at its default timeout and interval, and
+// AfterSuite stops everything.
+//
+// The suite runs on [clustertest.Environment]: the line that builds the
+// environment is the only one that names the bench. It is the proof that
+// such suites switch to the bench by that line, in real time; and since
+// the bench runs the built-in Deployment, ReplicaSet and garbage
+// collection controllers and a kubelet, its specs also check what envtest
+// cannot show (the Site reports Available once its pods are ready, and
+// deleting it deletes its Deployment).
+package envtestshape
