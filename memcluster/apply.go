@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/yaml"
@@ -85,7 +84,7 @@ func (r *Resource[T]) applyLocked(ns, name string, data []byte, opts metav1.Patc
 	if !ok {
 		return zero, false, applyError(fmt.Errorf("memcluster: the field manager returned a %T, not a %s", obj, r.kind.GVK.Kind))
 	}
-	in.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	clearTypeMeta(in)
 	in.SetManagedFields(r.c.stampTimes(in.GetManagedFields(), live.GetManagedFields()))
 	if sub == "scale" {
 		in.SetManagedFields(scaleEntries(in.GetManagedFields()))

@@ -287,7 +287,7 @@ func (r *Resource[T]) roundTrip(obj T) (T, error) {
 	if r.norm.accepts(obj) {
 		out := deepCopy(obj)
 		if r.norm.normalize(out) == nil {
-			out.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+			clearTypeMeta(out)
 			return out, nil
 		}
 	}
