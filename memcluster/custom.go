@@ -11,6 +11,7 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -78,6 +79,13 @@ type CustomVersion struct {
 	// nothing is pruned or defaulted, and only metadata is validated (as
 	// for a schema that preserves unknown fields).
 	Schema CustomSchema
+	// SelectableFields are the paths of the fields (".spec.color", as a
+	// CRD's selectableFields give them) that field selectors of requests
+	// in the version may name, beside metadata.name and, for a namespaced
+	// kind, metadata.namespace; any other label is refused with 400
+	// "field label not supported", as kube-apiserver refuses it. An
+	// object matches on the field's value as text ("" when absent).
+	SelectableFields []string
 }
 
 // CustomScale is the scale subresource of a custom kind: the paths (as in
@@ -500,7 +508,44 @@ func (ck *customKind) strategy() Kind[*unstructured.Unstructured] {
 			return out
 		},
 		toStorage:         func(in *U) (*U, error) { return ck.spec.Load().toStorage(in) },
+		customFields:      ck.fieldSelection,
 		ValidatesMetadata: true,
+	}
+}
+
+// fieldSelection answers the field selectors of a request in version
+// ("": the storage version) with the version's selectable fields, as
+// kube-apiserver's field-label conversion and GetAttrs of custom
+// resources do.
+func (ck *customKind) fieldSelection(version string) fieldSelection[*unstructured.Unstructured] {
+	s := ck.spec.Load()
+	if version == "" {
+		version = s.storage
+	}
+	namespaced := !s.ClusterScoped
+	var labels []string
+	if v := s.versions[version]; v != nil {
+		for _, p := range v.SelectableFields {
+			labels = append(labels, strings.TrimPrefix(p, "."))
+		}
+	}
+	return fieldSelection[*unstructured.Unstructured]{
+		convert: func(label, value string) (string, string, error) {
+			if label == "metadata.name" || namespaced && label == "metadata.namespace" || slices.Contains(labels, label) {
+				return label, value, nil
+			}
+			return "", "", labelNotSupported(label)
+		},
+		fields: func(obj *unstructured.Unstructured) fields.Set {
+			set := metaFields(obj, namespaced)
+			for _, l := range labels {
+				set[l] = ""
+				if v, ok, _ := unstructured.NestedFieldNoCopy(obj.Object, strings.Split(l, ".")...); ok && v != nil {
+					set[l] = fmt.Sprint(v)
+				}
+			}
+			return set
+		},
 	}
 }
 

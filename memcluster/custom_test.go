@@ -520,3 +520,79 @@ func TestChangeCustomKind(t *testing.T) {
 		t.Error("changing the scope succeeded")
 	}
 }
+
+// TestCustomKindSelectorsAndPages: field selectors of a custom kind are
+// the request version's selectable fields (beside metadata's), and its
+// lists page with limit and continue like any kind's.
+func TestCustomKindSelectorsAndPages(t *testing.T) {
+	c, _ := newTestCluster(t)
+	k := gadgets(nil)
+	k.Versions[0].SelectableFields = []string{".spec.image"}
+	res, err := AddCustomKind(c, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := newRESTClient(t, c)
+	const v1 = "/apis/example.com/v1/namespaces/ns/gadgets"
+	const v2 = "/apis/example.com/v2/namespaces/ns/gadgets"
+	for i, image := range []string{"x", "y", "x"} {
+		resp, body := rc.do(req{method: http.MethodPost, path: v2, body: fmt.Sprintf(`{"apiVersion":"example.com/v2","kind":"Gadget","metadata":{"name":"g%d"},"spec":{"image":%q}}`, i, image)})
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("create: %s", summary(resp.StatusCode, body))
+		}
+	}
+	names := func(l map[string]any) []string {
+		var out []string
+		for _, it := range l["items"].([]any) {
+			out = append(out, it.(map[string]any)["metadata"].(map[string]any)["name"].(string))
+		}
+		return out
+	}
+	resp, body := rc.do(req{method: http.MethodGet, path: v1 + "?fieldSelector=spec.image%3Dx"})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("v1 spec.image=x: %s", summary(resp.StatusCode, body))
+	}
+	if got := names(obj(t, body)); !slices.Equal(got, []string{"g0", "g2"}) {
+		t.Errorf("v1 spec.image=x: %v; want g0 g2", got)
+	}
+	resp, body = rc.do(req{method: http.MethodGet, path: v1 + "?fieldSelector=spec.image!%3Dx,metadata.name%3Dg1"})
+	if got := names(obj(t, body)); resp.StatusCode != http.StatusOK || !slices.Equal(got, []string{"g1"}) {
+		t.Errorf("v1 spec.image!=x,metadata.name=g1: %s %v; want g1", summary(resp.StatusCode, body), got)
+	}
+	resp, body = rc.do(req{method: http.MethodGet, path: v2 + "?fieldSelector=spec.image%3Dx"})
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "field label not supported: spec.image") {
+		t.Errorf("v2 (no selectable fields) spec.image=x: %s %s; want 400 field label not supported", summary(resp.StatusCode, body), body)
+	}
+	if _, _, err := res.Namespace("ns").List(t.Context(), metav1.ListOptions{FieldSelector: "spec.image=x"}); err == nil {
+		t.Error("the storage version's client accepted spec.image, which only v1 selects")
+	}
+	resp, body = rc.do(req{method: http.MethodGet, path: v1 + "?watch=1&fieldSelector=spec.size%3D1"})
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("watch with spec.size: %s; want 400", summary(resp.StatusCode, body))
+	}
+
+	var all []string
+	cont := ""
+	for page := 0; ; page++ {
+		resp, body := rc.do(req{method: http.MethodGet, path: v1 + "?limit=2&continue=" + cont})
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("page %d: %s", page, summary(resp.StatusCode, body))
+		}
+		l := obj(t, body)
+		got := names(l)
+		if len(got) > 2 {
+			t.Fatalf("page %d has %d items; limit 2", page, len(got))
+		}
+		all = append(all, got...)
+		cont, _ = l["metadata"].(map[string]any)["continue"].(string)
+		if cont == "" {
+			break
+		}
+		if page > 3 {
+			t.Fatal("no end to the pages")
+		}
+	}
+	if !slices.Equal(all, []string{"g0", "g1", "g2"}) {
+		t.Errorf("pages gave %v; want g0 g1 g2", all)
+	}
+}

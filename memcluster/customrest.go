@@ -63,6 +63,14 @@ func (v customView) info() restInfo {
 	}
 }
 
+// client is the kind's client of namespace ns for requests in the view's
+// version.
+func (v customView) client(ns string) Client[*unstructured.Unstructured] {
+	cl := v.ck.res.Namespace(ns)
+	cl.version = v.version.Name
+	return cl
+}
+
 // check refuses a request the view cannot answer: a version that needs a
 // conversion webhook.
 func (v customView) check() error {
@@ -117,23 +125,24 @@ func (v customView) list(ctx context.Context, ns string, opts metav1.ListOptions
 	if err := v.check(); err != nil {
 		return nil, metav1.ListMeta{}, err
 	}
-	items, meta, err := v.ck.res.list(ctx, ns, opts)
+	items, meta, err := v.client(ns).ListPage(ctx, opts)
 	if err != nil {
 		return nil, meta, err
 	}
+	out := make([]runtime.Object, len(items))
 	for i, it := range items {
-		if items[i], err = v.out(it); err != nil {
+		if out[i], err = v.out(it); err != nil {
 			return nil, meta, err
 		}
 	}
-	return items, meta, nil
+	return out, meta, nil
 }
 
 func (v customView) watchList(ctx context.Context, ns string, opts metav1.ListOptions) ([]watch.Event, watch.Interface, error) {
 	if err := v.check(); err != nil {
 		return nil, nil, err
 	}
-	initial, w, err := v.ck.res.watchList(ctx, ns, opts)
+	initial, w, err := v.client(ns).watchList(ctx, opts)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -145,6 +145,9 @@ type Kind[T Object] struct {
 	// served version, to the stored one.
 	asVersionOf func(old, in T) T
 	toStorage   func(in T) (T, error)
+	// customFields, if set, answers the field selectors of a request in
+	// version ("": the storage version) instead of the kind's fixed ones.
+	customFields func(version string) fieldSelection[T]
 	// fieldManagerView, if set, adds to a copy of an object being created
 	// or updated, as sent and defaulted, what kube-apiserver's conversion
 	// to the served version puts in the object its field manager compares

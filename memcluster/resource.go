@@ -87,6 +87,9 @@ func (r *Resource[T]) Namespace(namespace string) Client[T] {
 type Client[T Object] struct {
 	r  *Resource[T]
 	ns string
+	// version is the served version a custom kind's REST view reads in
+	// (its field selectors are that version's); "" is the storage one.
+	version string
 }
 
 // Get returns the object called name.
@@ -256,11 +259,15 @@ func (cl Client[T]) matcher(opts metav1.ListOptions) (func(T) bool, error) {
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid label selector %q: %v", opts.LabelSelector, err))
 	}
-	fs, err := cl.r.fields.selector(opts.FieldSelector)
+	fsel := cl.r.fields
+	if cl.r.kind.customFields != nil {
+		fsel = cl.r.kind.customFields(cl.version)
+	}
+	fs, err := fsel.selector(opts.FieldSelector)
 	if err != nil {
 		return nil, err
 	}
-	selectable := cl.r.fields.fields
+	selectable := fsel.fields
 	ns := cl.ns
 	if cl.r.kind.ClusterScoped {
 		ns = ""

@@ -106,7 +106,13 @@ func (r *Resource[T]) list(ctx context.Context, ns string, opts metav1.ListOptio
 }
 
 func (r *Resource[T]) watchList(ctx context.Context, ns string, opts metav1.ListOptions) ([]watch.Event, watch.Interface, error) {
-	cl := r.Namespace(ns)
+	return r.Namespace(ns).watchList(ctx, opts)
+}
+
+// watchList is [Resource.watchList] through cl (its namespace, and the
+// version a custom kind's view reads in).
+func (cl Client[T]) watchList(ctx context.Context, opts metav1.ListOptions) ([]watch.Event, watch.Interface, error) {
+	r, ns := cl.r, cl.ns
 	if opts.SendInitialEvents == nil || !*opts.SendInitialEvents {
 		w, err := cl.Watch(ctx, opts)
 		return nil, w, err

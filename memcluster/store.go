@@ -2,7 +2,6 @@ package memcluster
 
 import (
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -176,12 +175,9 @@ func (r *Resource[T]) updateLocked(in T, a author) (T, error) {
 		errs = append(errs, r.kind.Validate(in, old)...)
 	}
 	if old.GetDeletionTimestamp() != nil {
-		for _, f := range in.GetFinalizers() {
-			if !slices.Contains(old.GetFinalizers(), f) {
-				errs = append(errs, field.Forbidden(field.NewPath("metadata", "finalizers"),
-					fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %q", f)))
-			}
-		}
+		// kube-apiserver reports this twice, beside the strategy's check (the
+		// two errors are the same, and the answer's message says it once).
+		errs = append(errs, apivalidation.ValidateNoNewFinalizers(in.GetFinalizers(), old.GetFinalizers(), field.NewPath("metadata", "finalizers"))...)
 	}
 	if len(errs) > 0 {
 		return zero, apierrors.NewInvalid(r.kind.groupKind(), in.GetName(), errs)

@@ -40,6 +40,9 @@ func customKind(crd *apiextensionsv1.CustomResourceDefinition) (memcluster.Custo
 			return k, fmt.Errorf("crd: %s: %w", crd.Name, err)
 		}
 		cv := memcluster.CustomVersion{Name: v.Name, Served: v.Served, Storage: v.Storage, Schema: vs}
+		for _, f := range v.SelectableFields {
+			cv.SelectableFields = append(cv.SelectableFields, f.JSONPath)
+		}
 		sub, err := apihelpers.GetSubresourcesForVersion(crd, v.Name)
 		if err != nil {
 			return k, fmt.Errorf("crd: %s: %w", crd.Name, err)
