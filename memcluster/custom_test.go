@@ -571,6 +571,13 @@ func TestCustomKindSelectorsAndPages(t *testing.T) {
 		t.Errorf("watch with spec.size: %s; want 400", summary(resp.StatusCode, body))
 	}
 
+	// Server-side apply is served in the storage version only.
+	resp, body = rc.do(req{method: http.MethodPatch, path: v1 + "/g0?fieldManager=a", contentType: "application/apply-patch+yaml",
+		body: "apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g0}\nspec: {image: z}\n"})
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "storage version v2 only") {
+		t.Errorf("apply in v1: %s %s; want 400 naming the storage version", summary(resp.StatusCode, body), body)
+	}
+
 	var all []string
 	cont := ""
 	for page := 0; ; page++ {

@@ -3,6 +3,7 @@ package memcluster
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -204,6 +205,11 @@ func (v customView) update(ctx context.Context, ns string, obj runtime.Object, s
 func (v customView) patch(ctx context.Context, ns, name string, pt types.PatchType, data []byte, sub string, opts metav1.PatchOptions) (runtime.Object, bool, error) {
 	if err := v.check(); err != nil {
 		return nil, false, err
+	}
+	if s := v.ck.spec.Load(); pt == types.ApplyYAMLPatchType && v.version.Name != s.storage {
+		// The field managers are built for the storage version.
+		return nil, false, apierrors.NewBadRequest(fmt.Sprintf("memcluster serves server-side apply to %s in its storage version %s only, not in %s: apply with apiVersion %s/%s",
+			s.groupResource(), s.storage, v.version.Name, s.Group, s.storage))
 	}
 	view := func(old *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		return v.ck.spec.Load().fromStorage(old, v.version.Name)
