@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -601,5 +602,40 @@ func TestCustomKindSelectorsAndPages(t *testing.T) {
 	}
 	if !slices.Equal(all, []string{"g0", "g1", "g2"}) {
 		t.Errorf("pages gave %v; want g0 g1 g2", all)
+	}
+}
+
+// TestCustomKindScaleOfAppliedReplicas: a write of the scale subresource
+// of a custom kind whose spec replicas were applied is stored, and keeps
+// the apply's managedFields (memcluster does not record a custom kind's
+// scale writes).
+func TestCustomKindScaleOfAppliedReplicas(t *testing.T) {
+	c, _ := newTestCluster(t)
+	k := CustomKind{Group: "example.com", Kind: "Pool", Plural: "pools", TypeConverter: managedfields.NewDeducedTypeConverter(),
+		Versions: []CustomVersion{{Name: "v1", Served: true, Storage: true, Status: true,
+			Scale: &CustomScale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas"}}}}
+	if _, err := AddCustomKind(c, k); err != nil {
+		t.Fatal(err)
+	}
+	rc := newRESTClient(t, c)
+	const path = "/apis/example.com/v1/namespaces/ns/pools/p"
+	resp, body := rc.do(req{method: http.MethodPatch, path: path + "?fieldManager=a", contentType: "application/apply-patch+yaml",
+		body: "apiVersion: example.com/v1\nkind: Pool\nmetadata: {name: p}\nspec: {replicas: 2}\n"})
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("apply: %s %s", summary(resp.StatusCode, body), body)
+	}
+	resp, body = rc.do(req{method: http.MethodPut, path: path + "/scale",
+		body: `{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"p","namespace":"ns"},"spec":{"replicas":5}}`})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("scale: %s %s", summary(resp.StatusCode, body), body)
+	}
+	_, body = rc.do(req{method: http.MethodGet, path: path})
+	got := obj(t, body)
+	if r := got["spec"].(map[string]any)["replicas"]; r != float64(5) {
+		t.Errorf("replicas after the scale write: %v; want 5", r)
+	}
+	mf, _ := got["metadata"].(map[string]any)["managedFields"].([]any)
+	if len(mf) != 1 || mf[0].(map[string]any)["manager"] != "a" {
+		t.Errorf("managedFields after the scale write: %v; want the apply's only", mf)
 	}
 }

@@ -309,7 +309,18 @@
 // generation follows any change outside metadata (the status excluded
 // where it is a subresource), updates need a resourceVersion, strategic
 // merge patches are 415; discovery lists short names and categories.
-// [AddCustomKind] adds one, [Tx.ServeCustom] changes it keeping its
+// Field selectors take metadata.name, metadata.namespace (namespaced
+// kinds) and the request version's [CustomVersion.SelectableFields] (a
+// CRD's selectableFields), anything else is 400 "field label not
+// supported"; lists page with limit and continue, creates need the
+// namespace (with [Config.RequireNamespaces]) and are refused in a
+// terminating one, and deletion propagates (foreground, orphan) as for
+// any kind. With [CustomKind.TypeConverter] (package
+// controllerruntime/crd builds it from the CRD's OpenAPI schema, as
+// kube-apiserver does) managedFields are recorded and server-side apply
+// is served as kube-apiserver serves it for custom resources: lists of
+// type map merge by their keys, sets by value, the status subresource
+// resets all but the status. [AddCustomKind] adds one, [Tx.ServeCustom] changes it keeping its
 // objects, and [RemoveCustomKind] removes it as kube-apiserver does when a
 // CRD is deleted: creates are refused, every object is deleted (finalizers
 // hold theirs), and the kind goes when the last one has.
@@ -345,9 +356,11 @@
 // No RBAC, authentication or dry run (400). managedFields and
 // server-side apply need type information (see "Server-side apply"): a
 // kind without it records none, and an apply to it is answered 415
-// saying how to give it; a custom kind given deduced types (as the test
-// bench gives those without a schema) applies its lists whole, where a
-// CRD's schema could merge them by key. A status write takes the status,
+// saying how to give it; a kind of your Go type given deduced types (as
+// the test bench gives those without a schema) applies its lists whole,
+// where a CRD's schema merges them by key. A custom kind serves apply in
+// its storage version only (another version answers 400 saying so), and
+// records no managedFields for writes of its scale subresource. A status write takes the status,
 // labels and annotations of the object written (a Deployment's
 // annotations only), not its other metadata (kube-apiserver takes all but
 // what the kind's strategy resets); the watch history is per kind, and so

@@ -300,9 +300,10 @@ func (r *Resource[T]) recordUpdateLocked(old, in T, a author, sub string) {
 	case t.main == nil:
 		in.SetManagedFields(nil)
 	case a.applied:
-	case a.scale && !r.scaleTracked(old):
+	case a.scale && (t.scale == nil || !r.scaleTracked(old)):
 		// kube-apiserver's Scale has no managedFields then, and its field
-		// manager does not start tracking on an update.
+		// manager does not start tracking on an update. (A custom kind's
+		// scale has no field manager here: its writes are not recorded.)
 		in.SetManagedFields(old.GetManagedFields())
 	case a.scale:
 		in.SetManagedFields(scaleEntries(r.recordUpdate(t.scale, t.mainReset, false, old, in, a.manager)))
