@@ -35,10 +35,13 @@
 //   - several versions with one storage version (conversion strategy
 //     None): objects are stored in the storage version and read in the
 //     request's, as kube-apiserver reads from etcd;
-//   - server-side apply's type information: each kind's TypeConverter is
+//   - server-side apply and managedFields: each kind's TypeConverter is
 //     built from the CRD's OpenAPI schema as kube-apiserver builds it
 //     (apiextensions-apiserver's OpenAPI builder, then
-//     managedfields.NewTypeConverter), at its first use.
+//     managedfields.NewTypeConverter), at its first use, so lists of type
+//     map merge by their keys and sets by value;
+//   - field selectors: metadata.name, metadata.namespace and each
+//     version's selectableFields.
 //
 // The side-by-side tests of controllerruntime/e2e send the same requests to
 // kube-apiserver v1.37.1 and to a memcluster served by this package and
@@ -53,7 +56,9 @@
 // where kube-apiserver makes two), and the kind is served before the
 // create returns. Conversion webhooks are not called (such a CRD is served
 // in its storage version only). Warnings (unknown fields, deprecated
-// versions) are not sent. The KubernetesAPIApprovalPolicyConformant
+// versions) are not sent. Server-side apply is served in the storage
+// version only, and scale writes record no managedFields. The
+// KubernetesAPIApprovalPolicyConformant
 // condition of *.k8s.io groups is not set. A status write that drops the
 // storage version from storedVersions gets it back instead of a 422.
 //
