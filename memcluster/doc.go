@@ -359,8 +359,10 @@
 // saying how to give it; a kind of your Go type given deduced types (as
 // the test bench gives those without a schema) applies its lists whole,
 // where a CRD's schema merges them by key. A custom kind serves apply in
-// its storage version only (another version answers 400 saying so), and
-// records no managedFields for writes of its scale subresource. A status write takes the status,
+// its storage version only (another version answers 400 saying so),
+// records the managedFields of writes in another version under the
+// storage version's apiVersion, and records none for writes of its scale
+// subresource. A status write takes the status,
 // labels and annotations of the object written (a Deployment's
 // annotations only), not its other metadata (kube-apiserver takes all but
 // what the kind's strategy resets); the watch history is per kind, and so

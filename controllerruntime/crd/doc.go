@@ -57,7 +57,8 @@
 // create returns. Conversion webhooks are not called (such a CRD is served
 // in its storage version only). Warnings (unknown fields, deprecated
 // versions) are not sent. Server-side apply is served in the storage
-// version only, and scale writes record no managedFields. The
+// version only, writes in another version record their managedFields
+// under the storage version's apiVersion, and scale writes record none. The
 // KubernetesAPIApprovalPolicyConformant
 // condition of *.k8s.io groups is not set. A status write that drops the
 // storage version from storedVersions gets it back instead of a 422.
