@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/yaml"
@@ -24,8 +23,10 @@ import (
 // creates it) and records the fields as opts.FieldManager's; the result
 // is then checked against the request (uid, namespace, name) and
 // written as a create, an update or a status update whose managedFields
-// are the apply's. It reports whether the object was created.
-func (r *Resource[T]) applyLocked(ns, name string, data []byte, opts metav1.PatchOptions, sub string) (T, bool, error) {
+// are the apply's. It reports whether the object was created. view, if
+// set, returns the stored object as the apply sees it (a custom kind's,
+// in the version of the request).
+func (r *Resource[T]) applyLocked(ns, name string, data []byte, opts metav1.PatchOptions, sub string, view func(T) (T, error)) (T, bool, error) {
 	var zero T
 	t := r.trackerLocked()
 	if t.main == nil {
@@ -52,9 +53,21 @@ func (r *Resource[T]) applyLocked(ns, name string, data []byte, opts metav1.Patc
 	if sub != "" && !exists {
 		return zero, false, apierrors.NewNotFound(r.kind.groupResource(), name)
 	}
+	if fm == nil {
+		return zero, false, &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+			Message: fmt.Sprintf("memcluster does not serve server-side apply to the %s subresource of %s", sub, r.kind.groupResource()),
+		}}
+	}
 	live := r.kind.New()
 	if exists {
 		live = stored
+		if view != nil {
+			var err error
+			if live, err = view(stored); err != nil {
+				return zero, false, err
+			}
+		}
 	}
 	force := opts.Force != nil && *opts.Force
 	if sub == "scale" {
@@ -71,7 +84,7 @@ func (r *Resource[T]) applyLocked(ns, name string, data []byte, opts metav1.Patc
 	if !ok {
 		return zero, false, applyError(fmt.Errorf("memcluster: the field manager returned a %T, not a %s", obj, r.kind.GVK.Kind))
 	}
-	in.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	clearTypeMeta(in)
 	in.SetManagedFields(r.c.stampTimes(in.GetManagedFields(), live.GetManagedFields()))
 	if sub == "scale" {
 		in.SetManagedFields(scaleEntries(in.GetManagedFields()))

@@ -304,7 +304,7 @@ func checkPaths(t *testing.T, what string, obj map[string]any, want map[string]s
 	for path, w := range want {
 		var cur any = obj
 		found := true
-		for _, part := range splitPath(path) {
+		for _, part := range splitEscapedPath(path) {
 			switch v := cur.(type) {
 			case map[string]any:
 				cur, found = v[part]
@@ -339,7 +339,7 @@ func orAbsent(s string) string {
 	return s
 }
 
-func splitPath(p string) []string {
+func splitEscapedPath(p string) []string {
 	var parts []string
 	var cur strings.Builder
 	for i := 0; i < len(p); i++ {

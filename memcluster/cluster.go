@@ -125,14 +125,20 @@ type Cluster struct {
 	// mu guards every store, the resourceVersion counter, the UID index,
 	// the random source and the kind registry. It is never held while
 	// sending on a channel that a client reads.
-	mu       sync.Mutex
-	rv       uint64
-	rnd      *rand.Rand
-	uids     map[types.UID]schema.GroupKind
-	kinds    map[schema.GroupKind]collector
-	order    []collector
-	kubelets []*Kubelet
-	watchSeq uint64 // watches opened so far
+	mu    sync.Mutex
+	rv    uint64
+	rnd   *rand.Rand
+	uids  map[types.UID]schema.GroupKind
+	kinds map[schema.GroupKind]collector
+	order []collector
+	// kindsChanged counts the changes of the kinds served (kinds added or
+	// removed, custom kinds changed), so the REST view knows when to
+	// rebuild.
+	kindsChanged uint64
+	customs      map[schema.GroupResource]*customKind
+	hooks        hookRunner
+	kubelets     []*Kubelet
+	watchSeq     uint64 // watches opened so far
 
 	// dependents indexes owner references: the objects that refer to
 	// each owner UID.
@@ -160,6 +166,7 @@ func New(cfg Config) *Cluster {
 		uids:  map[types.UID]schema.GroupKind{},
 		kinds: map[schema.GroupKind]collector{},
 
+		customs:    map[schema.GroupResource]*customKind{},
 		dependents: map[types.UID]map[objRef]struct{}{},
 	}
 	c.faults.init(cfg.Seed)

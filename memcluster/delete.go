@@ -152,6 +152,15 @@ func (r *Resource[T]) storeDeleteLocked(old T, opts metav1.DeleteOptions) (T, bo
 	}
 	now := r.c.now()
 	next := deepCopy(old)
+	if r.kind.PrepareDelete != nil && old.GetDeletionTimestamp() == nil {
+		r.kind.PrepareDelete(next)
+		if next.GetDeletionTimestamp() != nil { // a deletion of its own
+			if r.finalizedLocked(next) {
+				return r.removeLocked(next), true, nil
+			}
+			return r.commitLocked(watch.Modified, next), false, nil
+		}
+	}
 	graceful := false
 	var lastGrace int64
 	if r.kind.GracePeriod != nil {

@@ -292,6 +292,45 @@
 // kind (before or after the write takes effect), latency on the cluster
 // clock, lagging watch delivery and dropped watches.
 //
+// # Custom resources
+//
+// A kind without a Go type is a [CustomKind]: what a
+// CustomResourceDefinition says (group, names, scope, versions, the
+// status and scale subresources), served as kube-apiserver serves it.
+// Objects are *unstructured.Unstructured, stored in the storage version
+// and served in every served version: a request in another version is
+// read as kube-apiserver reads from etcd (the storage version's schema
+// prunes and defaults, the apiVersion changes, the request version's
+// schema prunes), and written back the other way. Each version's
+// [CustomSchema] prunes, defaults and validates (the update's old object
+// is in the request's version, for ratcheting and transition rules); this
+// module has no schema of its own to apply, so package
+// controllerruntime/crd fills it with apiextensions-apiserver's. The
+// generation follows any change outside metadata (the status excluded
+// where it is a subresource), updates need a resourceVersion, strategic
+// merge patches are 415; discovery lists short names and categories.
+// Field selectors take metadata.name, metadata.namespace (namespaced
+// kinds) and the request version's [CustomVersion.SelectableFields] (a
+// CRD's selectableFields), anything else is 400 "field label not
+// supported"; lists page with limit and continue, creates need the
+// namespace (with [Config.RequireNamespaces]) and are refused in a
+// terminating one, and deletion propagates (foreground, orphan) as for
+// any kind. With [CustomKind.TypeConverter] (package
+// controllerruntime/crd builds it from the CRD's OpenAPI schema, as
+// kube-apiserver does) managedFields are recorded and server-side apply
+// is served as kube-apiserver serves it for custom resources: lists of
+// type map merge by their keys, sets by value, the status subresource
+// resets all but the status. [AddCustomKind] adds one, [Tx.ServeCustom] changes it keeping its
+// objects, and [RemoveCustomKind] removes it as kube-apiserver does when a
+// CRD is deleted: creates are refused, every object is deleted (finalizers
+// hold theirs), and the kind goes when the last one has.
+//
+// package controllerruntime/crd serves CustomResourceDefinitions
+// themselves on this: a [Kind.Stored] hook does, inside the request that
+// wrote a CRD, what kube-apiserver's controllers do after it (accept its
+// names, establish it, serve its kind; clean up on deletion), writing
+// through a [Tx].
+//
 // # Differences from kube-apiserver
 //
 // Admission: only NamespaceLifecycle, and what the Priority and
@@ -317,9 +356,13 @@
 // No RBAC, authentication or dry run (400). managedFields and
 // server-side apply need type information (see "Server-side apply"): a
 // kind without it records none, and an apply to it is answered 415
-// saying how to give it; a custom kind given deduced types (as the test
-// bench gives those without a schema) applies its lists whole, where a
-// CRD's schema could merge them by key. A status write takes the status,
+// saying how to give it; a kind of your Go type given deduced types (as
+// the test bench gives those without a schema) applies its lists whole,
+// where a CRD's schema merges them by key. A custom kind serves apply in
+// its storage version only (another version answers 400 saying so),
+// records the managedFields of writes in another version under the
+// storage version's apiVersion, and records none for writes of its scale
+// subresource. A status write takes the status,
 // labels and annotations of the object written (a Deployment's
 // annotations only), not its other metadata (kube-apiserver takes all but
 // what the kind's strategy resets); the watch history is per kind, and so
@@ -327,10 +370,15 @@
 // ([Config.WatchHistory] events of the kind). A watch's timeoutSeconds is
 // ignored (watches end when their client leaves, or when the cluster
 // drops them). No OpenAPI, Table or aggregated discovery documents, so
-// kubectl's explain and printing of columns do not work. Custom resources
-// have no OpenAPI schema: no validation or defaulting beyond metadata's
-// unless you set [Kind.Validate] and [Kind.Default], no scale
-// subresource, one version per kind (no conversion).
+// kubectl's explain and printing of columns do not work. Kinds of your Go
+// types ([KindFor]) have no schema: no validation or defaulting beyond
+// metadata's unless you set [Kind.Validate] and [Kind.Default], one
+// version, no scale subresource; kinds without a Go type ([CustomKind])
+// have what a CustomResourceDefinition gives (see Custom resources),
+// except conversion webhooks, which are not called: such a kind is
+// served in its storage version only, and requests in another answer 500
+// saying so. Warnings (unknown fields dropped, deprecated versions) are
+// not sent, and fieldValidation=Strict is not applied.
 //
 // The built-in controllers differ from kube-controller-manager's in when,
 // not in what: they act inside the request that gives them work, not

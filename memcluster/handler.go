@@ -61,24 +61,29 @@ const maxBody = 3 << 20
 // current returns the REST view of the cluster's kinds.
 func (h *Handler) current() (*api, error) {
 	h.c.mu.Lock()
-	order := h.c.order[:len(h.c.order):len(h.c.order)] // kinds are only ever appended
+	changed := h.c.kindsChanged
 	h.c.mu.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.api != nil && h.api.nkinds == len(order) {
+	if h.api != nil && h.api.changed == changed {
 		return h.api, nil
 	}
-	stores := make([]restStore, 0, len(order))
-	for _, k := range order {
-		if st, ok := k.(restStore); ok {
+	h.c.mu.Lock()
+	changed = h.c.kindsChanged
+	stores := make([]restStore, 0, len(h.c.order))
+	for _, k := range h.c.order {
+		if views := h.c.customViewsLocked(k); views != nil {
+			stores = append(stores, views...)
+		} else if st, ok := k.(restStore); ok {
 			stores = append(stores, st)
 		}
 	}
+	h.c.mu.Unlock()
 	a, err := buildAPI(h.c, stores)
 	if err != nil {
 		return nil, err
 	}
-	a.nkinds = len(order)
+	a.changed = changed
 	h.api = a
 	return a, nil
 }
@@ -136,7 +141,7 @@ func (a *api) serveResource(w http.ResponseWriter, r *http.Request, gv schema.Gr
 			return
 		}
 	case "scale":
-		if !hasScale(in.gvk) {
+		if !hasScale(in) {
 			writeError(w, a, representation{}, notFoundPath(r.URL.Path))
 			return
 		}

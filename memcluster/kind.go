@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/watch"
 	"maps"
 
 	"github.com/ctrlkit/ctrlkit/defaults"
@@ -48,6 +49,10 @@ type Kind[T Object] struct {
 	Default func(obj T)
 	// Validate returns the errors of obj; old is nil-valued on create.
 	Validate func(obj, old T) field.ErrorList
+	// ValidatesMetadata says Validate validates the metadata too (as
+	// apiextensions-apiserver's strategies do): memcluster then does not,
+	// lest every error of metadata be reported twice.
+	ValidatesMetadata bool
 	// GracePeriod returns the graceful-deletion period in seconds for obj
 	// given the requested one (nil when the request has none). Zero or a
 	// nil hook deletes at once.
@@ -66,6 +71,32 @@ type Kind[T Object] struct {
 	// NoStrategicMerge refuses strategic merge patches with 415
 	// Unsupported Media Type, as kube-apiserver does for custom resources.
 	NoStrategicMerge bool
+	// RequireResourceVersion refuses an update without a resourceVersion
+	// (422, as kube-apiserver answers for custom resources and
+	// CustomResourceDefinitions); false updates unconditionally.
+	RequireResourceVersion bool
+	// ValidateStatus returns the errors of a status write: obj is the
+	// stored object with the status (and status metadata) of the write,
+	// old the stored one. Nil: status writes are not validated.
+	ValidateStatus func(obj, old T) field.ErrorList
+	// PrepareDelete runs when the deletion of an object starts, on a
+	// private copy of it, before its finalizers are looked at: it may add
+	// finalizers and conditions. If it sets the deletionTimestamp, the
+	// deletion is its own, and memcluster stores obj as it is (no grace
+	// period, no generation bump), as kube-apiserver's registry of
+	// CustomResourceDefinitions starts their deletion with its cleanup
+	// finalizer. Nil: nothing.
+	PrepareDelete func(obj T)
+	// Stored, if set, is told about every write of an object of this kind
+	// once it is stored (created, updated, its status written, deleted or
+	// marked for deletion), with the stored snapshot (read it, never
+	// modify it). It runs with the cluster's lock held, inside the request
+	// that wrote, and may write more through tx: what it writes is stored
+	// before that request returns, without admission (no faults, no
+	// [Gate]), as kube-apiserver's own controllers would have written it
+	// soon after. Hooks of writes made by hooks run after the hook that
+	// made them returns, in the order of the writes.
+	Stored func(tx *Tx, ev watch.EventType, obj T)
 	// ShortNames and Categories are listed by discovery, as a
 	// CustomResourceDefinition's spec.names lists them: kubectl resolves
 	// short names ("sts"), and "kubectl get all" shows the kinds of the
@@ -107,6 +138,16 @@ type Kind[T Object] struct {
 	// semantically equal but for the resourceVersion, comparing only the
 	// parts statusUpdate replaced (the rest is shared).
 	statusEqual func(old, next T) bool
+
+	// The hooks of custom kinds (see custom.go), which store objects in
+	// one version and serve them in several. asVersionOf returns the
+	// stored object old as the version of in; toStorage converts in, of a
+	// served version, to the stored one.
+	asVersionOf func(old, in T) T
+	toStorage   func(in T) (T, error)
+	// customFields, if set, answers the field selectors of a request in
+	// version ("": the storage version) instead of the kind's fixed ones.
+	customFields func(version string) fieldSelection[T]
 	// fieldManagerView, if set, adds to a copy of an object being created
 	// or updated, as sent and defaulted, what kube-apiserver's conversion
 	// to the served version puts in the object its field manager compares

@@ -103,7 +103,7 @@ func (r *Resource[T]) trackerLocked() *tracker {
 	if r.kind.GVK.GroupKind() == namespaceGK {
 		t.finalize, _ = build("finalize") // resets what the main resource resets
 	}
-	if hasScale(r.kind.GVK) {
+	if scaleKind(r.kind.GVK) {
 		// A write of the scale is one of spec.replicas: the parent's
 		// field manager, for the subresource, records nothing else.
 		only := map[fieldpath.APIVersion]fieldpath.Filter{fieldpath.APIVersion(gv.String()): fieldpath.NewIncludeMatcherFilter(fieldpath.MakePrefixMatcherOrDie("spec", "replicas"))}
@@ -300,9 +300,10 @@ func (r *Resource[T]) recordUpdateLocked(old, in T, a author, sub string) {
 	case t.main == nil:
 		in.SetManagedFields(nil)
 	case a.applied:
-	case a.scale && !r.scaleTracked(old):
+	case a.scale && (t.scale == nil || !r.scaleTracked(old)):
 		// kube-apiserver's Scale has no managedFields then, and its field
-		// manager does not start tracking on an update.
+		// manager does not start tracking on an update. (A custom kind's
+		// scale has no field manager here: its writes are not recorded.)
 		in.SetManagedFields(old.GetManagedFields())
 	case a.scale:
 		in.SetManagedFields(scaleEntries(r.recordUpdate(t.scale, t.mainReset, false, old, in, a.manager)))

@@ -49,14 +49,16 @@ func (cl Client[T]) Patch(ctx context.Context, name string, pt types.PatchType, 
 		var zero T
 		return zero, apierrors.NewNotFound(schema.GroupResource{Group: cl.r.kind.GVK.Group, Resource: cl.r.kind.Resource + "/" + strings.Join(subresources, "/")}, name)
 	}
-	out, _, err := cl.patch(ctx, name, pt, data, opts, strings.Join(subresources, ""))
+	out, _, err := cl.patch(ctx, name, pt, data, opts, strings.Join(subresources, ""), nil)
 	return out, err
 }
 
 // patch is Patch of the resource or its subresource sub ("status", or
 // "scale" for an apply of spec.replicas that [api.patchScale] made),
-// telling also whether an apply created the object.
-func (cl Client[T]) patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub string) (T, bool, error) {
+// telling also whether an apply created the object. view, if set, returns
+// the stored object as the patch sees it (a custom kind's, in the version
+// of the request).
+func (cl Client[T]) patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub string, view func(T) (T, error)) (T, bool, error) {
 	var zero T
 	c := cl.r.c
 	verb := VerbPatch
@@ -83,9 +85,9 @@ func (cl Client[T]) patch(ctx context.Context, name string, pt types.PatchType, 
 	var created bool
 	c.mu.Lock()
 	if pt == types.ApplyYAMLPatchType {
-		out, created, err = cl.r.applyLocked(cl.ns, name, data, opts, sub)
+		out, created, err = cl.r.applyLocked(cl.ns, name, data, opts, sub, view)
 	} else {
-		out, err = cl.r.patchLocked(cl.key(cl.ns, name), pt, data, status, managerOf(opts.FieldManager))
+		out, err = cl.r.patchLocked(cl.key(cl.ns, name), pt, data, status, managerOf(opts.FieldManager), view)
 	}
 	c.mu.Unlock()
 	if err != nil {
@@ -97,11 +99,20 @@ func (cl Client[T]) patch(ctx context.Context, name string, pt types.PatchType, 
 	return out, created, nil
 }
 
-func (r *Resource[T]) patchLocked(key types.NamespacedName, pt types.PatchType, data []byte, status bool, a author) (T, error) {
+// patchLocked patches the object at key, by a; view, if set, returns
+// the stored object as the patch sees it (a custom kind's, in the version
+// of the request).
+func (r *Resource[T]) patchLocked(key types.NamespacedName, pt types.PatchType, data []byte, status bool, a author, view func(T) (T, error)) (T, error) {
 	var zero T
 	old, ok := r.objs[key]
 	if !ok {
 		return zero, apierrors.NewNotFound(r.kind.groupResource(), key.Name)
+	}
+	if view != nil {
+		var err error
+		if old, err = view(old); err != nil {
+			return zero, err
+		}
 	}
 	orig, err := json.Marshal(old)
 	if err != nil {
@@ -111,8 +122,12 @@ func (r *Resource[T]) patchLocked(key types.NamespacedName, pt types.PatchType, 
 	switch pt {
 	case types.StrategicMergePatchType:
 		if r.kind.NoStrategicMerge {
-			return zero, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", r.kind.groupResource(), key.Name,
-				fmt.Sprintf("strategic merge patch is not supported for %s; use a JSON merge or JSON patch", r.kind.groupResource()), 0, false)
+			// kube-apiserver's answer, which lists the patch types it accepts.
+			return zero, &apierrors.StatusError{ErrStatus: metav1.Status{
+				Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+				Message: "the body of the request was in an unknown format - accepted media types include: " +
+					"application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+			}}
 		}
 		patched, err = strategicMergePatch(orig, data, reflect.TypeOf(r.kind.New()))
 		if err != nil {
@@ -136,7 +151,7 @@ func (r *Resource[T]) patchLocked(key types.NamespacedName, pt types.PatchType, 
 	if err := json.Unmarshal(patched, in); err != nil {
 		return zero, apierrors.NewBadRequest(fmt.Sprintf("memcluster: decode patched %s: %v", r.kind.Resource, err))
 	}
-	in.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	clearTypeMeta(in)
 	if in.GetName() != key.Name || in.GetNamespace() != key.Namespace {
 		return zero, apierrors.NewBadRequest("the name and namespace of a patched object cannot change")
 	}

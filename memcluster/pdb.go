@@ -58,9 +58,9 @@ func pdbKind() Kind[*policyv1.PodDisruptionBudget] {
 			dst.Labels, dst.Annotations = maps.Clone(src.Labels), maps.Clone(src.Annotations)
 			dst.Finalizers, dst.OwnerReferences = slices.Clone(src.Finalizers), slices.Clone(src.OwnerReferences)
 		},
-		PrepareCreate: func(p *policyv1.PodDisruptionBudget) { p.Status = policyv1.PodDisruptionBudgetStatus{} },
-		PrepareUpdate: requireResourceVersion[*policyv1.PodDisruptionBudget],
-		Validate:      validatePDB,
+		PrepareCreate:          func(p *policyv1.PodDisruptionBudget) { p.Status = policyv1.PodDisruptionBudgetStatus{} },
+		RequireResourceVersion: true,
+		Validate:               validatePDB,
 	}
 }
 
@@ -393,7 +393,7 @@ func (c *Cluster) controllerScaleLocked(ref metav1.OwnerReference, ns string) (t
 	if !ok {
 		return "", 0, false, &apimeta.NoKindMatchError{GroupKind: gk, SearchedVersions: []string{gv.Version}}
 	}
-	if !hasScale(k.kindGVK()) {
+	if !scaleKind(k.kindGVK()) {
 		return "", 0, false, fmt.Errorf("%s does not implement the scale subresource", schema.GroupResource{Group: gk.Group, Resource: c.resourceOfLocked(k)})
 	}
 	o, ok := get(gk, ref.Name)

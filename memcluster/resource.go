@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -41,6 +42,21 @@ type Resource[T Object] struct {
 // [Kind.SelectableFields] is set) and the default propagation of deletes
 // (Orphan for batch/v1 Jobs, none for Events).
 func NewResource[T Object](c *Cluster, k Kind[T]) *Resource[T] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, err := newResourceLocked(c, k)
+	if err != nil {
+		panic(err.Error())
+	}
+	return r
+}
+
+// newResourceLocked adds a kind; a kind already there is an error.
+func newResourceLocked[T Object](c *Cluster, k Kind[T]) (*Resource[T], error) {
+	gk := k.groupKind()
+	if _, dup := c.kinds[gk]; dup {
+		return nil, fmt.Errorf("memcluster: kind %s added twice", gk)
+	}
 	r := &Resource[T]{
 		c:    c,
 		kind: k,
@@ -51,15 +67,10 @@ func NewResource[T Object](c *Cluster, k Kind[T]) *Resource[T] {
 	r.gcPolicy = defaultGCPolicies[k.GVK]
 	r.fields = newFieldSelection(k)
 	r.work = clock.NewSource(c.clock, "memcluster: watch "+k.Resource)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	gk := k.groupKind()
-	if _, dup := c.kinds[gk]; dup {
-		panic(fmt.Sprintf("memcluster: kind %s added twice", gk))
-	}
 	c.kinds[gk] = r
 	c.order = append(c.order, r)
-	return r
+	c.kindsChanged++
+	return r, nil
 }
 
 // Namespace returns a client for the objects of namespace. For List and
@@ -76,6 +87,9 @@ func (r *Resource[T]) Namespace(namespace string) Client[T] {
 type Client[T Object] struct {
 	r  *Resource[T]
 	ns string
+	// version is the served version a custom kind's REST view reads in
+	// (its field selectors are that version's); "" is the storage one.
+	version string
 }
 
 // Get returns the object called name.
@@ -249,11 +263,15 @@ func (cl Client[T]) matcher(opts metav1.ListOptions) (func(T) bool, error) {
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid label selector %q: %v", opts.LabelSelector, err))
 	}
-	fs, err := cl.r.fields.selector(opts.FieldSelector)
+	fsel := cl.r.fields
+	if cl.r.kind.customFields != nil {
+		fsel = cl.r.kind.customFields(cl.version)
+	}
+	fs, err := fsel.selector(opts.FieldSelector)
 	if err != nil {
 		return nil, err
 	}
-	selectable := cl.r.fields.fields
+	selectable := fsel.fields
 	ns := cl.ns
 	if cl.r.kind.ClusterScoped {
 		ns = ""
@@ -280,7 +298,7 @@ func (r *Resource[T]) roundTrip(obj T) (T, error) {
 	if r.norm.accepts(obj) {
 		out := deepCopy(obj)
 		if r.norm.normalize(out) == nil {
-			out.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+			clearTypeMeta(out)
 			return out, nil
 		}
 	}
@@ -298,8 +316,16 @@ func (r *Resource[T]) jsonRoundTrip(obj T) (T, error) {
 	if err := json.Unmarshal(b, out); err != nil {
 		return zero, apierrors.NewBadRequest(fmt.Sprintf("memcluster: decode %s: %v", r.kind.Resource, err))
 	}
-	out.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	clearTypeMeta(out)
 	return out, nil
+}
+
+// clearTypeMeta clears the apiVersion and kind of a typed object, which
+// stored objects do not carry; an object without a Go type keeps them.
+func clearTypeMeta(obj runtime.Object) {
+	if _, ok := obj.(runtime.Unstructured); !ok {
+		obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	}
 }
 
 // semanticallyEqual reports whether a stored object and a private one

@@ -22,15 +22,15 @@ import (
 )
 
 // api is the REST view of the cluster's kinds: the stores by resource, and
-// a scheme with their Go types for the codecs. It is rebuilt when a kind
-// is added (kinds are never removed).
+// a scheme with their Go types for the codecs. It is rebuilt when the
+// kinds change.
 type api struct {
-	c      *Cluster
-	nkinds int
-	scheme *runtime.Scheme
-	codecs serializer.CodecFactory
-	stores map[schema.GroupVersionResource]*served
-	order  []restInfo // registration order, for discovery
+	c       *Cluster
+	changed uint64 // the cluster's kindsChanged it was built at
+	scheme  *runtime.Scheme
+	codecs  serializer.CodecFactory
+	stores  map[schema.GroupVersionResource]*served
+	order   []restInfo // registration order, for discovery
 }
 
 // served is a store with its description.
@@ -40,7 +40,7 @@ type served struct {
 }
 
 func buildAPI(c *Cluster, stores []restStore) (*api, error) {
-	a := &api{c: c, nkinds: len(stores), scheme: runtime.NewScheme(), stores: map[schema.GroupVersionResource]*served{}}
+	a := &api{c: c, scheme: runtime.NewScheme(), stores: map[schema.GroupVersionResource]*served{}}
 	s := a.scheme
 	if err := metav1.AddMetaToScheme(s); err != nil {
 		return nil, err
@@ -56,11 +56,13 @@ func buildAPI(c *Cluster, stores []restStore) (*api, error) {
 			metav1.AddToGroupVersion(s, gv)
 			seen[gv] = true
 		}
-		if err := addKnownType(s, in.gvk, in.newObj()); err != nil {
-			return nil, err
+		if !in.custom {
+			if err := addKnownType(s, in.gvk, in.newObj()); err != nil {
+				return nil, err
+			}
 		}
 		if in.newList != nil {
-			if err := addKnownType(s, gv.WithKind(in.gvk.Kind+"List"), in.newList()); err != nil {
+			if err := addKnownType(s, in.listGVK(), in.newList()); err != nil {
 				return nil, err
 			}
 		}
@@ -230,7 +232,7 @@ func (a *api) decode(contentType string, body []byte, want schema.GroupVersionKi
 	if options && gvk.Kind != want.Kind || !options && (gvk.GroupKind() != want.GroupKind() || gvk.Version != want.Version && gvk.Version != "") {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", gvk.GroupVersion(), want.GroupVersion()))
 	}
-	obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	clearTypeMeta(obj)
 	return obj, nil
 }
 
@@ -254,10 +256,16 @@ func newList(in restInfo, items []runtime.Object, rv string) (runtime.Object, er
 // unstructuredList serves a kind without a list type as JSON.
 func unstructuredList(in restInfo, items []runtime.Object, rv string) (runtime.Object, error) {
 	u := &unstructured.UnstructuredList{Object: map[string]any{}}
-	u.SetAPIVersion(in.gvk.GroupVersion().String())
-	u.SetKind(in.gvk.Kind + "List")
+	u.SetGroupVersionKind(in.listGVK())
 	u.SetResourceVersion(rv)
+	if in.custom {
+		u.SetContinue("") // kube-apiserver's lists of custom resources have it
+	}
 	for _, it := range items {
+		if item, ok := it.(*unstructured.Unstructured); ok {
+			u.Items = append(u.Items, *item)
+			continue
+		}
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(it)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)

@@ -125,14 +125,18 @@ func (a *api) resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 			continue
 		}
 		ns := !in.clusterScoped
+		singular := in.singular
+		if singular == "" {
+			singular = strings.ToLower(in.gvk.Kind)
+		}
 		res = append(res, metav1.APIResource{
-			Name: in.resource, SingularName: strings.ToLower(in.gvk.Kind), Namespaced: ns, Kind: in.gvk.Kind, Verbs: resourceVerbs(),
+			Name: in.resource, SingularName: singular, Namespaced: ns, Kind: in.gvk.Kind, Verbs: resourceVerbs(),
 			ShortNames: in.shortNames, Categories: in.categories,
 		})
 		if in.status {
 			res = append(res, metav1.APIResource{Name: in.resource + "/status", Namespaced: ns, Kind: in.gvk.Kind, Verbs: subresourceVerbs()})
 		}
-		if hasScale(in.gvk) {
+		if hasScale(in) {
 			res = append(res, metav1.APIResource{Name: in.resource + "/scale", Namespaced: ns, Group: "autoscaling", Version: "v1", Kind: "Scale", Verbs: subresourceVerbs()})
 		}
 		switch in.gvk {

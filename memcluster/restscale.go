@@ -3,8 +3,10 @@ package memcluster
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"reflect"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -25,7 +27,13 @@ import (
 // of the parent resource), conditional on the Scale's resourceVersion
 // when it has one.
 
-func hasScale(gvk schema.GroupVersionKind) bool {
+func hasScale(in restInfo) bool {
+	return in.scale != nil || scaleKind(in.gvk)
+}
+
+// scaleKind reports whether gvk is a built-in kind with a scale
+// subresource.
+func scaleKind(gvk schema.GroupVersionKind) bool {
 	switch gvk {
 	case appsv1.SchemeGroupVersion.WithKind("Deployment"), appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
 		appsv1.SchemeGroupVersion.WithKind("StatefulSet"), corev1.SchemeGroupVersion.WithKind("ReplicationController"):
@@ -45,7 +53,7 @@ func (a *api) serveScale(w http.ResponseWriter, r *http.Request, rq request, s *
 		writeError(w, a, rep, err)
 		return
 	}
-	if rq.namespace == "" {
+	if rq.namespace == "" && !s.in.clusterScoped {
 		writeError(w, a, rep, notFoundPath(r.URL.Path))
 		return
 	}
@@ -60,11 +68,15 @@ func (a *api) serveScale(w http.ResponseWriter, r *http.Request, rq request, s *
 	default:
 		err = methodNotAllowed(r.Method, r.URL.Path)
 	}
+	var sc *autoscalingv1.Scale
+	if err == nil {
+		sc, err = scaleFor(out, s.in, r.Method == http.MethodGet)
+	}
 	if err != nil {
 		writeError(w, a, rep, err)
 		return
 	}
-	a.writeObject(w, rep, in, http.StatusOK, scaleOf(out))
+	a.writeObject(w, rep, in, http.StatusOK, sc)
 }
 
 func (a *api) putScale(r *http.Request, rq request, s *served, in restInfo) (runtime.Object, error) {
@@ -94,7 +106,11 @@ func (a *api) patchScale(r *http.Request, rq request, s *served) (runtime.Object
 	if !ok {
 		return nil, apierrors.NewNotFound(schema.GroupResource{Group: s.in.gvk.Group, Resource: s.in.resource}, rq.name)
 	}
-	orig, err := json.Marshal(scaleOf(cur))
+	cs, err := scaleFor(cur, s.in, false)
+	if err != nil {
+		return nil, err
+	}
+	orig, err := json.Marshal(cs)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
@@ -184,6 +200,14 @@ func writeScale(r *http.Request, rq request, s *served, sc *autoscalingv1.Scale)
 			o.Spec.Replicas = ptrTo(sc.Spec.Replicas)
 		case *corev1.ReplicationController:
 			o.Spec.Replicas = ptrTo(sc.Spec.Replicas)
+		case *unstructured.Unstructured:
+			path := s.in.scale.SpecReplicasPath
+			if sc.Spec.Replicas == unsetReplicas {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("the spec replicas field %q cannot be empty", path))
+			}
+			if err := unstructured.SetNestedField(o.Object, int64(sc.Spec.Replicas), splitPath(path)...); err != nil {
+				return nil, apierrors.NewBadRequest(err.Error())
+			}
 		}
 		if sc.ResourceVersion != "" {
 			cur.(Object).SetResourceVersion(sc.ResourceVersion)
@@ -248,6 +272,22 @@ func withoutReplicas(obj runtime.Object) runtime.Object {
 // scaleOf returns the Scale of a Deployment, ReplicaSet, StatefulSet or
 // ReplicationController.
 func scaleOf(obj runtime.Object) *autoscalingv1.Scale {
+	sc, _ := scaleFor(obj, restInfo{}, false)
+	return sc
+}
+
+// unsetReplicas stands for a custom resource's spec replicas field that is
+// not set, in the Scale a patch applies to: the patch must set it.
+const unsetReplicas = math.MinInt32
+
+// scaleFor returns the Scale of a Deployment, ReplicaSet, StatefulSet,
+// ReplicationController or custom resource (parent describes its kind).
+// A custom resource without spec replicas is an error to read, and has
+// unsetReplicas to write.
+func scaleFor(obj runtime.Object, parent restInfo, read bool) (*autoscalingv1.Scale, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok && parent.scale != nil {
+		return customScale(u, parent.scale, read)
+	}
 	var sc autoscalingv1.Scale
 	var replicas *int32
 	var sel *metav1.LabelSelector
@@ -270,5 +310,40 @@ func scaleOf(obj runtime.Object) *autoscalingv1.Scale {
 	if s, err := metav1.LabelSelectorAsSelector(sel); err == nil && sel != nil {
 		sc.Status.Selector = s.String()
 	}
-	return &sc
+	return &sc, nil
 }
+
+// customScale reads a custom resource's Scale from the paths of its
+// kind's scale subresource: the replicas are 0 when absent, and a field of
+// the wrong type is an error.
+func customScale(u *unstructured.Unstructured, paths *CustomScale, read bool) (*autoscalingv1.Scale, error) {
+	sc := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{
+		Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion(), CreationTimestamp: u.GetCreationTimestamp(),
+	}}
+	spec, found, err := unstructured.NestedInt64(u.Object, splitPath(paths.SpecReplicasPath)...)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	switch {
+	case found:
+		sc.Spec.Replicas = int32(spec)
+	case read:
+		return nil, apierrors.NewInternalError(fmt.Errorf("the spec replicas field %q does not exist", paths.SpecReplicasPath))
+	default:
+		sc.Spec.Replicas = unsetReplicas
+	}
+	status, _, err := unstructured.NestedInt64(u.Object, splitPath(paths.StatusReplicasPath)...)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	sc.Status.Replicas = int32(status)
+	if paths.LabelSelectorPath != "" {
+		if sc.Status.Selector, _, err = unstructured.NestedString(u.Object, splitPath(paths.LabelSelectorPath)...); err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+	}
+	return sc, nil
+}
+
+// splitPath splits a CRD field path such as ".spec.replicas".
+func splitPath(p string) []string { return strings.Split(strings.TrimPrefix(p, "."), ".") }

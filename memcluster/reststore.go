@@ -23,8 +23,23 @@ type restInfo struct {
 	newObj        func() runtime.Object
 	newList       func() runtime.Object // nil: lists are served as JSON only
 	protobuf      bool                  // the Go types can be encoded as protobuf
-	shortNames    []string              // for discovery
-	categories    []string              // for discovery
+
+	// Custom kinds only (the others take them from the kind):
+	custom     bool   // no Go type: nothing to register in the scheme
+	listKind   string // "": the kind + "List"
+	singular   string // "": the kind in lower case
+	shortNames []string
+	categories []string
+	scale      *CustomScale
+	// watchEvent converts a watch event's stored object for the client.
+	watchEvent func(watch.Event) watch.Event
+}
+
+func (in restInfo) listGVK() schema.GroupVersionKind {
+	if in.listKind != "" {
+		return in.gvk.GroupVersion().WithKind(in.listKind)
+	}
+	return in.gvk.GroupVersion().WithKind(in.gvk.Kind + "List")
 }
 
 // restStore is the type-erased view of a [Resource] that [Handler]
@@ -91,7 +106,13 @@ func (r *Resource[T]) list(ctx context.Context, ns string, opts metav1.ListOptio
 }
 
 func (r *Resource[T]) watchList(ctx context.Context, ns string, opts metav1.ListOptions) ([]watch.Event, watch.Interface, error) {
-	cl := r.Namespace(ns)
+	return r.Namespace(ns).watchList(ctx, opts)
+}
+
+// watchList is [Resource.watchList] through cl (its namespace, and the
+// version a custom kind's view reads in).
+func (cl Client[T]) watchList(ctx context.Context, opts metav1.ListOptions) ([]watch.Event, watch.Interface, error) {
+	r, ns := cl.r, cl.ns
 	if opts.SendInitialEvents == nil || !*opts.SendInitialEvents {
 		w, err := cl.Watch(ctx, opts)
 		return nil, w, err
@@ -179,7 +200,7 @@ func (r *Resource[T]) update(ctx context.Context, ns string, obj runtime.Object,
 }
 
 func (r *Resource[T]) patch(ctx context.Context, ns, name string, pt types.PatchType, data []byte, sub string, opts metav1.PatchOptions) (runtime.Object, bool, error) {
-	return r.Namespace(ns).patch(ctx, name, pt, data, opts, sub)
+	return r.Namespace(ns).patch(ctx, name, pt, data, opts, sub, nil)
 }
 
 func (r *Resource[T]) remove(ctx context.Context, ns, name string, opts metav1.DeleteOptions) (runtime.Object, bool, error) {

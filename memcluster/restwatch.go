@@ -66,6 +66,9 @@ func (a *api) serveWatch(w http.ResponseWriter, r *http.Request, rq request, s *
 	enc := streaming.NewEncoder(rep.info.StreamSerializer.Framer.NewFrameWriter(w), rep.info.StreamSerializer.Serializer)
 	embedded := representation{info: rep.info, partial: rep.partial}
 	send := func(ev watch.Event) bool {
+		if s.in.watchEvent != nil && ev.Type != watch.Error {
+			ev = s.in.watchEvent(ev)
+		}
 		obj, er := ev.Object, embedded
 		if ev.Type == watch.Error {
 			er.partial = false

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // KindOptions adjusts the [Kind] that [KindFor] derives from a Go type.
@@ -105,7 +104,7 @@ func KindFor[T Object](s *runtime.Scheme, example T, o KindOptions) (Kind[T], er
 	switch spec, hasSpec := typ.Elem().FieldByName("Spec"); {
 	case !builtin:
 		k.Generation = func(obj T) any { return nonMetadata(obj) }
-		k.PrepareUpdate = requireResourceVersion[T]
+		k.RequireResourceVersion = true
 	case hasSpec && spec.IsExported():
 		k.Generation = func(obj T) any { return reflect.ValueOf(obj).Elem().FieldByIndex(spec.Index).Interface() }
 	}
@@ -151,13 +150,4 @@ func nonMetadata(obj runtime.Object) any {
 	delete(m, "apiVersion")
 	delete(m, "kind")
 	return m
-}
-
-// requireResourceVersion refuses an unconditional update, as
-// kube-apiserver does for custom resources.
-func requireResourceVersion[T Object](obj, _ T) field.ErrorList {
-	if obj.GetResourceVersion() == "" {
-		return field.ErrorList{field.Invalid(field.NewPath("metadata", "resourceVersion"), uint64(0), "must be specified for an update")}
-	}
-	return nil
 }

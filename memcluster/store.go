@@ -2,13 +2,13 @@ package memcluster
 
 import (
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
@@ -66,7 +66,10 @@ func (r *Resource[T]) createLocked(obj T, ns string, a author) (T, error) {
 	if r.kind.Default != nil {
 		r.kind.Default(in)
 	}
-	errs := apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, r.kind.nameValidator(), field.NewPath("metadata"))
+	var errs field.ErrorList
+	if !r.kind.ValidatesMetadata {
+		errs = apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, r.kind.nameValidator(), field.NewPath("metadata"))
+	}
 	if r.kind.Validate != nil {
 		var none T
 		errs = append(errs, r.kind.Validate(in, none)...)
@@ -76,6 +79,11 @@ func (r *Resource[T]) createLocked(obj T, ns string, a author) (T, error) {
 	}
 	if _, exists := r.objs[objectKey(in)]; exists {
 		return zero, apierrors.NewAlreadyExists(r.kind.groupResource(), in.GetName())
+	}
+	if r.kind.toStorage != nil {
+		if in, err = r.kind.toStorage(in); err != nil {
+			return zero, err
+		}
 	}
 	stored := r.commitLocked(watch.Added, in)
 	return deepCopy(stored), nil
@@ -119,15 +127,30 @@ func (r *Resource[T]) checkPreconditionsLocked(in T) (T, error) {
 // round-tripped copy.
 func (r *Resource[T]) updateLocked(in T, a author) (T, error) {
 	var zero T
-	old, err := r.checkPreconditionsLocked(in)
+	stored, err := r.checkPreconditionsLocked(in)
 	if err != nil {
 		return zero, err
+	}
+	if r.kind.RequireResourceVersion && in.GetResourceVersion() == "" {
+		// kube-apiserver names the resource here, not the kind.
+		gr := r.kind.groupResource()
+		return zero, apierrors.NewInvalid(schema.GroupKind{Group: gr.Group, Kind: gr.Resource}, in.GetName(), field.ErrorList{
+			field.Invalid(field.NewPath("metadata", "resourceVersion"), uint64(0), "must be specified for an update")})
+	}
+	old := stored
+	if r.kind.asVersionOf != nil {
+		old = r.kind.asVersionOf(stored, in)
 	}
 	managed, recorded := r.recordUpdateAsSentLocked(old, in, a)
 	if r.kind.PrepareUpdate != nil {
 		if errs := r.kind.PrepareUpdate(in, old); len(errs) > 0 {
 			return zero, apierrors.NewInvalid(r.kind.groupKind(), in.GetName(), errs)
 		}
+	}
+	// Defaults first, as kube-apiserver applies them when it decodes the
+	// request: then the server-owned fields and the status are kept.
+	if r.kind.Default != nil {
+		r.kind.Default(in)
 	}
 	in.SetUID(old.GetUID())
 	in.SetCreationTimestamp(old.GetCreationTimestamp())
@@ -138,26 +161,23 @@ func (r *Resource[T]) updateLocked(in T, a author) (T, error) {
 	if r.kind.CopyStatus != nil {
 		r.kind.CopyStatus(in, old)
 	}
-	if r.kind.Default != nil {
-		r.kind.Default(in)
-	}
 	if recorded {
 		in.SetManagedFields(managed)
 	} else {
 		r.recordUpdateLocked(old, in, a, "")
 	}
-	errs := apivalidation.ValidateObjectMetaAccessorUpdate(in, old, field.NewPath("metadata"))
-	errs = append(errs, apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, r.kind.nameValidator(), field.NewPath("metadata"))...)
+	var errs field.ErrorList
+	if !r.kind.ValidatesMetadata {
+		errs = apivalidation.ValidateObjectMetaAccessorUpdate(in, old, field.NewPath("metadata"))
+		errs = append(errs, apivalidation.ValidateObjectMetaAccessor(in, !r.kind.ClusterScoped, r.kind.nameValidator(), field.NewPath("metadata"))...)
+	}
 	if r.kind.Validate != nil {
 		errs = append(errs, r.kind.Validate(in, old)...)
 	}
 	if old.GetDeletionTimestamp() != nil {
-		for _, f := range in.GetFinalizers() {
-			if !slices.Contains(old.GetFinalizers(), f) {
-				errs = append(errs, field.Forbidden(field.NewPath("metadata", "finalizers"),
-					fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %q", f)))
-			}
-		}
+		// kube-apiserver reports this twice, beside the strategy's check (the
+		// two errors are the same, and the answer's message says it once).
+		errs = append(errs, apivalidation.ValidateNoNewFinalizers(in.GetFinalizers(), old.GetFinalizers(), field.NewPath("metadata", "finalizers"))...)
 	}
 	if len(errs) > 0 {
 		return zero, apierrors.NewInvalid(r.kind.groupKind(), in.GetName(), errs)
@@ -165,14 +185,19 @@ func (r *Resource[T]) updateLocked(in T, a author) (T, error) {
 	if r.kind.Generation != nil && !apiequality.Semantic.DeepEqual(r.kind.Generation(in), r.kind.Generation(old)) {
 		in.SetGeneration(old.GetGeneration() + 1)
 	}
-	if semanticallyEqual(old, in) {
-		return deepCopy(old), nil
+	if r.kind.toStorage != nil {
+		if in, err = r.kind.toStorage(in); err != nil {
+			return zero, err
+		}
+	}
+	if semanticallyEqual(stored, in) {
+		return deepCopy(stored), nil
 	}
 	if r.finalizedLocked(in) {
 		return deepCopy(r.removeLocked(in)), nil
 	}
-	stored := r.commitLocked(watch.Modified, in)
-	return deepCopy(stored), nil
+	out := r.commitLocked(watch.Modified, in)
+	return deepCopy(out), nil
 }
 
 // updateStatusLocked writes the status of in and nothing else, by a.
@@ -181,29 +206,19 @@ func (r *Resource[T]) updateStatusLocked(in T, a author) (T, error) {
 	if r.kind.CopyStatus == nil {
 		return zero, apierrors.NewMethodNotSupported(r.kind.groupResource(), "update/status")
 	}
-	old, err := r.checkPreconditionsLocked(in)
+	stored, err := r.checkPreconditionsLocked(in)
 	if err != nil {
 		return zero, err
 	}
-	var next T
-	var same bool
-	if r.kind.statusUpdate != nil {
-		next = r.kind.statusUpdate(old, in)
-		if r.kind.statusKeep != nil {
-			r.kind.statusKeep(next, old)
-		}
-		same = r.kind.statusEqual(old, next)
-	} else {
-		next = deepCopy(old)
-		r.kind.CopyStatus(next, in)
-		if r.kind.StatusMeta != nil {
-			r.kind.StatusMeta(next, in)
-		}
-		if r.kind.statusKeep != nil {
-			r.kind.statusKeep(next, old)
-		}
-		same = semanticallyEqual(old, next)
+	if r.kind.statusUpdate == nil {
+		return r.updateCustomStatusLocked(stored, in, a)
 	}
+	old := stored
+	next := r.kind.statusUpdate(old, in)
+	if r.kind.statusKeep != nil {
+		r.kind.statusKeep(next, old)
+	}
+	same := r.kind.statusEqual(old, next)
 	if same && !a.applied {
 		return deepCopy(old), nil
 	}
@@ -213,6 +228,55 @@ func (r *Resource[T]) updateStatusLocked(in T, a author) (T, error) {
 	r.recordUpdateLocked(old, next, a, "status")
 	if same && managedFieldsEqual(old, next) {
 		return deepCopy(old), nil
+	}
+	return deepCopy(r.commitLocked(watch.Modified, next)), nil
+}
+
+// updateCustomStatusLocked is [Resource.updateStatusLocked] for a kind
+// without statusUpdate (kinds of other Go types, custom kinds): in is
+// defaulted as kube-apiserver decodes it, the status is written into the
+// stored object as seen in the version of in, validated, recorded, and
+// converted back to the stored version; a write that leaves the stored
+// object as it was is not stored.
+func (r *Resource[T]) updateCustomStatusLocked(stored, in T, a author) (T, error) {
+	var zero T
+	if r.kind.Default != nil {
+		r.kind.Default(in)
+	}
+	old := stored
+	if r.kind.asVersionOf != nil {
+		old = r.kind.asVersionOf(stored, in)
+	}
+	next := deepCopy(old)
+	r.kind.CopyStatus(next, in)
+	if r.kind.StatusMeta != nil {
+		r.kind.StatusMeta(next, in)
+	}
+	if r.kind.statusKeep != nil {
+		r.kind.statusKeep(next, old)
+	}
+	if r.kind.ValidateStatus != nil {
+		if errs := r.kind.ValidateStatus(next, old); len(errs) > 0 {
+			return zero, apierrors.NewInvalid(r.kind.groupKind(), in.GetName(), errs)
+		}
+	}
+	if a.applied {
+		next.SetManagedFields(in.GetManagedFields())
+	}
+	r.recordUpdateLocked(old, next, a, "status")
+	if r.kind.toStorage != nil {
+		var err error
+		if next, err = r.kind.toStorage(next); err != nil {
+			return zero, err
+		}
+	}
+	if semanticallyEqual(stored, next) {
+		return deepCopy(stored), nil
+	}
+	if r.finalizedLocked(next) {
+		// A status write may drop the last finalizer where StatusMeta
+		// keeps metadata (CustomResourceDefinitions' status does).
+		return deepCopy(r.removeLocked(next)), nil
 	}
 	return deepCopy(r.commitLocked(watch.Modified, next)), nil
 }
@@ -253,6 +317,9 @@ func (r *Resource[T]) commitLocked(typ watch.EventType, obj T) T {
 		prevObj = prev
 	}
 	r.c.observeLocked(r, typ, obj, prevObj)
+	if hook := r.kind.Stored; hook != nil {
+		r.c.runHookLocked(func(tx *Tx) { hook(tx, typ, obj) })
+	}
 	return obj
 }
 

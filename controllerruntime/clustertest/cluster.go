@@ -11,7 +11,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/applyconfigurations"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -21,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/ctrlkit/ctrlkit/controllerruntime/crd"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
@@ -94,6 +97,19 @@ type Options struct {
 	Perturb Perturbations
 
 	onWrite func(memcluster.Write) // Explore's properties: every stored write
+
+	// CRDDirectoryPaths (files, and directories of .yaml, .yml and .json
+	// files) and CRDs are the CustomResourceDefinitions to install, as
+	// envtest's options of the same names: they are created through the
+	// cluster's API before the test's function runs, and their kinds are
+	// served with their schemas (validation, CEL rules, defaults, pruning,
+	// versions, subresources; see package controllerruntime/crd). A kind
+	// that has both a CRD and a Go type in Types or Kinds is the CRD's: its
+	// schema rules, and the Go type is only how your code reads it.
+	// CustomResourceDefinitions the test creates through the API are
+	// served too.
+	CRDDirectoryPaths []string
+	CRDs              []*apiextensionsv1.CustomResourceDefinition
 }
 
 // Kind is one of your own kinds, as in [Options.Kinds].
@@ -222,19 +238,33 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 		// deduced types.
 		TypeConverter: memcluster.TypeConverterChain(builtinTypes, managedfields.NewDeducedTypeConverter()),
 	})
+	if c.sched.serial {
+		c.wg.Go(func() { c.sched.run(ctx) })
+	}
+	fail := func(err error) (*Cluster, error) {
+		c.shutdown()
+		return nil, err
+	}
+	// The CRDs first: their kinds are served with their schemas, not as
+	// the Go types Options.Types may also name.
+	crdKinds, err := c.installCRDs()
+	if err != nil {
+		return fail(err)
+	}
 	kinds := opts.Kinds
 	for _, obj := range opts.Types {
 		kinds = append(kinds, Kind{Example: obj})
 	}
 	for _, k := range kinds {
 		if k.Example == nil {
-			cancel()
-			return nil, errors.New("clustertest: a nil example object in Options.Types or Kinds")
+			return fail(errors.New("clustertest: a nil example object in Options.Types or Kinds"))
 		}
 		kind, err := memcluster.KindFor[memcluster.Object](scheme, k.Example, k.Options)
 		if err != nil {
-			cancel()
-			return nil, fmt.Errorf("clustertest: %w", err)
+			return fail(fmt.Errorf("clustertest: %w", err))
+		}
+		if crdKinds[kind.GVK.GroupKind()] {
+			continue // the CRD's
 		}
 		memcluster.NewResource(c.mc, kind)
 	}
@@ -242,14 +272,25 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	c.mc.SetFaults(opts.Faults)
 	c.cfg = &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: front{rec: c.rec, next: memcluster.NewHandler(c.mc)}},
 		QPS: -1} // no client-side throttling: the cluster answers at once, in virtual time
-	if c.sched.serial {
-		c.wg.Go(func() { c.sched.run(ctx) })
-	}
 	if err := c.startBuiltins(); err != nil {
-		c.shutdown()
-		return nil, err
+		return fail(err)
 	}
 	return c, nil
+}
+
+// installCRDs serves CustomResourceDefinitions, installs
+// Options.CRDDirectoryPaths and Options.CRDs, and returns the kinds they
+// serve.
+func (c *Cluster) installCRDs() (map[schema.GroupKind]bool, error) {
+	installed, err := crd.Bench(c.ctx, c.mc, c.opts.CRDDirectoryPaths, c.opts.CRDs)
+	if err != nil {
+		return nil, fmt.Errorf("clustertest: %w", err)
+	}
+	kinds := map[schema.GroupKind]bool{}
+	for _, def := range installed {
+		kinds[schema.GroupKind{Group: def.Spec.Group, Kind: def.Spec.Names.Kind}] = true
+	}
+	return kinds, nil
 }
 
 // leftoverGrace is how long (virtual time) stop waits for the goroutines

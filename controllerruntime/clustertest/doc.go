@@ -63,6 +63,12 @@
 //     is served with CustomResourceDefinition semantics: generation,
 //     resourceVersion and conflicts, a status subresource if it has a Status
 //     field, owner references and garbage collection like the built-in kinds.
+//   - Your CRDs ([Options.CRDDirectoryPaths], [Options.CRDs], as envtest
+//     takes them): installed through the API as envtest installs them,
+//     their custom resources validated (OpenAPI schema, CEL rules),
+//     defaulted and pruned by kube-apiserver's own code (package
+//     controllerruntime/crd), in every served version;
+//     CustomResourceDefinitions the test creates are served too.
 //   - Built-in controllers, each switchable ([Options.Disable]): ctrlkit's
 //     Deployment and ReplicaSet controllers (kube-controller-manager v1.37's
 //     behaviour), the garbage collector, and the kubelet model

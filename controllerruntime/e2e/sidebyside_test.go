@@ -10,12 +10,14 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/applyconfigurations"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/ctrlkit/ctrlkit/controllerruntime/crd"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
@@ -63,9 +65,19 @@ func realAPIServer(t *testing.T) *rest.Config {
 // two in step, so that these tests compare what bench users get.
 func memAPIServer(t *testing.T) (*rest.Config, *memcluster.Cluster) {
 	t.Helper()
+	return memAPIServerWithCRDs(t)
+}
+
+// memAPIServerWithCRDs is memAPIServer with crds installed, as the bench
+// installs Options.CRDs (it serves CustomResourceDefinitions either way).
+func memAPIServerWithCRDs(t *testing.T, crds ...*apiextensionsv1.CustomResourceDefinition) (*rest.Config, *memcluster.Cluster) {
+	t.Helper()
 	builtinTypes := memcluster.LazyTypeConverter(func() managedfields.TypeConverter { return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme) })
 	c := memcluster.New(memcluster.Config{Seed: 1, RequireNamespaces: true,
 		TypeConverter: memcluster.TypeConverterChain(builtinTypes, managedfields.NewDeducedTypeConverter())})
+	if _, err := crd.Bench(t.Context(), c, nil, crds); err != nil {
+		t.Fatal(err)
+	}
 	memcluster.AddBuiltinKinds(c)
 	cfg := &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: memcluster.NewHandler(c)}, QPS: -1}
 	return cfg, c

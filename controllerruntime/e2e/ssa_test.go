@@ -167,6 +167,16 @@ func (c *sideClient) run(t *testing.T, ns, name string, st ssaStep, last string)
 		base = "/api/v1/namespaces/" + ns + "/" + res
 	case "jobs":
 		base = "/apis/batch/v1/namespaces/" + ns + "/" + res
+	default:
+		// A custom resource: "group/version/plural", prefixed with
+		// "cluster:" when cluster-scoped (see crResource).
+		if gvr, clusterScoped := strings.CutPrefix(res, "cluster:"); strings.Count(gvr, "/") == 2 {
+			gv, plural := gvr[:strings.LastIndex(gvr, "/")], gvr[strings.LastIndex(gvr, "/")+1:]
+			base = "/apis/" + gv + "/namespaces/" + ns + "/" + plural
+			if clusterScoped {
+				base = "/apis/" + gv + "/" + plural
+			}
+		}
 	}
 	path := base + "/" + name
 	if st.sub != "" {

@@ -1,0 +1,4 @@
+package crd
+
+// CPUTime is cpuTime, for the external tests.
+var CPUTime = cpuTime
