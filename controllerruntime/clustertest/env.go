@@ -48,9 +48,12 @@ type Environment struct {
 
 	// CRDDirectoryPaths, CRDs, ErrorIfCRDPathMissing and
 	// CRDInstallOptions are envtest's: the custom resource definitions to
-	// install. A path that does not exist fails Start when
-	// ErrorIfCRDPathMissing (or CRDInstallOptions.ErrorIfPathMissing) is
-	// set.
+	// install. Start installs them through the cluster's API, as
+	// [Options.CRDDirectoryPaths] and [Options.CRDs] do, so their kinds
+	// are served with their schemas. A path that does not exist fails
+	// Start when ErrorIfCRDPathMissing (or
+	// CRDInstallOptions.ErrorIfPathMissing) is set, and is skipped
+	// otherwise, as in envtest.
 	CRDDirectoryPaths     []string
 	CRDs                  []*apiextensionsv1.CustomResourceDefinition
 	ErrorIfCRDPathMissing bool
@@ -128,17 +131,18 @@ func (e *Environment) Start() (*rest.Config, error) {
 	if e.UseExistingCluster != nil && *e.UseExistingCluster {
 		return nil, errors.New("clustertest: an Environment is its own cluster: UseExistingCluster is not supported")
 	}
-	paths := append(append([]string(nil), e.CRDDirectoryPaths...), e.CRDInstallOptions.Paths...)
-	if e.ErrorIfCRDPathMissing || e.CRDInstallOptions.ErrorIfPathMissing {
-		for _, p := range paths {
-			if _, err := os.Stat(p); err != nil {
+	var paths []string
+	mustExist := e.ErrorIfCRDPathMissing || e.CRDInstallOptions.ErrorIfPathMissing
+	for _, p := range append(append([]string(nil), e.CRDDirectoryPaths...), e.CRDInstallOptions.Paths...) {
+		if _, err := os.Stat(p); err != nil {
+			if mustExist {
 				return nil, fmt.Errorf("clustertest: CRD path: %w", err)
 			}
+			continue // as envtest: a missing path is skipped unless asked otherwise
 		}
+		paths = append(paths, p)
 	}
-	// TODO(issue 26): forward paths and e.CRDs, e.CRDInstallOptions.CRDs to
-	// Options.CRDDirectoryPaths and Options.CRDs once the cluster installs
-	// CRDs; until then only Types and Kinds are served.
+	crds := append(append([]*apiextensionsv1.CustomResourceDefinition(nil), e.CRDs...), e.CRDInstallOptions.CRDs...)
 	scheme := e.Scheme
 	if scheme == nil {
 		scheme = clientgoscheme.Scheme
@@ -152,7 +156,7 @@ func (e *Environment) Start() (*rest.Config, error) {
 			return nil, fmt.Errorf("clustertest: webhooks: %w", err)
 		}
 	}
-	c, err := start(nil, Options{Scheme: scheme, Types: e.Types, Kinds: e.Kinds, Disable: e.Disable, Kubelet: kubelet,
+	c, err := start(nil, Options{Scheme: scheme, Types: e.Types, Kinds: e.Kinds, CRDDirectoryPaths: paths, CRDs: crds, Disable: e.Disable, Kubelet: kubelet,
 		Seed: e.Seed, Faults: e.Faults, Concurrent: true}, false)
 	if err != nil {
 		return nil, err

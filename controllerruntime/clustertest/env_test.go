@@ -14,7 +14,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -158,5 +160,52 @@ func TestEnvironmentPreparesWebhookServing(t *testing.T) {
 		t.Error("Start with a missing webhook path: no error")
 	} else if !strings.Contains(err.Error(), "webhooks") {
 		t.Errorf("Start with a missing webhook path: %v, want an error that names the webhooks", err)
+	}
+}
+
+// An Environment installs the CRDs of its CRDDirectoryPaths, as envtest
+// does: their kinds are served with their schemas, by any client.
+func TestEnvironmentInstallsCRDs(t *testing.T) {
+	env := &clustertest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("envtestshape", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	site := func(name string, spec map[string]any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+		u.SetAPIVersion("demo.ctrlkit.dev/v1")
+		u.SetKind("Site")
+		u.SetNamespace("default")
+		u.SetName(name)
+		return u
+	}
+	// The schema requires spec.image and gives replicas a minimum of 0.
+	for name, spec := range map[string]map[string]any{
+		"no-image":          {"replicas": int64(1)},
+		"negative-replicas": {"image": "nginx:1.27", "replicas": int64(-1)},
+	} {
+		err := c.Create(t.Context(), site(name, spec))
+		if !apierrors.IsInvalid(err) {
+			t.Errorf("create of %s: %v, want 422 Invalid from the CRD's schema", name, err)
+		}
+	}
+	good := site("shop", map[string]any{"image": "nginx:1.27", "replicas": int64(2), "unknown": "pruned"})
+	if err := c.Create(t.Context(), good); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(good.Object, "spec", "unknown"); found {
+		t.Errorf("spec.unknown kept: the CRD's structural schema prunes it: %v", good.Object["spec"])
 	}
 }
