@@ -20,7 +20,6 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/deployment"
 	"github.com/ctrlkit/ctrlkit/features"
-	"github.com/ctrlkit/ctrlkit/internal/writes"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/replicaset"
 )
@@ -182,12 +181,12 @@ type deploymentSyncConfig struct {
 
 // deploymentSync is the Deployment controller's sync of one key: skipped
 // while a write of the last sync of that Deployment has not reached the
-// cache (internal/writes.Tracker), or when the Deployment's labels do not match
+// cache (deploymentWrites), or when the Deployment's labels do not match
 // Options.Selector; otherwise deployment.Reconciler's.
 type deploymentSync struct {
 	r           *deployment.Reconciler
 	deployments reader[appsv1.Deployment, *appsv1.Deployment, *appsv1.DeploymentList]
-	writes      *writes.Tracker
+	writes      *deploymentWrites
 	selector    labels.Selector
 	skipped     prometheus.Counter
 }
@@ -195,11 +194,11 @@ type deploymentSync struct {
 func newDeploymentSync(cfg deploymentSyncConfig) (*deploymentSync, error) {
 	ds := deploymentReader(cfg.Cache)
 	w := Writer{Client: cfg.Client, Live: cfg.Live}
-	t := writes.New(cfg.Marks, live(w.live()))
+	writes := newDeploymentWrites(cfg.Marks, w.live())
 	r, err := deployment.NewReconciler(deployment.ReconcilerConfig{
 		Deployments: ds, ReplicaSets: replicaSetReader(cfg.Cache), Pods: podReader(cfg.Cache),
 		Live:         reconcile.GetterFunc[*appsv1.Deployment](w.GetDeployment),
-		Client:       writes.TrackDeployments(w, t),
+		Client:       trackingDeploymentClient{Client: w, t: writes},
 		Events:       cfg.Events,
 		EagerStatus:  cfg.Opts.EagerStatus,
 		FeatureGates: cfg.Opts.FeatureGates,
@@ -207,11 +206,11 @@ func newDeploymentSync(cfg deploymentSyncConfig) (*deploymentSync, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controllerruntime: %w", err)
 	}
-	return &deploymentSync{r: r, deployments: ds, writes: t, selector: cfg.Opts.Selector, skipped: cfg.Skipped}, nil
+	return &deploymentSync{r: r, deployments: ds, writes: writes, selector: cfg.Opts.Selector, skipped: cfg.Skipped}, nil
 }
 
 func (s *deploymentSync) sync(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
-	behind, err := s.writes.Behind(ctx, key)
+	behind, err := s.writes.behind(ctx, key)
 	switch {
 	case err != nil:
 		return reconcile.Result{}, err
@@ -226,7 +225,7 @@ func (s *deploymentSync) sync(ctx context.Context, key types.NamespacedName) (re
 			return reconcile.Result{}, nil
 		}
 	}
-	return s.r.Reconcile(writes.Syncing(ctx, key), key)
+	return s.r.Reconcile(context.WithValue(ctx, syncKey{}, key), key)
 }
 
 func addReplicaSet(mgr manager.Manager, opts Options, marks *writeMarks) error {
@@ -245,7 +244,7 @@ func addReplicaSet(mgr manager.Manager, opts Options, marks *writeMarks) error {
 	w := Writer{Client: mgr.GetClient(), Live: mgr.GetAPIReader()}
 	r, err := replicaset.NewReconciler(replicaset.ReconcilerConfig{
 		ReplicaSets: rss, Pods: pods,
-		Client:        writes.TrackReplicaSets(w, marks),
+		Client:        trackingReplicaSetClient{Client: w, marks: marks},
 		Events:        mgr.GetEventRecorderFor(ReplicaSetControllerName), //nolint:staticcheck // core/v1 Events, as kube-controller-manager records them
 		BurstReplicas: opts.BurstReplicas,
 		EagerStatus:   opts.EagerStatus,
@@ -255,7 +254,7 @@ func addReplicaSet(mgr manager.Manager, opts Options, marks *writeMarks) error {
 		return fmt.Errorf("controllerruntime: %w", err)
 	}
 	do := func(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
-		if r.FeatureGates().Enabled(features.StaleControllerConsistencyReplicaSet) && marks.Behind(ctx, writes.ReplicaSet, key) {
+		if r.FeatureGates().Enabled(features.StaleControllerConsistencyReplicaSet) && marks.behind(ctx, markKey{key: key}) {
 			skipped.Inc()
 			return reconcile.Result{}, nil // the write's event enqueues key again
 		}

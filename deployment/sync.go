@@ -55,11 +55,7 @@ func Sync(state State, now time.Time) (Plan, error) {
 	if err := s.run(); err != nil && err != errStop {
 		return Plan{}, err
 	}
-	p := s.plan()
-	if state.DeferStatus && onlyScales(p) {
-		p.UpdateStatus = nil
-	}
-	return p, nil
+	return s.plan(), nil
 }
 
 func (s *syncer) run() error {
@@ -103,10 +99,7 @@ func (s *syncer) run() error {
 	case appsv1.RollingUpdateDeploymentStrategyType:
 		return s.rolling()
 	}
-	if d.Spec.Strategy.Type == "" {
-		return fmt.Errorf("deployment %s/%s: unexpected deployment strategy type: (empty; the API server's default, RollingUpdate, is set by defaults.Deployment)", d.Namespace, d.Name)
-	}
-	return fmt.Errorf("deployment %s/%s: unexpected deployment strategy type: %s", d.Namespace, d.Name, d.Spec.Strategy.Type)
+	return fmt.Errorf("unexpected deployment strategy type: %s", d.Spec.Strategy.Type)
 }
 
 // sync is upstream sync(), for paused Deployments and scaling events.

@@ -1,7 +1,6 @@
 package informer
 
 import (
-	"github.com/ctrlkit/ctrlkit/internal/marks"
 	"reflect"
 	"slices"
 	"strings"
@@ -58,7 +57,8 @@ type Cache[T Object] struct {
 	lastNS   *nsBucket
 	lastCtrl *ctrlBucket
 
-	writes marks.Set[types.NamespacedName] // versions this process's writes replaced
+	wmu    sync.Mutex // guards writes; taken after mu, never before
+	writes writeMarks
 }
 
 // Slots live in fixed-size pages: growing the cache never copies them.

@@ -11,6 +11,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/internal/fakewatch"
 	"github.com/ctrlkit/ctrlkit/internal/queuetest"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
 // skipHook is a queue hook that also counts skipped syncs.
@@ -19,13 +20,13 @@ type skipHook struct {
 	skipped *atomic.Int64
 }
 
-var _ interface{ SyncSkipped() } = skipHook{}
+var _ reconcile.SkipMetrics = skipHook{}
 
 func (s skipHook) SyncSkipped() { s.skipped.Add(1) }
 
 // A sync skipped because the cache still holds the version the
 // controller's own status write replaced is reported to a Metrics hook
-// that has a SyncSkipped method (ctrlkit_syncs_skipped_total in
+// that implements reconcile.SkipMetrics (ctrlkit_syncs_skipped_total in
 // package kube), as the Deployment controller reports its own.
 func TestControllerReportsSkippedSyncs(t *testing.T) {
 	w := newWorld(t0)
