@@ -224,7 +224,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("not found", func(t *testing.T) {
 		w := newWorld()
 		res, err := newReconciler(w).Reconcile(context.Background(), types.NamespacedName{Namespace: "ns", Name: "gone"})
-		if err != nil || res != (deployment.Result{}) {
+		if err != nil || res != (reconcile.Result{}) {
 			t.Errorf("Reconcile() = %v, %v; want zero, nil", res, err)
 		}
 	})
@@ -235,7 +235,7 @@ func TestReconciler(t *testing.T) {
 		key := deployment.KeyOf(w.addDeployment(d))
 		r := newReconciler(w)
 		w.unhealthyImage = "web:v1"
-		var res deployment.Result
+		var res reconcile.Result
 		for i := 0; i < 5; i++ {
 			var err error
 			if res, err = r.Reconcile(context.Background(), key); err != nil {

@@ -2,6 +2,18 @@
 // kube-controller-manager v1.37, pkg/controller/deployment) as a pure
 // decision function plus a thin, embeddable shell.
 //
+// Entry points:
+//
+//   - [NewController] (with informers and a [Client]) and Controller.Run:
+//     the controller, ready to run; controlplane.Start runs it, with the
+//     ReplicaSet controller and a kubelet, on an in-memory cluster;
+//   - [NewReconciler] and Reconciler.Reconcile: one sync of a key, for a
+//     shell of your own (controller-runtime's, say);
+//   - [Sync]: the pure decision, a [State] in and a [Plan] out; [Apply]
+//     makes its writes;
+//   - [EventRules]: which Deployments an informer event asks to sync;
+//   - [Workload]: the same controller for a custom resource.
+//
 // The core is [Sync]: given a [State] (the Deployment, the ReplicaSets of
 // its namespace and, for Recreate, their pods) and the time, it returns a
 // [Plan]: the ReplicaSets to create, scale, update, delete, adopt or

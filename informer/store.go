@@ -185,9 +185,7 @@ func (c *Cache[T]) removeLocked(key types.NamespacedName) (old T, ok bool) {
 	*s = slot[T]{nsPos: -1}
 	c.free = append(c.free, id)
 	c.size--
-	c.wmu.Lock()
-	delete(c.writes.replaced, key) // a deleted object is nobody's stale copy
-	c.wmu.Unlock()
+	c.writes.Forget(key) // a deleted object is nobody's stale copy
 	return old, true
 }
 

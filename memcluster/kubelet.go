@@ -174,6 +174,7 @@ func NewKubelet(c *Cluster, cfg KubeletConfig) *Kubelet {
 	for i := range cfg.Nodes {
 		k.nodes = append(k.nodes, fmt.Sprintf("node-%d", i))
 	}
+	k.work.Expect() // a simulation waits for Run; it names a kubelet never run
 	k.wake()
 	c.mu.Lock()
 	c.kubelets = append(c.kubelets, k)
@@ -185,6 +186,7 @@ func NewKubelet(c *Cluster, cfg KubeletConfig) *Kubelet {
 // transition is due on the cluster clock, until ctx is done. Only one Run
 // may be active at a time; a second one returns at once.
 func (k *Kubelet) Run(ctx context.Context) {
+	k.work.Running()
 	k.mu.Lock()
 	if k.running {
 		k.mu.Unlock()

@@ -205,7 +205,7 @@ func (w *watcher[T]) ResultChan() <-chan watch.Event { return w.result }
 func (w *watcher[T]) Stop() { w.stopOnce.Do(func() { close(w.stop) }) }
 
 // AckEvents makes the work of each event last until [watcher.Ack] rather
-// than until it is received; see informer.AckWatcher.
+// than until it is received; see internal/watchproto.AckWatcher.
 func (w *watcher[T]) AckEvents() {
 	w.mu.Lock()
 	w.acking = true
@@ -213,7 +213,7 @@ func (w *watcher[T]) AckEvents() {
 }
 
 // ShareObjects makes the watch deliver the stored snapshots themselves
-// rather than private deep copies; see informer.SharingWatcher. The
+// rather than private deep copies; see internal/watchproto.SharingWatcher. The
 // consumer must never modify them: they are what the cluster serves.
 func (w *watcher[T]) ShareObjects() {
 	w.mu.Lock()

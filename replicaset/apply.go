@@ -43,7 +43,7 @@ type Applied struct {
 // not record expectations or write the status: see [Plan] for the order.
 //
 //   - [CreatePods]: pods from [NewPod], created in slow-start batches
-//     ([SlowStartBatches] with [SlowStartInitialBatchSize]); the calls of a
+//     ([SlowStartBatches] with slowStartInitialBatchSize); the calls of a
 //     batch run concurrently and a batch with a failure ends the action.
 //     Events: SuccessfulCreate, or FailedCreate unless the namespace is
 //     terminating (that failure is ignored altogether).
@@ -115,7 +115,7 @@ func createPods(ctx context.Context, c PodWriter, events EventRecorder, rs *apps
 		return err
 	}
 	done := 0
-	for _, size := range SlowStartBatches(count, SlowStartInitialBatchSize) {
+	for _, size := range SlowStartBatches(count, slowStartInitialBatchSize) {
 		errs := make([]error, size)
 		created := make([]*corev1.Pod, size)
 		each(size, sequential, func(i int) { created[i], errs[i] = createPod(ctx, c, events, rs, tpl.DeepCopy()) })

@@ -15,13 +15,13 @@ import (
 // ReplicaSet's pods into a buffer it reuses, so that a sync of a settled
 // ReplicaSet allocates nothing for them.
 type podAppender interface {
-	AppendByController(dst []*corev1.Pod, namespace string, uid types.UID) ([]*corev1.Pod, error)
+	appendByController(dst []*corev1.Pod, namespace string, uid types.UID) ([]*corev1.Pod, error)
 }
 
 var _ podAppender = (*PodCache)(nil)
 
-// AppendByController is [PodCache.ListByController], appending to dst.
-func (p *PodCache) AppendByController(dst []*corev1.Pod, namespace string, uid types.UID) ([]*corev1.Pod, error) {
+// appendByController is PodCache.ListByController, appending to dst.
+func (p *PodCache) appendByController(dst []*corev1.Pod, namespace string, uid types.UID) ([]*corev1.Pod, error) {
 	if uid == "" {
 		return p.c.AppendByIndex(dst, reconcile.OrphanIndex, namespace)
 	}

@@ -184,7 +184,7 @@ func TestReconcileKeepsNoPodAlive(t *testing.T) {
 	}
 	sync := func() {
 		t.Helper()
-		if res, err := rec.Reconcile(context.Background(), key("web")); err != nil || res != (replicaset.Result{}) {
+		if res, err := rec.Reconcile(context.Background(), key("web")); err != nil || res != (reconcile.Result{}) {
 			t.Fatalf("Reconcile = %+v, %v; want a no-op", res, err)
 		}
 	}

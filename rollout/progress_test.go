@@ -94,9 +94,9 @@ func TestNextProgressCheck(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := NextProgressCheck(tc.d, tc.st, tc.now)
+			got := nextProgressCheck(tc.d, tc.st, tc.now)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("NextProgressCheck mismatch (-want +got):\n%s", diff)
+				t.Errorf("nextProgressCheck mismatch (-want +got):\n%s", diff)
 			}
 			if got.Upstream() != tc.wantUpstream {
 				t.Errorf("Upstream() = %v; want %v", got.Upstream(), tc.wantUpstream)
