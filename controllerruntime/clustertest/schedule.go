@@ -41,6 +41,9 @@ type Schedule []Choice
 //   - PerturbRestart: stop what [Cluster.StartRestartable] started
 //     (Index-th of them) and start it again from its build function; the
 //     step is then chosen as after a lag.
+//   - PerturbRelist: end the watch the ready delivery of index Index is
+//     for with a 410 Expired ERROR event instead of the delivery; its
+//     client (a reflector) lists again. This is the step.
 type Choice struct {
 	Step    uint64
 	Index   int
@@ -56,6 +59,8 @@ func (c Choice) String() string {
 		return fmt.Sprintf("%d:close%d", c.Step, c.Index)
 	case PerturbRestart:
 		return fmt.Sprintf("%d:restart%d", c.Step, c.Index)
+	case PerturbRelist:
+		return fmt.Sprintf("%d:relist%d", c.Step, c.Index)
 	}
 	return fmt.Sprintf("%d:%d", c.Step, c.Index)
 }
@@ -78,9 +83,18 @@ const (
 	// operator's Manager) at a step: its caches, queues and memory start
 	// afresh, and what it was doing is cut short.
 	PerturbRestart
+	// PerturbRelist ends a watch before one of its deliveries with a 410
+	// Expired error, as kube-apiserver ends a watch whose resourceVersion
+	// was compacted: its client (a reflector) lists again, a second or so
+	// later, and watches from the list. The events in between are lost:
+	// the informer sees the difference between its cache and the list
+	// (several updates as one, an object created and deleted meanwhile
+	// not at all, a deletion as a delete of its last known state, as
+	// client-go's DeletedFinalStateUnknown).
+	PerturbRelist
 
 	// AllPerturbations is every perturbation.
-	AllPerturbations = PerturbLag | PerturbWatchClose | PerturbRestart
+	AllPerturbations = PerturbLag | PerturbWatchClose | PerturbRestart | PerturbRelist
 )
 
 // String is the form ParseSchedule reads: "12:1,40:lag0=2s,41:close1",
@@ -123,6 +137,8 @@ func ParseSchedule(text string) (Schedule, error) {
 			c.Perturb, index, least = PerturbWatchClose, strings.TrimPrefix(index, "close"), 0
 		case strings.HasPrefix(index, "restart"):
 			c.Perturb, index, least = PerturbRestart, strings.TrimPrefix(index, "restart"), 0
+		case strings.HasPrefix(index, "relist"):
+			c.Perturb, index, least = PerturbRelist, strings.TrimPrefix(index, "relist"), 0
 		}
 		i, err := strconv.Atoi(index)
 		if err != nil || i < least {
@@ -170,6 +186,7 @@ const (
 	lagRate     = 0.01
 	closeRate   = 0.005
 	restartRate = 0.003
+	relistRate  = 0.005
 )
 
 var lags = []time.Duration{50 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second, 10 * time.Second}
@@ -208,6 +225,8 @@ func (c *chooser) pick(step uint64, ready []*waiter, restartables int) Choice {
 			ch.Perturb, ch.Index = PerturbWatchClose, deliveries[c.rnd.IntN(len(deliveries))]
 		case restartables > 0 && c.perturb&PerturbRestart != 0 && r < lagRate+closeRate+restartRate:
 			ch.Perturb, ch.Index = PerturbRestart, c.rnd.IntN(restartables)
+		case len(deliveries) > 0 && c.perturb&PerturbRelist != 0 && r >= lagRate+closeRate+restartRate && r < lagRate+closeRate+restartRate+relistRate:
+			ch.Perturb, ch.Index = PerturbRelist, deliveries[c.rnd.IntN(len(deliveries))]
 		case n > 1 && c.rnd.Float64() < c.rate:
 			ch.Index = 1 + c.rnd.IntN(n-1)
 		}
@@ -314,11 +333,16 @@ func (s *scheduler) exploreLocked() bool {
 	s.pending = slices.DeleteFunc(s.pending, func(p *waiter) bool { return p == w })
 	s.steps++
 	s.current = w
-	if ch.Perturb == PerturbWatchClose {
+	if ch.Perturb == PerturbWatchClose || ch.Perturb == PerturbRelist {
+		what := "closed"
 		w.err = errWatchClosed
+		if ch.Perturb == PerturbRelist {
+			what = "expired (410): its client lists again"
+			w.err = memcluster.ErrWatchExpired
+		}
 		s.mu.Unlock()
 		if note != nil {
-			note(fmt.Sprintf("watch %d of %s%s closed (explored)", w.step.Watch, w.step.Resource, byClient(w)))
+			note(fmt.Sprintf("watch %d of %s%s %s (explored)", w.step.Watch, w.step.Resource, byClient(w), what))
 		}
 		close(w.go_)
 		return true
@@ -390,6 +414,8 @@ func (c *Cluster) reorderings() []reordering {
 			text = fmt.Sprintf("step %d: the watch of %s held back %v", m.Step, m.chose, m.Lag)
 		case PerturbWatchClose:
 			text = fmt.Sprintf("step %d: the watch of %s closed instead", m.Step, m.chose)
+		case PerturbRelist:
+			text = fmt.Sprintf("step %d: the watch of %s expired (410) instead: its client listed again", m.Step, m.chose)
 		case PerturbRestart:
 			text = fmt.Sprintf("step %d: restart of %s", m.Step, c.sched.restartables[m.Index].name)
 		default:
