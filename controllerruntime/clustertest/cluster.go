@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/applyconfigurations"
+	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -142,6 +143,10 @@ type Cluster struct {
 	clOnce  sync.Once
 	clErr   error
 	stopped bool // stop has run
+
+	otherMu sync.Mutex
+	other   dynamic.Interface // PerturbConflict's other writer
+	otherN  int               // its changes so far
 }
 
 // Test runs f in a testing/synctest bubble with a new Cluster, and stops
@@ -220,6 +225,7 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	}
 	c.sched.onHalt = func(msg string) { c.fail(errors.New(msg)) }
 	c.sched.note = c.rec.note
+	c.sched.conflict = func(st memcluster.Step) { c.wg.Go(func() { c.conflictWrite(st) }) }
 	builtinTypes := memcluster.LazyTypeConverter(func() managedfields.TypeConverter { return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme) })
 	c.mc = memcluster.New(memcluster.Config{
 		Seed: opts.Seed, Gate: c.sched, OnWrite: func(w memcluster.Write) {

@@ -60,6 +60,9 @@ type scheduler struct {
 	note      func(text string)    // adds a line to the trace (called without mu)
 	// What Cluster.StartRestartable started, for PerturbRestart.
 	restartables []*restartable
+	// conflict starts the other writer's change of the object of a
+	// request, for PerturbConflict (called without mu).
+	conflict func(memcluster.Step)
 	// quiet, if set, is called by the scheduler's goroutine at every
 	// instant where everything is blocked, before the next step is let
 	// through (with no lock of the scheduler held): where Explore checks
@@ -114,6 +117,10 @@ func (s *scheduler) Enter(ctx context.Context, step memcluster.Step) error {
 		s.steps++
 		s.mu.Unlock()
 		return nil
+	}
+	if ctx.Value(ungatedKey{}) != nil {
+		s.mu.Unlock()
+		return nil // the other writer of PerturbConflict: now, before the step it beats
 	}
 	w := &waiter{step: step, client: client, call: callOf(ctx), seq: s.steps, go_: make(chan struct{})}
 	s.pending = append(s.pending, w)

@@ -44,6 +44,9 @@ type Schedule []Choice
 //   - PerturbRelist: end the watch the ready delivery of index Index is
 //     for with a 410 Expired ERROR event instead of the delivery; its
 //     client (a reflector) lists again. This is the step.
+//   - PerturbConflict: before the ready request of index Index (an
+//     update or patch of one object) is served, another writer changes
+//     that object; the step is then chosen as after a lag.
 type Choice struct {
 	Step    uint64
 	Index   int
@@ -61,6 +64,8 @@ func (c Choice) String() string {
 		return fmt.Sprintf("%d:restart%d", c.Step, c.Index)
 	case PerturbRelist:
 		return fmt.Sprintf("%d:relist%d", c.Step, c.Index)
+	case PerturbConflict:
+		return fmt.Sprintf("%d:conflict%d", c.Step, c.Index)
 	}
 	return fmt.Sprintf("%d:%d", c.Step, c.Index)
 }
@@ -92,9 +97,17 @@ const (
 	// not at all, a deletion as a delete of its last known state, as
 	// client-go's DeletedFinalStateUnknown).
 	PerturbRelist
+	// PerturbConflict makes another writer (the trace's client
+	// "other-writer": a user, another manager) change an object, by a
+	// merge patch of an annotation, just before an update or patch of
+	// that object is served: a request that carries the resourceVersion
+	// it read is answered 409 Conflict, as a real API server answers it,
+	// and the operator must read again and retry; one that does not
+	// overwrites the other writer's change (see [NoLostUpdates]).
+	PerturbConflict
 
 	// AllPerturbations is every perturbation.
-	AllPerturbations = PerturbLag | PerturbWatchClose | PerturbRestart | PerturbRelist
+	AllPerturbations = PerturbLag | PerturbWatchClose | PerturbRestart | PerturbRelist | PerturbConflict
 )
 
 // String is the form ParseSchedule reads: "12:1,40:lag0=2s,41:close1",
@@ -139,6 +152,8 @@ func ParseSchedule(text string) (Schedule, error) {
 			c.Perturb, index, least = PerturbRestart, strings.TrimPrefix(index, "restart"), 0
 		case strings.HasPrefix(index, "relist"):
 			c.Perturb, index, least = PerturbRelist, strings.TrimPrefix(index, "relist"), 0
+		case strings.HasPrefix(index, "conflict"):
+			c.Perturb, index, least = PerturbConflict, strings.TrimPrefix(index, "conflict"), 0
 		}
 		i, err := strconv.Atoi(index)
 		if err != nil || i < least {
@@ -146,10 +161,10 @@ func ParseSchedule(text string) (Schedule, error) {
 		}
 		c.Index = i
 		if len(out) > 0 {
-			// Several choices of one step: lags and restarts first, then
-			// at most one that lets a step go.
+			// Several choices of one step: lags, restarts and conflicts
+			// first, then at most one that lets a step go.
 			last := out[len(out)-1]
-			if last.Step > n || (last.Step == n && last.Perturb != PerturbLag && last.Perturb != PerturbRestart) {
+			if last.Step > n || (last.Step == n && !last.Perturb.keepsStep()) {
 				return nil, fmt.Errorf("clustertest: schedule %q: steps are not in order at %q", text, part)
 			}
 		}
@@ -187,7 +202,24 @@ const (
 	closeRate   = 0.005
 	restartRate = 0.003
 	relistRate  = 0.005
+	// per step with an update or patch ready
+	conflictRate = 0.01
 )
+
+// keepsStep reports whether a choice of this perturbation leaves the
+// step to be chosen (a further choice of the same step, or the
+// canonical one).
+func (p Perturbations) keepsStep() bool {
+	return p == PerturbLag || p == PerturbRestart || p == PerturbConflict
+}
+
+// conflictable reports whether w is a request another writer may beat:
+// an update or patch of one object.
+func conflictable(w *waiter) bool {
+	st := w.step
+	return st.Kind == memcluster.StepRequest && st.Name != "" && w.client != otherWriter &&
+		(st.Verb == memcluster.VerbUpdate || st.Verb == memcluster.VerbUpdateStatus || st.Verb == memcluster.VerbPatch)
+}
 
 var lags = []time.Duration{50 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second, 10 * time.Second}
 
@@ -210,11 +242,14 @@ func (c *chooser) pick(step uint64, ready []*waiter, restartables int) Choice {
 	n := len(ready)
 	ch := Choice{Step: step}
 	if c.rnd != nil {
-		var deliveries []int
+		var deliveries, writes []int
 		if c.perturb != 0 {
 			for i, w := range ready {
 				if w.step.Kind == memcluster.StepDelivery {
 					deliveries = append(deliveries, i)
+				}
+				if c.perturb&PerturbConflict != 0 && conflictable(w) {
+					writes = append(writes, i)
 				}
 			}
 		}
@@ -227,6 +262,9 @@ func (c *chooser) pick(step uint64, ready []*waiter, restartables int) Choice {
 			ch.Perturb, ch.Index = PerturbRestart, c.rnd.IntN(restartables)
 		case len(deliveries) > 0 && c.perturb&PerturbRelist != 0 && r >= lagRate+closeRate+restartRate && r < lagRate+closeRate+restartRate+relistRate:
 			ch.Perturb, ch.Index = PerturbRelist, deliveries[c.rnd.IntN(len(deliveries))]
+		case len(writes) > 0 && c.perturb&PerturbConflict != 0 && r >= lagRate+closeRate+restartRate+relistRate &&
+			r < lagRate+closeRate+restartRate+relistRate+conflictRate:
+			ch.Perturb, ch.Index = PerturbConflict, writes[c.rnd.IntN(len(writes))]
 		case n > 1 && c.rnd.Float64() < c.rate:
 			ch.Index = 1 + c.rnd.IntN(n-1)
 		}
@@ -240,6 +278,11 @@ func (c *chooser) pick(step uint64, ready []*waiter, restartables int) Choice {
 			ch = Choice{Step: step}
 		case ch.Perturb == PerturbRestart:
 			ch.Index %= restartables
+		case ch.Perturb == PerturbConflict:
+			ch.Index %= n
+			if !conflictable(ready[ch.Index]) {
+				ch = Choice{Step: step}
+			}
 		default:
 			ch.Index %= n
 			if ch.Perturb != 0 && ready[ch.Index].step.Kind != memcluster.StepDelivery {
@@ -319,6 +362,21 @@ func (s *scheduler) exploreLocked() bool {
 		return true
 	}
 	w := ready[ch.Index]
+	if ch.Perturb == PerturbConflict {
+		// The other writer's request passes the gate at once (see
+		// ungated); its writes are its own.
+		s.current = &waiter{step: memcluster.Step{Kind: memcluster.StepRequest, Verb: memcluster.VerbPatch,
+			Resource: w.step.Resource, Namespace: w.step.Namespace, Name: w.step.Name}, client: otherWriter}
+		conflict := s.conflict
+		s.mu.Unlock()
+		if note != nil {
+			note(fmt.Sprintf("%s changes %s %s before %s (explored)", otherWriter, w.step.Resource, keyText(w.step.Namespace, w.step.Name), stepText(w)))
+		}
+		if conflict != nil {
+			conflict(w.step)
+		}
+		return true
+	}
 	if ch.Perturb == PerturbLag {
 		if s.held == nil {
 			s.held = map[uint64]time.Time{}
@@ -416,6 +474,8 @@ func (c *Cluster) reorderings() []reordering {
 			text = fmt.Sprintf("step %d: the watch of %s closed instead", m.Step, m.chose)
 		case PerturbRelist:
 			text = fmt.Sprintf("step %d: the watch of %s expired (410) instead: its client listed again", m.Step, m.chose)
+		case PerturbConflict:
+			text = fmt.Sprintf("step %d: %s changed the object of %s first", m.Step, otherWriter, m.chose)
 		case PerturbRestart:
 			text = fmt.Sprintf("step %d: restart of %s", m.Step, c.sched.restartables[m.Index].name)
 		default:
