@@ -383,16 +383,22 @@ func (c *Cluster) NewManager(opts manager.Options) manager.Manager {
 }
 
 func (c *Cluster) newManager(opts manager.Options) (manager.Manager, error) {
+	return c.newManagerNamed(opts, namedConfig(c.cfg, c.names.next("manager")), false)
+}
+
+// newManagerNamed is newManager with its config, and leader election
+// (StartLeaderElected's) or none.
+func (c *Cluster) newManagerNamed(opts manager.Options, cfg *rest.Config, leaderElection bool) (manager.Manager, error) {
 	if opts.Scheme == nil {
 		opts.Scheme = c.scheme
 	}
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
 	opts.HealthProbeBindAddress = "0"
-	opts.LeaderElection = false
+	opts.LeaderElection = leaderElection
 	skip := true
 	opts.Controller.SkipNameValidation = &skip
 	opts.NewCache = c.kinds.newCache(opts.NewCache)
-	return manager.New(namedConfig(c.cfg, c.names.next("manager")), opts)
+	return manager.New(cfg, opts)
 }
 
 // fail records err as a failure of the bench: the test fails with it,

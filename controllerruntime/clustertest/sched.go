@@ -63,6 +63,10 @@ type scheduler struct {
 	// conflict starts the other writer's change of the object of a
 	// request, for PerturbConflict (called without mu).
 	conflict func(memcluster.Step)
+	// What Cluster.StartLeaderElected started, for PerturbHandover, and
+	// the clients it stalls (their steps wait), until when.
+	elected []*elected
+	stalled map[string]time.Time
 	// quiet, if set, is called by the scheduler's goroutine at every
 	// instant where everything is blocked, before the next step is let
 	// through (with no lock of the scheduler held): where Explore checks

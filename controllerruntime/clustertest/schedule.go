@@ -47,6 +47,10 @@ type Schedule []Choice
 //   - PerturbConflict: before the ready request of index Index (an
 //     update or patch of one object) is served, another writer changes
 //     that object; the step is then chosen as after a lag.
+//   - PerturbHandover: stall the instance that leads the Index-th
+//     [Cluster.StartLeaderElected] group for Lag (its requests and its
+//     watches' deliveries wait), so that another takes its Lease over;
+//     the step is then chosen as after a lag.
 type Choice struct {
 	Step    uint64
 	Index   int
@@ -66,6 +70,8 @@ func (c Choice) String() string {
 		return fmt.Sprintf("%d:relist%d", c.Step, c.Index)
 	case PerturbConflict:
 		return fmt.Sprintf("%d:conflict%d", c.Step, c.Index)
+	case PerturbHandover:
+		return fmt.Sprintf("%d:handover%d=%v", c.Step, c.Index, c.Lag)
 	}
 	return fmt.Sprintf("%d:%d", c.Step, c.Index)
 }
@@ -105,9 +111,18 @@ const (
 	// and the operator must read again and retry; one that does not
 	// overwrites the other writer's change (see [NoLostUpdates]).
 	PerturbConflict
+	// PerturbHandover stalls the leader of a [Cluster.StartLeaderElected]
+	// group for 20 or 40 s of virtual time, as a long garbage-collection
+	// pause, a frozen node or a partition would: its requests and its
+	// watches' events wait, its renewals time out, it steps down, and a
+	// standby takes the Lease over once it has expired. What it had in
+	// flight with a context that outlives its Manager is served when the
+	// stall ends: a write of a leader that lost its lease (see
+	// [LeaderOnlyWrites]).
+	PerturbHandover
 
 	// AllPerturbations is every perturbation.
-	AllPerturbations = PerturbLag | PerturbWatchClose | PerturbRestart | PerturbRelist | PerturbConflict
+	AllPerturbations = PerturbLag | PerturbWatchClose | PerturbRestart | PerturbRelist | PerturbConflict | PerturbHandover
 )
 
 // String is the form ParseSchedule reads: "12:1,40:lag0=2s,41:close1",
@@ -139,13 +154,17 @@ func ParseSchedule(text string) (Schedule, error) {
 		c := Choice{Step: n}
 		least := 1
 		switch {
-		case strings.HasPrefix(index, "lag"):
-			i, lag, ok := strings.Cut(strings.TrimPrefix(index, "lag"), "=")
+		case strings.HasPrefix(index, "lag"), strings.HasPrefix(index, "handover"):
+			kind, p := "lag", PerturbLag
+			if strings.HasPrefix(index, "handover") {
+				kind, p = "handover", PerturbHandover
+			}
+			i, lag, ok := strings.Cut(strings.TrimPrefix(index, kind), "=")
 			d, err := time.ParseDuration(lag)
 			if !ok || err != nil || d <= 0 {
-				return nil, fmt.Errorf("clustertest: schedule %q: %q is not lag<index>=<duration>", text, part)
+				return nil, fmt.Errorf("clustertest: schedule %q: %q is not %s<index>=<duration>", text, part, kind)
 			}
-			c.Perturb, c.Lag, index, least = PerturbLag, d, i, 0
+			c.Perturb, c.Lag, index, least = p, d, i, 0
 		case strings.HasPrefix(index, "close"):
 			c.Perturb, index, least = PerturbWatchClose, strings.TrimPrefix(index, "close"), 0
 		case strings.HasPrefix(index, "restart"):
@@ -204,13 +223,17 @@ const (
 	relistRate  = 0.005
 	// per step with an update or patch ready
 	conflictRate = 0.01
+	// per step with a leader
+	handoverRate = 0.003
 )
+
+var stalls = []time.Duration{20 * time.Second, 40 * time.Second}
 
 // keepsStep reports whether a choice of this perturbation leaves the
 // step to be chosen (a further choice of the same step, or the
 // canonical one).
 func (p Perturbations) keepsStep() bool {
-	return p == PerturbLag || p == PerturbRestart || p == PerturbConflict
+	return p == PerturbLag || p == PerturbRestart || p == PerturbConflict || p == PerturbHandover
 }
 
 // conflictable reports whether w is a request another writer may beat:
@@ -238,7 +261,7 @@ func fixedChooser(s Schedule) *chooser {
 
 // pick chooses what to do at step number step, among ready (sorted
 // canonically, not empty): a Choice whose Index is in range.
-func (c *chooser) pick(step uint64, ready []*waiter, restartables int) Choice {
+func (c *chooser) pick(step uint64, ready []*waiter, restartables int, leaders []int) Choice {
 	n := len(ready)
 	ch := Choice{Step: step}
 	if c.rnd != nil {
@@ -265,6 +288,9 @@ func (c *chooser) pick(step uint64, ready []*waiter, restartables int) Choice {
 		case len(writes) > 0 && c.perturb&PerturbConflict != 0 && r >= lagRate+closeRate+restartRate+relistRate &&
 			r < lagRate+closeRate+restartRate+relistRate+conflictRate:
 			ch.Perturb, ch.Index = PerturbConflict, writes[c.rnd.IntN(len(writes))]
+		case len(leaders) > 0 && c.perturb&PerturbHandover != 0 && r >= lagRate+closeRate+restartRate+relistRate+conflictRate &&
+			r < lagRate+closeRate+restartRate+relistRate+conflictRate+handoverRate:
+			ch.Perturb, ch.Index, ch.Lag = PerturbHandover, leaders[c.rnd.IntN(len(leaders))], stalls[c.rnd.IntN(len(stalls))]
 		case n > 1 && c.rnd.Float64() < c.rate:
 			ch.Index = 1 + c.rnd.IntN(n-1)
 		}
@@ -274,6 +300,10 @@ func (c *chooser) pick(step uint64, ready []*waiter, restartables int) Choice {
 		ch = fs[0]
 		c.fixed[step] = fs[1:]
 		switch {
+		case ch.Perturb == PerturbHandover:
+			if !slices.Contains(leaders, ch.Index) {
+				ch = Choice{Step: step}
+			}
 		case ch.Perturb == PerturbRestart && restartables == 0:
 			ch = Choice{Step: step}
 		case ch.Perturb == PerturbRestart:
@@ -290,7 +320,7 @@ func (c *chooser) pick(step uint64, ready []*waiter, restartables int) Choice {
 			}
 		}
 	}
-	if ch.Perturb == PerturbRestart {
+	if ch.Perturb == PerturbRestart || ch.Perturb == PerturbHandover {
 		c.made = append(c.made, made{Choice: ch})
 		return ch
 	}
@@ -323,6 +353,16 @@ func (s *scheduler) exploreLocked() bool {
 	var ready []*waiter
 	var next time.Time // the end of the first hold with a delivery waiting
 	for _, w := range s.pending {
+		if until, ok := s.stalled[w.client]; ok {
+			if now.Before(until) {
+				if next.IsZero() || until.Before(next) {
+					next = until
+				}
+				continue
+			}
+			delete(s.stalled, w.client)
+			s.changedLocked()
+		}
 		if w.step.Kind == memcluster.StepDelivery {
 			if until, ok := s.held[w.step.Watch]; ok {
 				if now.Before(until) {
@@ -350,8 +390,29 @@ func (s *scheduler) exploreLocked() bool {
 	// the canonical step); stable, so that alike steps keep their arrival
 	// order, as in the canonical order.
 	slices.SortStableFunc(ready, compareSteps)
-	ch := s.choose.pick(s.steps+1, ready, len(s.restartables))
+	var leaders []int
+	for i, g := range s.elected {
+		if l := g.leaderClient(); l != "" {
+			if _, stalled := s.stalled[l]; !stalled {
+				leaders = append(leaders, i)
+			}
+		}
+	}
+	ch := s.choose.pick(s.steps+1, ready, len(s.restartables), leaders)
 	note := s.note
+	if ch.Perturb == PerturbHandover {
+		g := s.elected[ch.Index]
+		leader := g.leaderClient()
+		if s.stalled == nil {
+			s.stalled = map[string]time.Time{}
+		}
+		s.stalled[leader] = now.Add(ch.Lag)
+		s.mu.Unlock()
+		if note != nil {
+			note(fmt.Sprintf("%s, the leader of lease %s/%s, stalls %v: its requests and watch events wait (explored)", leader, LeaseNamespace, g.id, ch.Lag))
+		}
+		return true
+	}
 	if ch.Perturb == PerturbRestart {
 		r := s.restartables[ch.Index]
 		s.mu.Unlock()
@@ -478,6 +539,8 @@ func (c *Cluster) reorderings() []reordering {
 			text = fmt.Sprintf("step %d: %s changed the object of %s first", m.Step, otherWriter, m.chose)
 		case PerturbRestart:
 			text = fmt.Sprintf("step %d: restart of %s", m.Step, c.sched.restartables[m.Index].name)
+		case PerturbHandover:
+			text = fmt.Sprintf("step %d: the leader of lease %s/%s stalled %v", m.Step, LeaseNamespace, c.sched.elected[m.Index].id, m.Lag)
 		default:
 			text = fmt.Sprintf("step %d: %s, before %s", m.Step, m.chose, m.passed)
 		}
