@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -147,6 +149,8 @@ type Cluster struct {
 	otherMu sync.Mutex
 	other   dynamic.Interface // PerturbConflict's other writer
 	otherN  int               // its changes so far
+
+	filter atomic.Pointer[func(*http.Request)] // tests: sees every REST request
 }
 
 // Test runs f in a testing/synctest bubble with a new Cluster, and stops
@@ -276,7 +280,11 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	}
 	memcluster.AddBuiltinKinds(c.mc) // keeps a built-in kind given in Types or Kinds
 	c.mc.SetFaults(opts.Faults)
-	c.cfg = &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: front{rec: c.rec, next: memcluster.NewHandler(c.mc)}},
+	fr := front{rec: c.rec, next: memcluster.NewHandler(c.mc), filter: &c.filter}
+	if opts.onWrite != nil {
+		fr.scheme = scheme // Explore's properties judge preconditions
+	}
+	c.cfg = &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: fr},
 		QPS: -1} // no client-side throttling: the cluster answers at once, in virtual time
 	if err := c.startBuiltins(); err != nil {
 		return fail(err)

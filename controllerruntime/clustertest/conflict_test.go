@@ -107,7 +107,7 @@ func observeOptions(t *testing.T) clustertest.ExploreOptions {
 	return clustertest.ExploreOptions{
 		Options:    clustertest.Options{Scheme: appScheme(t), Types: []client.Object{&App{}}, Perturb: clustertest.PerturbConflict},
 		Seeds:      40,
-		Properties: []clustertest.Property{statusObserved},
+		Properties: []clustertest.Property{statusObserved, clustertest.NoStaleWrites(), clustertest.NoLostUpdates()},
 	}
 }
 

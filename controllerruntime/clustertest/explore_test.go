@@ -122,7 +122,7 @@ func childOptions(t *testing.T) clustertest.ExploreOptions {
 		Options: clustertest.Options{Scheme: appScheme(t), Types: []client.Object{&App{}}},
 		Seeds:   40,
 		Properties: []clustertest.Property{oneChildPerApp, clustertest.DeploymentsCheck(), clustertest.NoExtraPods(),
-			clustertest.NoLostPods(), clustertest.Converges(time.Hour)},
+			clustertest.NoLostPods(), clustertest.NoStaleWrites(), clustertest.NoLostUpdates(), clustertest.Converges(time.Hour)},
 	}
 }
 

@@ -72,6 +72,9 @@ type scheduler struct {
 	// through (with no lock of the scheduler held): where Explore checks
 	// its properties. Set with mu held.
 	quiet func(step uint64)
+	// stepped, if set, is told of every step let through, just before
+	// it goes (called without mu).
+	stepped func(w *waiter)
 }
 
 // The scheduler declares a livelock after livelockSteps steps at one
@@ -190,7 +193,11 @@ func (s *scheduler) run(ctx context.Context) {
 				}
 				continue
 			}
+			stepped := s.stepped
 			s.mu.Unlock()
+			if stepped != nil {
+				stepped(w)
+			}
 			close(w.go_)
 			continue
 		}

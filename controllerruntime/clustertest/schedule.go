@@ -476,7 +476,11 @@ func (s *scheduler) exploreLocked() bool {
 		}
 		return true
 	}
+	stepped := s.stepped
 	s.mu.Unlock()
+	if stepped != nil {
+		stepped(w)
+	}
 	close(w.go_)
 	return true
 }
