@@ -51,14 +51,23 @@ type Schedule []Choice
 //     [Cluster.StartLeaderElected] group for Lag (its requests and its
 //     watches' deliveries wait), so that another takes its Lease over;
 //     the step is then chosen as after a lag.
+//
+// A Choice with a Queue is a pick of a workqueue made with [NewQueue]:
+// the Pop-th key that queue handed out was the one of index Index among
+// those ready (0 is the first in); Step is the step it came before.
 type Choice struct {
 	Step    uint64
 	Index   int
 	Perturb Perturbations // one of them, or 0 for a reordering
-	Lag     time.Duration // PerturbLag's
+	Lag     time.Duration // PerturbLag's and PerturbHandover's
+	Queue   string        // a pick's controller
+	Pop     uint64        // a pick's number in its queue, from 1
 }
 
 func (c Choice) String() string {
+	if c.Queue != "" {
+		return fmt.Sprintf("%d:pick%d@%s", c.Step, c.Index, pickID(c.Queue, c.Pop))
+	}
 	switch c.Perturb {
 	case PerturbLag:
 		return fmt.Sprintf("%d:lag%d=%v", c.Step, c.Index, c.Lag)
@@ -154,6 +163,17 @@ func ParseSchedule(text string) (Schedule, error) {
 		c := Choice{Step: n}
 		least := 1
 		switch {
+		case strings.HasPrefix(index, "pick"):
+			i, id, ok := strings.Cut(strings.TrimPrefix(index, "pick"), "@")
+			k := strings.LastIndex(id, "#")
+			if !ok || k <= 0 {
+				return nil, fmt.Errorf("clustertest: schedule %q: %q is not pick<index>@<controller>#<n>", text, part)
+			}
+			pop, err := strconv.ParseUint(id[k+1:], 10, 64)
+			if err != nil || pop == 0 {
+				return nil, fmt.Errorf("clustertest: schedule %q: %q is not pick<index>@<controller>#<n>", text, part)
+			}
+			c.Queue, c.Pop, index = id[:k], pop, i
 		case strings.HasPrefix(index, "lag"), strings.HasPrefix(index, "handover"):
 			kind, p := "lag", PerturbLag
 			if strings.HasPrefix(index, "handover") {
@@ -183,7 +203,7 @@ func ParseSchedule(text string) (Schedule, error) {
 			// Several choices of one step: lags, restarts and conflicts
 			// first, then at most one that lets a step go.
 			last := out[len(out)-1]
-			if last.Step > n || (last.Step == n && !last.Perturb.keepsStep()) {
+			if last.Step > n || (last.Step == n && !last.keepsStep()) {
 				return nil, fmt.Errorf("clustertest: schedule %q: steps are not in order at %q", text, part)
 			}
 		}
@@ -197,11 +217,14 @@ func ParseSchedule(text string) (Schedule, error) {
 // records the choices it made that differ from the canonical order. The
 // scheduler calls it with its lock held.
 type chooser struct {
-	rnd     *rand.Rand // nil: replay fixed
-	rate    float64    // how often rnd departs from the canonical order
-	perturb Perturbations
-	fixed   map[uint64][]Choice // by step, in order
-	made    []made
+	rnd        *rand.Rand // nil: replay fixed
+	seed       uint64
+	rate       float64 // how often rnd departs from the canonical order
+	perturb    Perturbations
+	fixed      map[uint64][]Choice // by step, in order
+	fixedPicks map[string]int      // the picks of workqueues, by pickID
+	picks      map[string]*queuePicks
+	made       []made
 }
 
 // made is a choice the chooser made, and what it meant.
@@ -229,11 +252,11 @@ const (
 
 var stalls = []time.Duration{20 * time.Second, 40 * time.Second}
 
-// keepsStep reports whether a choice of this perturbation leaves the
-// step to be chosen (a further choice of the same step, or the
-// canonical one).
-func (p Perturbations) keepsStep() bool {
-	return p == PerturbLag || p == PerturbRestart || p == PerturbConflict || p == PerturbHandover
+// keepsStep reports whether the choice leaves its step to be chosen (a
+// further choice of the same step, or the canonical one).
+func (c Choice) keepsStep() bool {
+	p := c.Perturb
+	return c.Queue != "" || p == PerturbLag || p == PerturbRestart || p == PerturbConflict || p == PerturbHandover
 }
 
 // conflictable reports whether w is a request another writer may beat:
@@ -248,12 +271,16 @@ var lags = []time.Duration{50 * time.Millisecond, 500 * time.Millisecond, 2 * ti
 
 func randomChooser(seed uint64, perturb Perturbations) *chooser {
 	rnd := rand.New(rand.NewPCG(seed, 0x636c7573746572)) // "cluster": not the seed's other streams
-	return &chooser{rnd: rnd, rate: interleaveRates[rnd.IntN(len(interleaveRates))], perturb: perturb}
+	return &chooser{rnd: rnd, seed: seed, rate: interleaveRates[rnd.IntN(len(interleaveRates))], perturb: perturb}
 }
 
 func fixedChooser(s Schedule) *chooser {
-	c := &chooser{fixed: map[uint64][]Choice{}}
+	c := &chooser{fixed: map[uint64][]Choice{}, fixedPicks: map[string]int{}}
 	for _, ch := range s {
+		if ch.Queue != "" {
+			c.fixedPicks[pickID(ch.Queue, ch.Pop)] = ch.Index
+			continue
+		}
 		c.fixed[ch.Step] = append(c.fixed[ch.Step], ch)
 	}
 	return c
@@ -533,6 +560,12 @@ func (c *Cluster) reorderings() []reordering {
 	for _, m := range c.sched.choose.made {
 		var text string
 		switch m.Perturb {
+		case 0:
+			if m.Queue != "" {
+				text = fmt.Sprintf("before step %d: queue %s handed out %s, before %s", m.Step, m.Queue, m.chose, m.passed)
+				break
+			}
+			text = fmt.Sprintf("step %d: %s, before %s", m.Step, m.chose, m.passed)
 		case PerturbLag:
 			text = fmt.Sprintf("step %d: the watch of %s held back %v", m.Step, m.chose, m.Lag)
 		case PerturbWatchClose:
@@ -545,8 +578,6 @@ func (c *Cluster) reorderings() []reordering {
 			text = fmt.Sprintf("step %d: restart of %s", m.Step, c.sched.restartables[m.Index].name)
 		case PerturbHandover:
 			text = fmt.Sprintf("step %d: the leader of lease %s/%s stalled %v", m.Step, LeaseNamespace, c.sched.elected[m.Index].id, m.Lag)
-		default:
-			text = fmt.Sprintf("step %d: %s, before %s", m.Step, m.chose, m.passed)
 		}
 		out = append(out, reordering{m.Step, text})
 	}

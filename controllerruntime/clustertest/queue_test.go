@@ -1,0 +1,148 @@
+package clustertest_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ctrlkit/ctrlkit/controllerruntime/clustertest"
+)
+
+// domainReconciler gives each App a domain: an App without a parent
+// label its own, one with a parent label its parent's. Each reconcile
+// makes an external call of 100 ms first. The mistake (fromMemory) is to
+// look the parent's domain up in what the reconciler remembers of the
+// parents it reconciled, assuming a parent, created first, is
+// reconciled first; if it is not, the child is given up as an orphan.
+// The fix reads the parent from the cache and waits until it is ready.
+type domainReconciler struct {
+	client.Client
+	fromMemory bool
+
+	mu      sync.Mutex
+	domains map[string]string
+}
+
+func (r *domainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var app App
+	if err := r.Get(ctx, req.NamespacedName, &app); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if app.Status.ObservedGeneration == app.Generation {
+		return ctrl.Result{}, nil
+	}
+	time.Sleep(100 * time.Millisecond) // the external call
+	ready := true
+	switch parent := app.Labels["parent"]; {
+	case parent == "":
+		r.mu.Lock()
+		if r.domains == nil {
+			r.domains = map[string]string{}
+		}
+		r.domains[app.Name] = app.Name + ".example.com"
+		r.mu.Unlock()
+	case r.fromMemory:
+		r.mu.Lock()
+		_, ready = r.domains[parent]
+		r.mu.Unlock()
+	default:
+		var p App
+		if err := r.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: parent}, &p); err != nil {
+			return ctrl.Result{}, err
+		}
+		if !p.Status.Ready {
+			return ctrl.Result{RequeueAfter: time.Second}, nil
+		}
+	}
+	app.Status.Ready, app.Status.ObservedGeneration = ready, app.Generation
+	return ctrl.Result{}, r.Status().Update(ctx, &app)
+}
+
+// domainScenario creates three Apps at one instant: one on its own, a
+// parent and its child.
+func domainScenario(fromMemory bool) clustertest.Scenario {
+	return func(t testing.TB, c *clustertest.Cluster) {
+		mgr := c.NewManager(ctrl.Options{})
+		err := ctrl.NewControllerManagedBy(mgr).For(&App{}).
+			WithOptions(controller.Options{NewQueue: clustertest.NewQueue[reconcile.Request](c)}).
+			Complete(&domainReconciler{Client: mgr.GetClient(), fromMemory: fromMemory})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Start(mgr)
+		c.Advance(time.Second)
+		for _, a := range []*App{newApp("blog", "blog:1", 1), newApp("base", "base:1", 1), newApp("shop", "shop:1", 1)} {
+			if a.Name == "shop" {
+				a.Labels = map[string]string{"parent": "base"}
+			}
+			if err := c.Client().Create(t.Context(), a); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// everyAppReady: once the scenario is over, every App is ready (within a
+// minute).
+var everyAppReady = clustertest.Property{Name: "every app ready", AtEnd: func(c *clustertest.Cluster) error {
+	var not []string
+	err := c.RunUntil(func() bool {
+		not = nil
+		var apps AppList
+		if err := c.Client().List(context.Background(), &apps); err != nil {
+			not = []string{err.Error()}
+			return false
+		}
+		for _, a := range apps.Items {
+			if !a.Status.Ready {
+				not = append(not, fmt.Sprintf("%s (observed generation %d)", a.Name, a.Status.ObservedGeneration))
+			}
+		}
+		return len(not) == 0
+	}, time.Minute)
+	if err != nil {
+		return fmt.Errorf("not ready: %s", strings.Join(not, ", "))
+	}
+	return nil
+}}
+
+func domainOptions(t *testing.T) clustertest.ExploreOptions {
+	return clustertest.ExploreOptions{
+		Options:    clustertest.Options{Scheme: appScheme(t), Types: []client.Object{&App{}}},
+		Seeds:      40,
+		Properties: []clustertest.Property{everyAppReady},
+	}
+}
+
+func TestExploreFindsAnOperatorThatAssumesTheQueueOrder(t *testing.T) {
+	opts := domainOptions(t)
+	opts.ExpectViolation = true
+	opts.Logf = t.Logf
+	v := clustertest.Explore(t, opts, domainScenario(true))
+	if v == nil {
+		t.FailNow()
+	}
+	if v.Property != everyAppReady.Name || !strings.Contains(v.Schedule.String(), "pick") {
+		t.Fatalf("violated %q (%s) with %q", v.Property, v.Message, v.Schedule)
+	}
+	r := domainOptions(t)
+	r.Replay, r.ExpectViolation, r.Logf = v.Replay, true, func(string, ...any) {}
+	if w := clustertest.Explore(t, r, domainScenario(true)); w == nil || w.Message != v.Message {
+		t.Errorf("the replay of %s did not break %q again", v.Replay, v.Property)
+	}
+	// In the canonical order (first in, first out) the parent goes first.
+	r.Replay, r.ExpectViolation = "seed=1", false
+	clustertest.Explore(t, r, domainScenario(true))
+}
+
+func TestExploreFindsNothingInAnOperatorThatWaitsForTheParent(t *testing.T) {
+	clustertest.Explore(t, domainOptions(t), domainScenario(false))
+}
