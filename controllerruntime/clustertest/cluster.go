@@ -96,7 +96,8 @@ type Options struct {
 	// exactly as the bench that made it. It overrides Interleave.
 	Schedule string
 	// Perturb lets Seed, with Interleave, also perturb the cluster at any
-	// step: watches that lag, watches that close (see [Perturbations]).
+	// step: watches that lag, close, or expire and relist, restarts,
+	// conflicting writers, leader handovers (see [Perturbations]).
 	Perturb Perturbations
 
 	onWrite func(memcluster.Write) // Explore's properties: every stored write
@@ -376,7 +377,8 @@ func (c *Cluster) Client() client.Client {
 // NewManager returns a controller-runtime Manager on the cluster, with
 // opts as given except what a test bench needs: the cluster's scheme
 // (unless opts sets one), no metrics server, no health probes, no leader
-// election, and controller names that need not be unique in the process
+// election (see [Cluster.StartLeaderElected] for replicas that elect a
+// leader), and controller names that need not be unique in the process
 // (each test builds its own). Its cache tells the bench which kinds its
 // controllers wait on, for [Cluster.RunUntil]'s answers. The trace names
 // its clients "manager" ("manager#2" for the second Manager). Start it
