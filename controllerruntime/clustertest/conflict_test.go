@@ -133,5 +133,14 @@ func TestExploreFindsADroppedConflict(t *testing.T) {
 }
 
 func TestExploreFindsNothingInTheRetryingOperator(t *testing.T) {
-	clustertest.Explore(t, observeOptions(t), observeScenario(false))
+	opts := observeOptions(t)
+	if raceEnabled {
+		opts.Seeds = 20
+	}
+	conflicts, n := benchesWith("from manager \"clustertest.test\": 409")
+	opts.Properties = append(opts.Properties, conflicts)
+	clustertest.Explore(t, opts, observeScenario(false))
+	if n.Load() == 0 {
+		t.Errorf("no bench of %d answered a status update 409", opts.Seeds)
+	}
 }

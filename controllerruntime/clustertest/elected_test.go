@@ -90,7 +90,16 @@ func TestExploreFindsALeaderWritingAfterItsLease(t *testing.T) {
 }
 
 func TestExploreFindsNothingInALeaderThatStopsWithItsLease(t *testing.T) {
-	clustertest.Explore(t, electedOptions(t), electedScenario(false))
+	opts := electedOptions(t)
+	if raceEnabled {
+		opts.Seeds = 10
+	}
+	handovers, n := benchesWith("starts again as a standby")
+	opts.Properties = append(opts.Properties, handovers)
+	clustertest.Explore(t, opts, electedScenario(false))
+	if n.Load() == 0 {
+		t.Errorf("no bench of %d handed the lease over", opts.Seeds)
+	}
 }
 
 // TestLeaderElectionHandsOver: without exploration, one instance leads

@@ -144,5 +144,14 @@ func TestExploreFindsAnOperatorThatAssumesTheQueueOrder(t *testing.T) {
 }
 
 func TestExploreFindsNothingInAnOperatorThatWaitsForTheParent(t *testing.T) {
-	clustertest.Explore(t, domainOptions(t), domainScenario(false))
+	opts := domainOptions(t)
+	if raceEnabled {
+		opts.Seeds = 20
+	}
+	picks, n := benchesWith("queue app hands out default/shop before default/base")
+	opts.Properties = append(opts.Properties, picks)
+	clustertest.Explore(t, opts, domainScenario(false))
+	if n.Load() == 0 {
+		t.Errorf("no bench of %d handed the child out before its parent", opts.Seeds)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -194,11 +195,36 @@ func TestExploreFindsAnEdgeTriggeredOperator(t *testing.T) {
 
 func TestExploreFindsNothingInTheLevelTriggeredOperator(t *testing.T) {
 	opts := auditOptions(t)
+	if raceEnabled {
+		opts.Seeds = 25
+	}
 	opts.Options.Perturb = clustertest.PerturbRelist | clustertest.PerturbWatchClose
+	relists, n := benchesWith("expired (410)")
+	opts.Properties = append(opts.Properties, relists)
 	clustertest.Explore(t, opts, auditScenario(false))
+	if n.Load() == 0 {
+		t.Errorf("no bench of %d expired a watch", opts.Seeds)
+	}
 	// Closed watches resume without loss: the edge-triggered operator
 	// survives them.
-	opts.Seeds = 30
+	opts.Seeds /= 2
 	opts.Options.Perturb = clustertest.PerturbWatchClose
+	closes, n := benchesWith("closed (explored)")
+	opts.Properties = []clustertest.Property{everyGenerationAudited, closes}
 	clustertest.Explore(t, opts, auditScenario(true))
+	if n.Load() == 0 {
+		t.Errorf("no bench of %d closed a watch", opts.Seeds)
+	}
+}
+
+// benchesWith is a property that holds always and counts the benches
+// whose trace says text: that a "finds nothing" exploration did perturb.
+func benchesWith(text string) (clustertest.Property, *atomic.Int32) {
+	n := &atomic.Int32{}
+	return clustertest.Property{Name: "counts " + text, AtEnd: func(c *clustertest.Cluster) error {
+		if strings.Contains(strings.Join(c.Trace(), "\n"), text) {
+			n.Add(1)
+		}
+		return nil
+	}}, n
 }

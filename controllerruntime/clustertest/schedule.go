@@ -243,7 +243,7 @@ const (
 	lagRate     = 0.01
 	closeRate   = 0.005
 	restartRate = 0.003
-	relistRate  = 0.005
+	relistRate  = 0.01
 	// per step with an update or patch ready
 	conflictRate = 0.01
 	// per step with a leader
