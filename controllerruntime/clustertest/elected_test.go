@@ -102,9 +102,9 @@ func TestExploreFindsNothingInALeaderThatStopsWithItsLease(t *testing.T) {
 	}
 }
 
-// TestLeaderElectionHandsOver: without exploration, one instance leads
+// TestLeaderElectionOneLeads: without exploration, one instance leads
 // and the other waits; the leader's writes are its own.
-func TestLeaderElectionHandsOver(t *testing.T) {
+func TestLeaderElectionOneLeads(t *testing.T) {
 	clustertest.Test(t, benchOptions(t, 1), func(t *testing.T, c *clustertest.Cluster) {
 		c.StartLeaderElected("app-operator", 2, ctrl.Options{}, func(mgr manager.Manager) error {
 			return ctrl.NewControllerManagedBy(mgr).For(&App{}).Complete(&observeReconciler{Client: mgr.GetClient()})
