@@ -430,6 +430,10 @@ func (s *scheduler) exploreLocked() bool {
 	if ch.Perturb == PerturbHandover {
 		g := s.elected[ch.Index]
 		leader := g.leaderClient()
+		if leader == "" { // it stepped down meanwhile
+			s.mu.Unlock()
+			return true
+		}
 		if s.stalled == nil {
 			s.stalled = map[string]time.Time{}
 		}
