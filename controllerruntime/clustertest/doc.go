@@ -236,7 +236,7 @@
 // perturbation reads "the watch of … held back 500ms", "… closed
 // instead", "… expired (410) instead: its client listed again",
 // "other-writer changed the object of …", "the leader of lease … stalled
-// 20s"; a queue's pick reads "before step 18: queue app handed out
+// 20s"; a queue's pick reads "step 18: queue app handed out
 // default/shop, before default/base". The trace marks them too ("watch 5
 // of sites by manager held back 500ms (explored)", "manager, the leader
 // of lease kube-system/op, stalls 20s …", "manager lost the lease …: it

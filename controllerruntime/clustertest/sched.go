@@ -357,6 +357,9 @@ func stepText(w *waiter) string {
 	st := w.step
 	switch st.Kind {
 	case memcluster.StepRequest:
+		if st.Verb == pickVerb {
+			return fmt.Sprintf("a worker's pick from the queue of controller %s", st.Name)
+		}
 		return requestText(st.Verb, st.Resource, st.Namespace, st.Name, w.client, nil)
 	case memcluster.StepDelivery:
 		return fmt.Sprintf("delivery of %s %s@%s to watch %d", st.Event, st.Resource, st.ResourceVersion, st.Watch)
