@@ -3,6 +3,7 @@ package clustertest_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -153,5 +154,97 @@ func TestExploreFindsNothingInAnOperatorThatWaitsForTheParent(t *testing.T) {
 	clustertest.Explore(t, opts, domainScenario(false))
 	if n.Load() == 0 {
 		t.Errorf("no bench of %d handed the child out before its parent", opts.Seeds)
+	}
+}
+
+// roundsReconciler notes the order of its reconciles and requeues every
+// App a minute later, three times: at +1m and +2m the requeues of all
+// Apps fall due at one instant.
+type roundsReconciler struct {
+	now   func() time.Duration
+	mu    sync.Mutex
+	order []string
+	count map[string]int
+}
+
+func (r *roundsReconciler) Reconcile(_ context.Context, req ctrl.Request) (ctrl.Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.count == nil {
+		r.count = map[string]int{}
+	}
+	r.count[req.Name]++
+	r.order = append(r.order, fmt.Sprintf("%v %s", r.now().Truncate(time.Second), req.Name))
+	if r.count[req.Name] >= 3 {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: time.Minute}, nil
+}
+
+// rounds runs the rounds on a bench and returns the reconciles' order,
+// the trace and the schedule.
+func rounds(t *testing.T, opts clustertest.Options) (order, trace []string, schedule string) {
+	clustertest.Test(t, opts, func(t *testing.T, c *clustertest.Cluster) {
+		mgr := c.NewManager(ctrl.Options{})
+		r := &roundsReconciler{now: c.Now}
+		err := ctrl.NewControllerManagedBy(mgr).For(&App{}).
+			WithOptions(controller.Options{NewQueue: clustertest.NewQueue[reconcile.Request](c)}).
+			Complete(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Start(mgr)
+		c.Advance(time.Second)
+		for _, name := range []string{"a", "b", "c", "d"} {
+			if err := c.Client().Create(t.Context(), newApp(name, "x:1", 1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.Advance(3 * time.Minute)
+		r.mu.Lock()
+		order = slices.Clone(r.order)
+		r.mu.Unlock()
+		trace, schedule = c.Trace(), c.Schedule().String()
+	})
+	return order, trace, schedule
+}
+
+// TestNewQueueReordersRequeuesAndReplays: requeues that fall due at one
+// instant are handed out first in, first out in the canonical order, in
+// an order of the seed's under Interleave, and the same seed (or its
+// schedule) gives the same order and trace.
+func TestNewQueueReordersRequeuesAndReplays(t *testing.T) {
+	canonical, _, none := rounds(t, benchOptions(t, 1))
+	if none != "" {
+		t.Fatalf("the canonical order made choices: %s", none)
+	}
+	reordered := false
+	for seed := uint64(1); seed <= 6 && !reordered; seed++ {
+		opts := benchOptions(t, seed)
+		opts.Interleave = true
+		order, trace, schedule := rounds(t, opts)
+		again, trace2, schedule2 := rounds(t, opts)
+		if !slices.Equal(order, again) || !slices.Equal(trace, trace2) || schedule != schedule2 {
+			t.Fatalf("seed %d: two runs differ: %v / %v, %q / %q", seed, order, again, schedule, schedule2)
+		}
+		replay := benchOptions(t, seed)
+		replay.Schedule = schedule
+		if order3, trace3, _ := rounds(t, replay); !slices.Equal(order, order3) || !slices.Equal(trace, trace3) {
+			t.Fatalf("seed %d: the replay of %q differs: %v / %v", seed, schedule, order, order3)
+		}
+		// A round at +1m or +2m in another order than the canonical one.
+		if strings.Contains(schedule, "pick") && !slices.Equal(order, canonical) {
+			for i := range order {
+				if strings.HasPrefix(order[i], "1m") || strings.HasPrefix(order[i], "2m") {
+					reordered = reordered || order[i] != canonical[i]
+				}
+			}
+			if reordered {
+				t.Logf("seed %d (%s): %v; canonical %v", seed, schedule, order, canonical)
+			}
+		}
+	}
+	if !reordered {
+		t.Errorf("no seed of 6 handed the requeues of one instant out in another order than %v", canonical)
 	}
 }
