@@ -295,7 +295,9 @@
 // inside the bubble is virtual.)
 //
 // Determinism comes from a gate (memcluster.Config.Gate) in front of every
-// request, every watch event delivery and every kubelet pass. Once every
+// request, every watch event delivery and every kubelet pass (and every
+// worker's pick from a [NewQueue], so that the keys it picks among are
+// all in). Once every
 // goroutine of the bubble is blocked, the gate lets exactly one waiting
 // step through, the least in an order that depends only on the steps
 // (deliveries by resourceVersion and watch, requests by verb, resource,
