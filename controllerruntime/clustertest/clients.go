@@ -120,9 +120,9 @@ func (cl *call) manager() string {
 type front struct {
 	rec  *recorder
 	next http.Handler
-	// scheme, if set, makes front read the precondition of updates and
-	// patches (for Explore's properties).
-	scheme *runtime.Scheme
+	// decoder, if set, makes front read the precondition of updates and
+	// patches (for Explore's properties); it decodes protobuf bodies.
+	decoder runtime.Decoder
 	// filter, if set, sees each request once front has read it (tests).
 	filter *atomic.Pointer[func(*http.Request)]
 }
@@ -135,8 +135,8 @@ func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		userAgent:    r.UserAgent(),
 		fieldManager: r.URL.Query().Get("fieldManager"),
 	}
-	if f.scheme != nil {
-		cl.precondition = precondition(r, f.scheme)
+	if f.decoder != nil {
+		cl.precondition = precondition(r, f.decoder)
 	}
 	if f.filter != nil {
 		if fn := f.filter.Load(); fn != nil {

@@ -11,7 +11,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/yaml"
@@ -23,7 +22,7 @@ import (
 // carries in its body (metadata.resourceVersion), the precondition
 // kube-apiserver checks against the stored object; "" for none. The body
 // is left for the handler to read.
-func precondition(r *http.Request, scheme *runtime.Scheme) string {
+func precondition(r *http.Request, decoder runtime.Decoder) string {
 	if r.Body == nil || (r.Method != http.MethodPut && r.Method != http.MethodPatch) {
 		return ""
 	}
@@ -36,7 +35,7 @@ func precondition(r *http.Request, scheme *runtime.Scheme) string {
 	ct := r.Header.Get("Content-Type")
 	switch {
 	case strings.Contains(ct, "protobuf"):
-		obj, _, err := serializer.NewCodecFactory(scheme).UniversalDeserializer().Decode(body, nil, nil)
+		obj, _, err := decoder.Decode(body, nil, nil)
 		if err != nil {
 			return ""
 		}
