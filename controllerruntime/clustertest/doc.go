@@ -262,15 +262,17 @@
 // alone, the report says so.
 //
 // How long to explore. A seed of a small scenario (an operator, two
-// objects, one rollout) costs 35 to 45 ms of CPU: measured with
-// TestExploreThroughput (CLUSTERTEST_THROUGHPUT=400) on a 2-core machine
-// at a load average of 2.2 to 2.6 (other work on it), 25 seeds per
-// CPU-second (32.6 seeds/s wall) one bench at a time and 29 (55.9 seeds/s
-// wall, 1.7 times as many) two at a time; with every perturbation on, 22
-// per CPU-second (24.2 seeds/s wall) one at a time and 29 (53.9 seeds/s
-// wall) two at a time. [ExploreOptions.Parallel] runs one bench per core
-// (GOMAXPROCS), and the benches share nothing but the process. Keep a test's Seeds in the default suite to what runs in a
-// few seconds (10 to 50), and run thousands before a release:
+// objects, one rollout) costs 30 to 45 ms of CPU. Measured with
+// TestExploreThroughput (CLUSTERTEST_THROUGHPUT=400 seeds, twice) on a
+// 2-core machine at a load average of 1.9 to 2.6 (other work on it):
+// 25 to 30 seeds per CPU-second, 31.5 to 32.6 seeds/s wall one bench at a
+// time and 44.4 to 55.9 two at a time (1.4 to 1.7 times as many); with
+// every perturbation on, 22 to 33 seeds per CPU-second, 24.2 to 34.8
+// seeds/s wall one at a time and 53.9 to 63.4 two at a time.
+// [ExploreOptions.Parallel] runs one bench per core (GOMAXPROCS), and the
+// benches share nothing but the process (math/rand's global source, the
+// garbage collector). Keep a test's Seeds in the default suite to what
+// runs in a few seconds (10 to 50), and run thousands before a release:
 // CLUSTERTEST_SEEDS=2000 go test -run TestExplore ./... takes minutes on
 // two cores. A race whose window is one event wide is usually found in
 // tens of seeds; one that needs a perturbation at the right step, and a
