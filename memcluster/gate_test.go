@@ -133,3 +133,39 @@ func TestWriteOfNilObjectIsBadRequest(t *testing.T) {
 		t.Errorf("UpdateStatus(nil) error = %v; want BadRequest", err)
 	}
 }
+
+// expiringGate expires every watch at its first delivery.
+type expiringGate struct{}
+
+func (expiringGate) Enter(_ context.Context, s Step) error {
+	if s.Kind == StepDelivery {
+		return ErrWatchExpired
+	}
+	return nil
+}
+
+func TestGateExpiresAWatch(t *testing.T) {
+	c := New(Config{Clock: clock.NewFake(t0), Seed: 1, Gate: expiringGate{}})
+	ctx := ctxT(t)
+	w, err := c.Pods("ns").Watch(ctx, metav1.ListOptions{ResourceVersion: c.ResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	p := must(c.Pods("ns").Create(ctx, pod("a", "", ""), metav1.CreateOptions{}))(t)
+	ev, ok := <-w.ResultChan()
+	if !ok || ev.Type != watch.Error {
+		t.Fatalf("first event = %v %v; want an ERROR event", ev.Type, ok)
+	}
+	if err := apierrors.FromObject(ev.Object); !apierrors.IsResourceExpired(err) {
+		t.Fatalf("ERROR event = %v; want 410 Expired", err)
+	}
+	if _, ok := <-w.ResultChan(); ok {
+		t.Fatal("the watch went on after its 410")
+	}
+	// The object is stored: only the watch lost it.
+	got := must(c.Pods("ns").Get(ctx, "a", metav1.GetOptions{}))(t)
+	if got.ResourceVersion != p.ResourceVersion {
+		t.Errorf("stored pod at %s; want %s", got.ResourceVersion, p.ResourceVersion)
+	}
+}

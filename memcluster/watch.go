@@ -3,6 +3,7 @@ package memcluster
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -451,6 +452,9 @@ func (w *watcher[T]) run(ctx context.Context) {
 		}
 		if err := w.r.c.enter(gctx, w.step(p.ev)); err != nil {
 			p.work.Done()
+			if errors.Is(err, ErrWatchExpired) {
+				w.sendExpired(ctx, w.step(p.ev).ResourceVersion)
+			}
 			return
 		}
 		ev := p.ev

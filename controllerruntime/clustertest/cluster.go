@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,8 +16,10 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/applyconfigurations"
+	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -93,7 +97,8 @@ type Options struct {
 	// exactly as the bench that made it. It overrides Interleave.
 	Schedule string
 	// Perturb lets Seed, with Interleave, also perturb the cluster at any
-	// step: watches that lag, watches that close (see [Perturbations]).
+	// step: watches that lag, close, or expire and relist, restarts,
+	// conflicting writers, leader handovers (see [Perturbations]).
 	Perturb Perturbations
 
 	onWrite func(memcluster.Write) // Explore's properties: every stored write
@@ -142,6 +147,12 @@ type Cluster struct {
 	clOnce  sync.Once
 	clErr   error
 	stopped bool // stop has run
+
+	otherMu sync.Mutex
+	other   dynamic.Interface // PerturbConflict's other writer
+	otherN  int               // its changes so far
+
+	filter atomic.Pointer[func(*http.Request)] // tests: sees every REST request
 }
 
 // Test runs f in a testing/synctest bubble with a new Cluster, and stops
@@ -220,6 +231,7 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	}
 	c.sched.onHalt = func(msg string) { c.fail(errors.New(msg)) }
 	c.sched.note = c.rec.note
+	c.sched.conflict = func(st memcluster.Step) { c.wg.Go(func() { c.conflictWrite(st) }) }
 	builtinTypes := memcluster.LazyTypeConverter(func() managedfields.TypeConverter { return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme) })
 	c.mc = memcluster.New(memcluster.Config{
 		Seed: opts.Seed, Gate: c.sched, OnWrite: func(w memcluster.Write) {
@@ -270,7 +282,11 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	}
 	memcluster.AddBuiltinKinds(c.mc) // keeps a built-in kind given in Types or Kinds
 	c.mc.SetFaults(opts.Faults)
-	c.cfg = &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: front{rec: c.rec, next: memcluster.NewHandler(c.mc)}},
+	fr := front{rec: c.rec, next: memcluster.NewHandler(c.mc), filter: &c.filter}
+	if opts.onWrite != nil {
+		fr.decoder = serializer.NewCodecFactory(scheme).UniversalDeserializer() // Explore's properties judge preconditions
+	}
+	c.cfg = &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: fr},
 		QPS: -1} // no client-side throttling: the cluster answers at once, in virtual time
 	if err := c.startBuiltins(); err != nil {
 		return fail(err)
@@ -362,7 +378,8 @@ func (c *Cluster) Client() client.Client {
 // NewManager returns a controller-runtime Manager on the cluster, with
 // opts as given except what a test bench needs: the cluster's scheme
 // (unless opts sets one), no metrics server, no health probes, no leader
-// election, and controller names that need not be unique in the process
+// election (see [Cluster.StartLeaderElected] for replicas that elect a
+// leader), and controller names that need not be unique in the process
 // (each test builds its own). Its cache tells the bench which kinds its
 // controllers wait on, for [Cluster.RunUntil]'s answers. The trace names
 // its clients "manager" ("manager#2" for the second Manager). Start it
@@ -377,16 +394,22 @@ func (c *Cluster) NewManager(opts manager.Options) manager.Manager {
 }
 
 func (c *Cluster) newManager(opts manager.Options) (manager.Manager, error) {
+	return c.newManagerNamed(opts, namedConfig(c.cfg, c.names.next("manager")), false)
+}
+
+// newManagerNamed is newManager with its config, and leader election
+// (StartLeaderElected's) or none.
+func (c *Cluster) newManagerNamed(opts manager.Options, cfg *rest.Config, leaderElection bool) (manager.Manager, error) {
 	if opts.Scheme == nil {
 		opts.Scheme = c.scheme
 	}
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
 	opts.HealthProbeBindAddress = "0"
-	opts.LeaderElection = false
+	opts.LeaderElection = leaderElection
 	skip := true
 	opts.Controller.SkipNameValidation = &skip
 	opts.NewCache = c.kinds.newCache(opts.NewCache)
-	return manager.New(namedConfig(c.cfg, c.names.next("manager")), opts)
+	return manager.New(cfg, opts)
 }
 
 // fail records err as a failure of the bench: the test fails with it,

@@ -60,11 +60,21 @@ type scheduler struct {
 	note      func(text string)    // adds a line to the trace (called without mu)
 	// What Cluster.StartRestartable started, for PerturbRestart.
 	restartables []*restartable
+	// conflict starts the other writer's change of the object of a
+	// request, for PerturbConflict (called without mu).
+	conflict func(memcluster.Step)
+	// What Cluster.StartLeaderElected started, for PerturbHandover, and
+	// the clients it stalls (their steps wait), until when.
+	elected []*elected
+	stalled map[string]time.Time
 	// quiet, if set, is called by the scheduler's goroutine at every
 	// instant where everything is blocked, before the next step is let
 	// through (with no lock of the scheduler held): where Explore checks
 	// its properties. Set with mu held.
 	quiet func(step uint64)
+	// stepped, if set, is told of every step let through, just before
+	// it goes (called without mu).
+	stepped func(w *waiter)
 }
 
 // The scheduler declares a livelock after livelockSteps steps at one
@@ -114,6 +124,10 @@ func (s *scheduler) Enter(ctx context.Context, step memcluster.Step) error {
 		s.steps++
 		s.mu.Unlock()
 		return nil
+	}
+	if ctx.Value(ungatedKey{}) != nil {
+		s.mu.Unlock()
+		return nil // the other writer of PerturbConflict: now, before the step it beats
 	}
 	w := &waiter{step: step, client: client, call: callOf(ctx), seq: s.steps, go_: make(chan struct{})}
 	s.pending = append(s.pending, w)
@@ -179,7 +193,11 @@ func (s *scheduler) run(ctx context.Context) {
 				}
 				continue
 			}
+			stepped := s.stepped
 			s.mu.Unlock()
+			if stepped != nil {
+				stepped(w)
+			}
 			close(w.go_)
 			continue
 		}
@@ -339,6 +357,9 @@ func stepText(w *waiter) string {
 	st := w.step
 	switch st.Kind {
 	case memcluster.StepRequest:
+		if st.Verb == pickVerb {
+			return fmt.Sprintf("a worker's pick from the queue of controller %s", st.Name)
+		}
 		return requestText(st.Verb, st.Resource, st.Namespace, st.Name, w.client, nil)
 	case memcluster.StepDelivery:
 		return fmt.Sprintf("delivery of %s %s@%s to watch %d", st.Event, st.Resource, st.ResourceVersion, st.Watch)
