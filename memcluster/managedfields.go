@@ -44,6 +44,9 @@ type tracker struct {
 	// of namespaces/<name>/finalize; main is nil when the kind is not
 	// tracked.
 	main, status, scale, finalize *managedfields.FieldManager
+	// fast computes the updates of main, status and finalize the cheap
+	// way (see managedfields_fast.go), keyed by their field manager.
+	fast map[*managedfields.FieldManager]*fastRecorder
 	// mainReset and statusReset are the top-level fields (spec, status)
 	// that a write of the resource or of its status resets: the field
 	// manager ignores their changes, so they are left out of both objects
@@ -88,12 +91,15 @@ func (r *Resource[T]) trackerLocked() *tracker {
 	}
 	gv := r.kind.GVK.GroupVersion()
 	hasStatus := r.kind.CopyStatus != nil
+	t.fast = map[*managedfields.FieldManager]*fastRecorder{}
 	build := func(subresource string) (*managedfields.FieldManager, []string) {
 		reset := resetFields(r.kind.GVK, custom, hasStatus, subresource)
-		fm, err := newManager(tc, conv, conv, conv, r.kind.GVK, gv, subresource, fieldpath.NewExcludeFilterSetMap(reset))
+		filters := fieldpath.NewExcludeFilterSetMap(reset)
+		fm, err := newManager(tc, conv, conv, conv, r.kind.GVK, gv, subresource, filters)
 		if err != nil { // the converter is not nil: this cannot fail
 			panic(fmt.Sprintf("memcluster: field manager of %s: %v", r.kind.GVK, err))
 		}
+		t.fast[fm] = &fastRecorder{tc: tc, version: gv.String(), subresource: subresource, reset: filters[fieldpath.APIVersion(gv.String())]}
 		return fm, topLevel(reset[fieldpath.APIVersion(gv.String())], empty)
 	}
 	t.main, t.mainReset = build("")
@@ -324,8 +330,24 @@ func (r *Resource[T]) recordUpdateLocked(old, in T, a author, sub string) {
 // the rest of the metadata if bare (which the write does not change
 // either).
 func (r *Resource[T]) recordUpdate(fm *managedfields.FieldManager, reset []string, bare bool, live, obj T, manager string) []metav1.ManagedFieldsEntry {
+	liveView, objView := r.forTracking(live, reset, bare), r.forTracking(obj, reset, bare)
+	if f := r.track.fast[fm]; f != nil {
+		entries, sets, ok := r.fastUpdateLocked(f, liveView, objView, manager, r.c.now())
+		if ok {
+			if checkManagedFields {
+				crossCheck(r.kind.GVK, manager, entries, r.libraryUpdate(fm, r.forTracking(live, reset, bare), r.forTracking(obj, reset, bare), manager))
+			}
+			r.rememberLocked(objectKey(obj), entries, sets)
+			return entries
+		}
+	}
+	return r.libraryUpdate(fm, liveView, objView, manager)
+}
+
+// libraryUpdate is [Resource.recordUpdate] by the field manager itself.
+func (r *Resource[T]) libraryUpdate(fm *managedfields.FieldManager, live, obj T, manager string) []metav1.ManagedFieldsEntry {
 	sent := obj.GetManagedFields()
-	out, err := fm.Update(r.forTracking(live, reset, bare), r.forTracking(obj, reset, bare), manager)
+	out, err := fm.Update(live, obj, manager)
 	if err != nil {
 		return live.GetManagedFields()
 	}
