@@ -204,6 +204,12 @@ const (
 	kubeletManager    = "kubelet"
 )
 
+// untracked reports whether a's write is not recorded: an update by one
+// of Config.UntrackedManagers.
+func (c *Cluster) untracked(a author) bool {
+	return !a.applied && slices.Contains(c.cfg.UntrackedManagers, a.manager)
+}
+
 // managerOf returns the field manager of a typed client's write: the
 // options' one, else the program's name, as client-go's default
 // User-Agent gives it to kube-apiserver.
@@ -259,6 +265,9 @@ func (r *Resource[T]) recordCreateLocked(in T, a author) []metav1.ManagedFieldsE
 	if a.applied {
 		return in.GetManagedFields()
 	}
+	if r.c.untracked(a) {
+		return nil
+	}
 	obj := deepCopy(in)
 	if r.kind.Default != nil {
 		r.kind.Default(obj)
@@ -285,6 +294,9 @@ func (r *Resource[T]) recordUpdateAsSentLocked(old, in T, a author) (managed []m
 	if r.trackerLocked().main == nil {
 		return nil, false
 	}
+	if r.c.untracked(a) {
+		return old.GetManagedFields(), true
+	}
 	obj := deepCopy(in)
 	if r.kind.Default != nil {
 		r.kind.Default(obj)
@@ -306,6 +318,8 @@ func (r *Resource[T]) recordUpdateLocked(old, in T, a author, sub string) {
 	case t.main == nil:
 		in.SetManagedFields(nil)
 	case a.applied:
+	case r.c.untracked(a):
+		in.SetManagedFields(old.GetManagedFields())
 	case a.scale && (t.scale == nil || !r.scaleTracked(old)):
 		// kube-apiserver's Scale has no managedFields then, and its field
 		// manager does not start tracking on an update. (A custom kind's
