@@ -35,6 +35,9 @@ type Resource[T Object] struct {
 	// decoded caches the parsed managedFields of stored objects; guarded
 	// by c.mu, see managedfields_fast.go.
 	decoded map[types.NamespacedName]decodedFields
+	// versionTracks are the field managers of a custom kind's other
+	// versions, by version; guarded by c.mu.
+	versionTracks map[string]*tracker
 }
 
 // NewResource adds a kind to the cluster and returns its storage. Adding a

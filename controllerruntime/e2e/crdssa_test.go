@@ -3,11 +3,8 @@
 package e2e
 
 import (
-	"fmt"
-	"net/http"
 	"testing"
 
-	gocmp "github.com/google/go-cmp/cmp"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -105,40 +102,8 @@ func crdSSASequences() []ssaSequence {
 // TestCRDSSASideBySide runs crdSSASequences on both sides.
 func TestCRDSSASideBySide(t *testing.T) {
 	crds := []*apiextensionsv1.CustomResourceDefinition{parseCRD(t, webAppsCRD), parseCRD(t, gadgetsCRD), parseCRD(t, blobsCRD)}
-	ss := crdSides(t, crds...)
 	ns := sideNamespace(t)
-	clients := make([]*sideClient, len(ss))
-	for i, s := range ss {
-		clients[i] = newSideClient(t, s)
-		if code, body := clients[i].raw(t, "POST", "/api/v1/namespaces", "", "application/json", []byte(`{"metadata":{"name":"`+ns+`"}}`)); code != http.StatusCreated {
-			t.Fatalf("%s: create namespace: %d %s", s.name, code, body)
-		}
-	}
 	seqs := crdSSASequences()
-	matched := 0
-	for i, seq := range seqs {
-		name := fmt.Sprintf("crssa-%02d", i)
-		ok := t.Run(seq.name, func(t *testing.T) {
-			var got [2][]outcome
-			for side, c := range clients {
-				last := ""
-				for _, st := range seq.steps {
-					o, rv := c.run(t, ns, name, st, last)
-					if rv != "" {
-						last = rv
-					}
-					got[side] = append(got[side], o)
-				}
-			}
-			for j := range seq.steps {
-				if d := gocmp.Diff(got[0][j], got[1][j]); d != "" {
-					t.Errorf("step %d (%s %s): kube-apiserver and memcluster differ (-kube-apiserver +memcluster):\n%s", j, seq.steps[j].do, seq.steps[j].sub, d)
-				}
-			}
-		})
-		if ok {
-			matched++
-		}
-	}
+	matched := runSSASequences(t, newSideClients(t, crdSides(t, crds...), ns), ns, "crssa", seqs)
 	t.Logf("%d of %d apply sequences to custom resources give the same answers and objects (managedFields included) on kube-apiserver and memcluster", matched, len(seqs))
 }
