@@ -43,6 +43,11 @@ func crdSSASequences() []ssaSequence {
 		return ssaStep{do: "apply", resource: crResource(version, "gadgets"), manager: "a",
 			body: "apiVersion: " + sbsGroup + "/" + version + "\nkind: Gadget\nmetadata:\n  name: NAME\nspec:\n" + indent(spec, "  ")}
 	}
+	gadgetBy := func(manager, version, spec string, force bool) ssaStep {
+		st := gadget(version, spec)
+		st.manager, st.force = manager, force
+		return st
+	}
 	blob := func(manager, body string) ssaStep {
 		return ssaStep{do: "apply", resource: "cluster:" + crResource("v1", "blobs"), manager: manager,
 			body: "apiVersion: " + sbsGroup + "/v1\nkind: Blob\nmetadata:\n  name: NAME\n" + body}
@@ -95,6 +100,18 @@ func crdSSASequences() []ssaSequence {
 		{"CR: update without a manager is the user agent's", []ssaStep{apply("a", base),
 			{do: "update", resource: webapps, edit: func(obj map[string]any) { setPath(obj, "backend", "spec", "tier") }}, get}},
 		{"CR: apply in the storage version of a two-version CRD", []ssaStep{gadget("v2", "size: 5\n"), gadget("v2", "size: 6\n")}},
+		{"CR: apply in a version other than the storage one", []ssaStep{gadget("v1", "size: 2\n"), gadget("v1", "size: 3\n"),
+			{do: "get", resource: crResource("v1", "gadgets")}, {do: "get", resource: crResource("v2", "gadgets")}}},
+		{"CR: apply in v1 with a field v2 lacks", []ssaStep{gadget("v1", "size: 2\ncolor: red\n"),
+			{do: "get", resource: crResource("v1", "gadgets")}, {do: "get", resource: crResource("v2", "gadgets")}}},
+		{"CR: managers of two versions conflict and force", []ssaStep{gadget("v1", "size: 2\n"),
+			gadgetBy("b", "v2", "size: 4\n", false), gadgetBy("b", "v2", "size: 4\n", true),
+			gadget("v1", "size: 3\n"), {do: "get", resource: crResource("v1", "gadgets")}}},
+		{"CR: update in v1, then apply in v2", []ssaStep{
+			{do: "create", resource: crResource("v1", "gadgets"), manager: "creator", body: "apiVersion: " + sbsGroup + "/v1\nkind: Gadget\nmetadata:\n  name: NAME\nspec:\n  size: 1\n"},
+			{do: "merge", resource: crResource("v1", "gadgets"), manager: "patcher", body: `{"spec":{"size":2}}`},
+			gadgetBy("b", "v2", "size: 5\n", false), gadgetBy("b", "v2", "size: 5\n", true),
+			{do: "get", resource: crResource("v2", "gadgets")}}},
 		{"CR: cluster-scoped, unknown fields kept", []ssaStep{blob("a", "data: {x: 1}\n"), blob("b", "data: {w: 2}\n"), blob("b", "data: {x: 3}\n")}},
 	}
 }
