@@ -1,10 +1,12 @@
 package memcluster
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Every test of the package computes managedFields both ways: the cheap
@@ -46,5 +48,40 @@ func TestUntrackedManagers(t *testing.T) {
 	d = must(c.Deployments("ns").UpdateStatus(ctxT(t), d, metav1.UpdateOptions{FieldManager: "other"}))(t)
 	if diff := cmp.Diff([]string{"other/Update/status", "user/Update/"}, managersOf(d.ManagedFields)); diff != "" {
 		t.Errorf("after a tracked status write (-want +got):\n%s", diff)
+	}
+}
+
+// TestCheapRoadIsTaken: creates and status writes are recorded the cheap
+// way (their parsed sets cached with the stored entries), an update that
+// sends managedFields of its own and an apply by the field manager.
+func TestCheapRoadIsTaken(t *testing.T) {
+	c := newTrackedCluster(t, Config{})
+	r := c.deployments
+	cached := func(what string, want bool) {
+		t.Helper()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		stored := r.objs[types.NamespacedName{Namespace: "ns", Name: "web"}]
+		d, ok := r.decoded[objectKey(stored)]
+		if got := ok && sameSlice(d.entries, stored.ManagedFields); got != want {
+			t.Errorf("%s: recorded the cheap way %v; want %v", what, got, want)
+		}
+	}
+	d := must(c.Deployments("ns").Create(ctxT(t), deployment("web"), metav1.CreateOptions{FieldManager: "user"}))(t)
+	cached("create", true)
+	d.Status.Replicas = 2
+	d = must(c.Deployments("ns").UpdateStatus(ctxT(t), d, metav1.UpdateOptions{FieldManager: "ctl"}))(t)
+	cached("status write", true)
+	d.Labels = map[string]string{"x": "1"}
+	d = must(c.Deployments("ns").Update(ctxT(t), d, metav1.UpdateOptions{FieldManager: "user"}))(t)
+	cached("update", true)
+	d.ManagedFields = d.ManagedFields[:1]
+	d.Labels["x"] = "2"
+	d = must(c.Deployments("ns").Update(ctxT(t), d, metav1.UpdateOptions{FieldManager: "user"}))(t)
+	cached("update with its own managedFields", false)
+	// The list sent (ctl's entry alone) replaced the record: user's entry
+	// has the labels it changed, not the spec it created.
+	if got := fieldsOf(d.ManagedFields); len(got) != 2 || !strings.HasPrefix(got[1], "user/Update: ") || strings.Contains(got[1], "f:spec") {
+		t.Errorf("the update's own list was not taken: %v", got)
 	}
 }
