@@ -102,6 +102,18 @@ type Config struct {
 	// converter is set), server-side apply is answered 415, and writes cost
 	// nothing more, which simulations at scale want.
 	TypeConverter managedfields.TypeConverter
+	// UntrackedManagers names field managers whose creates, updates,
+	// patches and status writes the cluster does not record in
+	// managedFields, which saves most of a write's cost: an update by one
+	// of them keeps the object's managedFields as they were (the fields it
+	// changes stay with their former managers) and an object it creates
+	// has none (so, as on kube-apiserver for an object without
+	// managedFields, later updates of it record none either, until an
+	// apply starts them). Their server-side applies are recorded as any.
+	// kube-apiserver records every writer: nil (the default) is exact.
+	// "kube-controller-manager" and "kubelet" are the cluster's own
+	// controllers' and kubelet's writes (see [ControllerClient]).
+	UntrackedManagers []string
 }
 
 func (c Config) withDefaults() Config {

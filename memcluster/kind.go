@@ -145,6 +145,10 @@ type Kind[T Object] struct {
 	// served version, to the stored one.
 	asVersionOf func(old, in T) T
 	toStorage   func(in T) (T, error)
+	// servesVersion, if set, reports whether the kind is served in
+	// version too: its writes in that version are recorded in
+	// managedFields under that version, by that version's field managers.
+	servesVersion func(version string) bool
 	// customFields, if set, answers the field selectors of a request in
 	// version ("": the storage version) instead of the kind's fixed ones.
 	customFields func(version string) fieldSelection[T]

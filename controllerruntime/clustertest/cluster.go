@@ -100,6 +100,15 @@ type Options struct {
 	// step: watches that lag, close, or expire and relist, restarts,
 	// conflicting writers, leader handovers (see [Perturbations]).
 	Perturb Perturbations
+	// UntrackedBuiltinWrites leaves the writes of the built-in controllers
+	// and of the kubelet out of metadata.managedFields: their updates keep
+	// an object's managedFields as they were, and the ReplicaSets and pods
+	// they create have none (see memcluster.Config.UntrackedManagers). It
+	// saves most of the CPU a rollout spends recording them (a bench
+	// under -race beside other busy processes may need it to meet short
+	// deadlines); your own writes and every server-side apply are recorded
+	// as before. Off (the default), managedFields are kube-apiserver's.
+	UntrackedBuiltinWrites bool
 
 	onWrite func(memcluster.Write) // Explore's properties: every stored write
 
@@ -248,7 +257,8 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 		RequireNamespaces: true,
 		// Server-side apply and managedFields: client-go's schemas, else
 		// deduced types.
-		TypeConverter: memcluster.TypeConverterChain(builtinTypes, managedfields.NewDeducedTypeConverter()),
+		TypeConverter:     memcluster.TypeConverterChain(builtinTypes, managedfields.NewDeducedTypeConverter()),
+		UntrackedManagers: untrackedManagers(opts),
 	})
 	if c.sched.serial {
 		c.wg.Go(func() { c.sched.run(ctx) })
@@ -292,6 +302,20 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 		return fail(err)
 	}
 	return c, nil
+}
+
+// builtinManagers are the field managers of the bench's own writers:
+// the built-in controllers (memcluster.ControllerClient's default) and
+// the kubelet.
+var builtinManagers = []string{"kube-controller-manager", "kubelet"}
+
+// untrackedManagers returns the managers whose writes opts leaves out of
+// managedFields.
+func untrackedManagers(opts Options) []string {
+	if opts.UntrackedBuiltinWrites {
+		return builtinManagers
+	}
+	return nil
 }
 
 // installCRDs serves CustomResourceDefinitions, installs
