@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctrlkit/ctrlkit/memcluster"
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 )
 
 // A Schedule is the order in which a bench let its steps through, as the
@@ -196,7 +196,7 @@ func (c *chooser) pick(step uint64, ready []*waiter, restartables int) Choice {
 		var deliveries []int
 		if c.perturb != 0 {
 			for i, w := range ready {
-				if w.step.Kind == memcluster.StepDelivery {
+				if w.step.Kind == gate.StepDelivery {
 					deliveries = append(deliveries, i)
 				}
 			}
@@ -223,7 +223,7 @@ func (c *chooser) pick(step uint64, ready []*waiter, restartables int) Choice {
 			ch.Index %= restartables
 		default:
 			ch.Index %= n
-			if ch.Perturb != 0 && ready[ch.Index].step.Kind != memcluster.StepDelivery {
+			if ch.Perturb != 0 && ready[ch.Index].step.Kind != gate.StepDelivery {
 				ch = Choice{Step: step}
 			}
 		}
@@ -261,7 +261,7 @@ func (s *scheduler) exploreLocked() bool {
 	var ready []*waiter
 	var next time.Time // the end of the first hold with a delivery waiting
 	for _, w := range s.pending {
-		if w.step.Kind == memcluster.StepDelivery {
+		if w.step.Kind == gate.StepDelivery {
 			if until, ok := s.held[w.step.Watch]; ok {
 				if now.Before(until) {
 					if next.IsZero() || until.Before(next) {
@@ -425,7 +425,7 @@ func chooserFor(opts Options) (*chooser, error) {
 // choiceText describes a step for the report of a reordering: a delivery
 // names its watch's client.
 func choiceText(w *waiter) string {
-	if w.step.Kind == memcluster.StepDelivery && w.client != "" {
+	if w.step.Kind == gate.StepDelivery && w.client != "" {
 		return stepText(w) + " (" + w.client + ")"
 	}
 	return stepText(w)
