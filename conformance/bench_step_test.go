@@ -53,7 +53,7 @@ func BenchmarkDeploymentRolloutStep(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := deployment.Apply(ctx, deployClient{client}, discard, p); err != nil {
+			if _, err := deployment.WritePlan(ctx, deployClient{client}, discard, p); err != nil {
 				b.Fatal(err)
 			}
 			client.ClearActions()
