@@ -1,11 +1,13 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -253,6 +255,7 @@ func (r *Recorder) Snapshots(since time.Time) map[string][]planner.Snapshot {
 	r.mu.Lock()
 	objs := slices.Clone(r.objs)
 	r.mu.Unlock()
+	inStorageOrder(objs)
 	ds := map[string]*appsv1.Deployment{}
 	rss := map[string]map[string]*appsv1.ReplicaSet{} // by owner, by name
 	out := map[string][]planner.Snapshot{}
@@ -294,6 +297,45 @@ func (r *Recorder) Snapshots(since time.Time) map[string][]planner.Snapshot {
 		}
 	}
 	return out
+}
+
+// inStorageOrder sorts the states of objs into the order in which they
+// were stored. The recorder watches Deployments and ReplicaSets on two
+// watches, and nothing orders the events of one against the other's: a
+// ReplicaSet the controller creates and scales a millisecond after a
+// Deployment's template changed may arrive before the Deployment's event,
+// and a snapshot pairing the old template with the new ReplicaSet takes
+// that ReplicaSet for an old one. kube-apiserver's resourceVersions are
+// etcd's revisions, one sequence for every resource, so they give the
+// order (a test harness against a real API server may rely on that; a
+// client in general may not). A state seen again (a watch started over
+// after 410 Gone lists every object as ADDED) sorts beside its first
+// sighting. Arrival times are made non-decreasing in the new order. Left
+// as it is if any resourceVersion is not a number.
+func inStorageOrder(objs []objState) {
+	type stored struct {
+		rev uint64
+		s   objState
+	}
+	keyed := make([]stored, len(objs))
+	for i, o := range objs {
+		m, err := meta.Accessor(o.obj)
+		if err != nil {
+			return
+		}
+		rev, err := strconv.ParseUint(m.GetResourceVersion(), 10, 64)
+		if err != nil {
+			return
+		}
+		keyed[i] = stored{rev, o}
+	}
+	slices.SortStableFunc(keyed, func(a, b stored) int { return cmp.Compare(a.rev, b.rev) })
+	for i := range keyed {
+		objs[i] = keyed[i].s
+		if i > 0 && objs[i].at.Before(objs[i-1].at) {
+			objs[i].at = objs[i-1].at
+		}
+	}
 }
 
 // Snapshot is the latest observed state of the namespace.
