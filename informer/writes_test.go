@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/informer"
-	"github.com/ctrlkit/ctrlkit/internal/cachemarks"
 )
 
 func TestWroteBehind(t *testing.T) {
@@ -22,43 +21,43 @@ func TestWroteBehind(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if cachemarks.Behind(c, key) {
+	if c.Behind(key) {
 		t.Fatal("Behind of a missing key without a write")
 	}
 	mustAdd(at("1"))
-	cachemarks.Wrote(c, key, "1")
-	if !cachemarks.Behind(c, key) {
+	c.Wrote(key, "1")
+	if !c.Behind(key) {
 		t.Fatal("Behind = false right after a write replacing the cached version")
 	}
-	if !cachemarks.Behind(c, key) {
+	if !c.Behind(key) {
 		t.Fatal("Behind = false on a second look, with no event in between")
 	}
 	mustAdd(at("2")) // the write's event
-	if cachemarks.Behind(c, key) {
+	if c.Behind(key) {
 		t.Fatal("Behind = true after the write's event")
 	}
 
 	// The event may overtake the write's response: the mark then names a
 	// version the cache has already left behind.
 	mustAdd(at("3"))
-	cachemarks.Wrote(c, key, "2")
-	if cachemarks.Behind(c, key) {
+	c.Wrote(key, "2")
+	if c.Behind(key) {
 		t.Fatal("Behind = true for a write older than the cached version")
 	}
 
 	// A mark does not outlive the object.
-	cachemarks.Wrote(c, key, "3")
-	if !cachemarks.Behind(c, key) {
+	c.Wrote(key, "3")
+	if !c.Behind(key) {
 		t.Fatal("Behind = false after a write replacing version 3")
 	}
 	c.Delete(key)
 	mustAdd(at("3")) // a new object that happens to carry the same version
-	if cachemarks.Behind(c, key) {
+	if c.Behind(key) {
 		t.Fatal("Behind = true for an object created after the marked one was deleted")
 	}
 
-	cachemarks.Wrote(c, key, "") // a write without a base version marks nothing
-	if cachemarks.Behind(c, key) {
+	c.Wrote(key, "") // a write without a base version marks nothing
+	if c.Behind(key) {
 		t.Fatal("Behind = true after a write with no replaced version")
 	}
 }
@@ -76,22 +75,22 @@ func TestWroteTwice(t *testing.T) {
 		}
 	}
 	add("1")
-	cachemarks.Wrote(c, key, "1") // 1 → 2
-	cachemarks.Wrote(c, key, "2") // 2 → 3, based on the first write's result
+	c.Wrote(key, "1") // 1 → 2
+	c.Wrote(key, "2") // 2 → 3, based on the first write's result
 	for _, step := range []struct {
 		rv     string
 		behind bool
 	}{{"1", true}, {"2", true}, {"3", false}} {
 		add(step.rv)
-		if got := cachemarks.Behind(c, key); got != step.behind {
+		if got := c.Behind(key); got != step.behind {
 			t.Errorf("cache at %s: Behind = %t; want %t", step.rv, got, step.behind)
 		}
 	}
 	add("3")
-	cachemarks.Wrote(c, key, "3")
-	cachemarks.Wrote(c, key, "3") // the same mark twice counts once
+	c.Wrote(key, "3")
+	c.Wrote(key, "3") // the same mark twice counts once
 	add("4")
-	if cachemarks.Behind(c, key) {
+	if c.Behind(key) {
 		t.Errorf("Behind = true past the only marked version")
 	}
 }

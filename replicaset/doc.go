@@ -68,7 +68,7 @@
 //     ends. Unlike upstream it does not sync a ReplicaSet from a cached
 //     version this process has already replaced (its own status write, or
 //     a scale by a Deployment controller sharing the cache; see
-//     the write tracker, internal/writes): it waits for that write's event, which
+//     informer.Cache.Behind): it waits for that write's event, which
 //     enqueues the ReplicaSet anyway, instead of writing the status on the
 //     old version and getting a Conflict.
 //   - A sync whose pod creations and deletions all succeed leaves the

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/ctrlkit/ctrlkit/informer"
-	"github.com/ctrlkit/ctrlkit/internal/cachemarks"
 	"github.com/ctrlkit/ctrlkit/internal/fakewatch"
 	"github.com/ctrlkit/ctrlkit/internal/queuetest"
 	"github.com/ctrlkit/ctrlkit/replicaset"
@@ -51,7 +50,7 @@ func (w *world) writes() (creates, statuses int) {
 
 // The controller does not sync a ReplicaSet from a cached version that
 // this process has replaced, by its own status write or by another
-// controller's scale (the marks of internal/cachemarks): it waits for the write's
+// controller's scale (informer.Cache.Wrote): it waits for the write's
 // event. Upstream syncs at once, and its status write on the replaced
 // version fails with Conflict.
 func TestControllerWaitsForItsOwnWrites(t *testing.T) {
@@ -126,7 +125,7 @@ func TestControllerWaitsForItsOwnWrites(t *testing.T) {
 	*scaled.Spec.Replicas = 3
 	scaled.Generation = 2
 	w.addRS(scaled)
-	cachemarks.Wrote(r.rss, k, cached.ResourceVersion)
+	r.rss.Wrote(k, cached.ResourceVersion)
 	w.updatePod(key("b"), readySince(t0))
 	syncs(5)
 	check("pod event ahead of the scale's event", 0, 2)

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/informer"
-	"github.com/ctrlkit/ctrlkit/internal/cachemarks"
 )
 
 // statusOnly is a ReplicaSetClient whose status writes return err.
@@ -40,20 +39,20 @@ func TestTrackingClientMarksTheCache(t *testing.T) {
 	if _, err := TrackReplicaSets(statusOnly{err: conflict}, Informers{ReplicaSets: c}).UpdateReplicaSetStatus(context.Background(), rs); err == nil {
 		t.Fatal("the failing write succeeded")
 	}
-	if cachemarks.Behind(c, key) {
+	if c.Behind(key) {
 		t.Error("Behind after a failed write")
 	}
 	written, err := TrackReplicaSets(statusOnly{}, Informers{ReplicaSets: c}).UpdateReplicaSetStatus(context.Background(), rs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !cachemarks.Behind(c, key) {
+	if !c.Behind(key) {
 		t.Error("not Behind after a successful write the cache has not seen")
 	}
 	if err := c.Add(written); err != nil {
 		t.Fatal(err)
 	}
-	if cachemarks.Behind(c, key) {
+	if c.Behind(key) {
 		t.Error("Behind after the write's event")
 	}
 }
@@ -78,7 +77,7 @@ func TestTrackingClientIgnoresNoopWrites(t *testing.T) {
 	if _, err := TrackReplicaSets(noop{}, Informers{ReplicaSets: c}).UpdateReplicaSetStatus(context.Background(), rs); err != nil {
 		t.Fatal(err)
 	}
-	if cachemarks.Behind(c, types.NamespacedName{Namespace: "ns", Name: "rs"}) {
+	if c.Behind(types.NamespacedName{Namespace: "ns", Name: "rs"}) {
 		t.Error("Behind after a write that stored no new version")
 	}
 }

@@ -7,11 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/informer"
-	"github.com/ctrlkit/ctrlkit/internal/cachemarks"
 )
 
 // Informers is the [Cache] of the packaged controllers: their informer
-// caches, which keep the marks (package internal/cachemarks) and are shared by
+// caches, which keep the marks ([informer.Cache.Wrote]) and are shared by
 // every controller that runs on them. A nil cache holds nothing.
 type Informers struct {
 	Deployments *informer.Cache[*appsv1.Deployment]
@@ -37,9 +36,9 @@ func (c Informers) Cached(_ context.Context, kind Kind, key types.NamespacedName
 func (c Informers) Mark(kind Kind, key types.NamespacedName, replaced string) {
 	switch {
 	case kind == Deployment && c.Deployments != nil:
-		cachemarks.Wrote(c.Deployments, key, replaced)
+		c.Deployments.Wrote(key, replaced)
 	case kind == ReplicaSet && c.ReplicaSets != nil:
-		cachemarks.Wrote(c.ReplicaSets, key, replaced)
+		c.ReplicaSets.Wrote(key, replaced)
 	}
 }
 
@@ -47,9 +46,9 @@ func (c Informers) Mark(kind Kind, key types.NamespacedName, replaced string) {
 func (c Informers) Behind(_ context.Context, kind Kind, key types.NamespacedName) bool {
 	switch {
 	case kind == Deployment && c.Deployments != nil:
-		return cachemarks.Behind(c.Deployments, key)
+		return c.Deployments.Behind(key)
 	case kind == ReplicaSet && c.ReplicaSets != nil:
-		return cachemarks.Behind(c.ReplicaSets, key)
+		return c.ReplicaSets.Behind(key)
 	}
 	return false
 }
