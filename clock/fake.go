@@ -30,6 +30,7 @@ type Fake struct {
 	nheld    int     // entries of held still waiting
 	active   map[*Source]struct{}
 	timerSrc *Source // the work of AfterFunc callbacks
+	progress uint64  // counts work started and finished: Settle's watchdog
 }
 
 var _ Clock = (*Fake)(nil)

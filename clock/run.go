@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -14,7 +15,26 @@ var (
 	ErrStalled = errors.New("clock: stalled: condition not met, no work left and no timer pending")
 	// ErrTimeLimit means the next timer lies beyond the virtual time limit.
 	ErrTimeLimit = errors.New("clock: virtual time limit reached")
+	// ErrNotRunning means tracked work waits for a component that was
+	// built but never started (see [Source.Expect]): nothing will happen
+	// until it runs.
+	ErrNotRunning = errors.New("clock: work waits for a component that was never started")
+	// ErrNoProgress means tracked work has not moved for [NoProgressLimit]
+	// of wall time: it waits for something outside the simulation (a
+	// goroutine not on the clock, a channel nobody reads).
+	ErrNoProgress = errors.New("clock: no tracked work started or finished")
 )
+
+// NotRunningGrace is how long (wall time) [Fake.Settle] waits for a
+// component that has work waiting and was never started, in case the
+// goroutine that starts it has not run yet, before it returns
+// [ErrNotRunning].
+const NotRunningGrace = time.Second
+
+// NoProgressLimit is how long (wall time) [Fake.Settle] waits while
+// tracked work is unfinished and none starts or finishes, before it
+// returns [ErrNoProgress]: its bound when nothing else ends the wait.
+const NoProgressLimit = time.Minute
 
 // Settle lets the work tracked on f finish at the current instant: it
 // returns nil once no work is running and none waits for its turn. On a
@@ -22,27 +42,52 @@ var (
 // oldest first, on the calling goroutine; otherwise it only waits. Time
 // does not move.
 //
-// Settle has no timeout: work that never finishes (a queue without
-// workers, a watch nobody reads) keeps it waiting until ctx ends. It then
-// returns ctx's error together with a description of the unfinished work
-// (see [Fake.Busy]).
+// Work that never finishes does not keep it waiting forever: work of a
+// component that was built but never started (an informer whose Run was
+// not called, see [Source.Expect]) makes it return [ErrNotRunning], naming
+// the component, after [NotRunningGrace]; work that neither starts nor
+// finishes for [NoProgressLimit] makes it return [ErrNoProgress]; and
+// when ctx ends first it returns ctx's error. Each error comes with a
+// description of the unfinished work (see [Fake.Busy]).
 func (f *Fake) Settle(ctx context.Context) error {
-	stop := context.AfterFunc(ctx, func() {
+	wake := func() {
 		f.mu.Lock()
 		f.cond.Broadcast()
 		f.mu.Unlock()
-	})
+	}
+	stop := context.AfterFunc(ctx, wake)
 	defer stop()
+	tick := time.AfterFunc(NotRunningGrace/4, wake)
+	defer tick.Stop()
 	f.mu.Lock()
+	seen, since := f.progress, time.Now()
 	for {
 		for f.running > 0 && ctx.Err() == nil {
+			if f.progress != seen {
+				seen, since = f.progress, time.Now()
+			}
+			stuck := time.Since(since)
+			if names := f.notRunningLocked(); len(names) > 0 && stuck >= NotRunningGrace {
+				busy := f.busyLocked()
+				f.mu.Unlock()
+				return fmt.Errorf("%w: %s; unfinished work: %s", ErrNotRunning, strings.Join(names, ", "), busy)
+			}
+			if stuck >= NoProgressLimit {
+				busy := f.busyLocked()
+				f.mu.Unlock()
+				return fmt.Errorf("%w for %v; unfinished work: %s", ErrNoProgress, NoProgressLimit, busy)
+			}
+			tick.Reset(NotRunningGrace / 4)
 			f.cond.Wait()
 		}
 		if err := ctx.Err(); err != nil {
-			busy := f.busyLocked()
+			busy, idle := f.busyLocked(), f.notRunningLocked()
 			f.mu.Unlock()
-			if busy == "" {
+			switch {
+			case busy == "":
 				return err
+			case len(idle) > 0:
+				return fmt.Errorf("clock: settle: %w; never started: %s; unfinished work: %s", err, strings.Join(idle, ", "), busy)
 			}
 			return fmt.Errorf("clock: settle: %w; unfinished work: %s", err, busy)
 		}
@@ -69,7 +114,8 @@ func (f *Fake) Settle(ctx context.Context) error {
 //
 // It returns nil once cond holds, [ErrTimeLimit] when the next timer lies
 // more than maxVirtual past the start, [ErrStalled] at once when no work
-// is left and no timer is pending, or Settle's error when ctx ends first.
+// is left and no timer is pending, or Settle's error ([ErrNotRunning],
+// [ErrNoProgress], or ctx's) when the work of an instant cannot finish.
 // cond is called only between instants, with no tracked work running.
 func (f *Fake) RunUntil(ctx context.Context, cond func() bool, maxVirtual time.Duration) error {
 	limit := f.Now().Add(maxVirtual)

@@ -34,6 +34,39 @@ type Source struct {
 	f    *Fake
 	name string
 	n    int // unfinished work of this source; guarded by f.mu
+	// idle marks a source whose component must run for its work to
+	// finish and has not started; guarded by f.mu. See Source.Expect.
+	idle bool
+}
+
+// Expect records that the work of s can only finish once its component
+// runs (its Run method has been called): an informer's first list, a
+// kubelet's pods, a queue's items. Until [Source.Running] says it does,
+// a [Fake.Settle] (and so [Fake.RunUntil]) that has nothing else to wait
+// for returns [ErrNotRunning] naming s, after a short grace of wall time
+// ([NotRunningGrace]) for a goroutine that is about to start it, instead
+// of waiting forever.
+func (s *Source) Expect() {
+	if s == nil {
+		return
+	}
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	s.idle = true
+}
+
+// Running records that the component of s runs; see [Source.Expect].
+func (s *Source) Running() {
+	if s == nil {
+		return
+	}
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	if s.idle {
+		s.idle = false
+		s.f.progress++
+		s.f.cond.Broadcast()
+	}
 }
 
 // NewSource returns a source of work named name (it appears in
@@ -142,6 +175,7 @@ type held struct {
 }
 
 func (f *Fake) startLocked(s *Source) {
+	f.progress++
 	f.running++
 	f.countLocked(s, 1)
 }
@@ -163,6 +197,7 @@ func (f *Fake) cancelLocked(h *held) {
 }
 
 func (f *Fake) doneLocked(s *Source) {
+	f.progress++
 	f.running--
 	f.countLocked(s, -1)
 	if f.running <= 0 {
@@ -265,6 +300,19 @@ func (f *Fake) Busy() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.busyLocked()
+}
+
+// notRunningLocked names the sources with unfinished work whose component
+// has not started, sorted; nil when there is none.
+func (f *Fake) notRunningLocked() []string {
+	var names []string
+	for s := range f.active {
+		if s.idle {
+			names = append(names, s.name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 func (f *Fake) busyLocked() string {

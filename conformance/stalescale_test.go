@@ -76,7 +76,7 @@ func imageTemplate(image string) corev1.PodTemplateSpec {
 }
 
 // TestSeed3878UpstreamDecidesTheSame is the evidence behind the fix of e2e
-// soak seed 3878 (deployment.WritePending): on the cache the Deployment
+// soak seed 3878 (internal/writes): on the cache the Deployment
 // controller saw, upstream's syncDeployment makes the same decision as
 // ctrlkit's Sync, a new ReplicaSet at 4 = 6 + 1 − (3 + 0). With the
 // ReplicaSet of app:3 really at 6, that is 10 replicas for 6 + 1: the

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/ctrlkit/ctrlkit/internal/writes"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/replicaset"
 )
@@ -203,7 +204,7 @@ func TestWriteMarks(t *testing.T) {
 	server := fakeClient(rs)
 	cache := fakeClient(rs) // a cache that lags the server until told otherwise
 	marks := newWriteMarks(cache)
-	w := trackingReplicaSetClient{Client: Writer{Client: server}, marks: marks}
+	w := writes.TrackReplicaSets(Writer{Client: server}, marks)
 	k := markKey{key: types.NamespacedName{Namespace: "a", Name: "web"}}
 	cur := &appsv1.ReplicaSet{}
 	if err := server.Get(ctx, k.key, cur); err != nil {
@@ -213,7 +214,7 @@ func TestWriteMarks(t *testing.T) {
 	if _, err := w.UpdateReplicaSetStatus(ctx, cur); err != nil {
 		t.Fatal(err)
 	}
-	if !marks.behind(ctx, k) {
+	if !marks.Behind(ctx, k.kind, k.key) {
 		t.Fatal("not behind after a status write the cache has not seen")
 	}
 	// The cache catches up.
@@ -228,11 +229,11 @@ func TestWriteMarks(t *testing.T) {
 	if err := cache.Create(ctx, fresh); err != nil {
 		t.Fatal(err)
 	}
-	if marks.behind(ctx, k) {
+	if marks.Behind(ctx, k.kind, k.key) {
 		t.Error("still behind once the cache holds another version")
 	}
 	// A write whose result has the cached version marks nothing.
-	if marks.wrote(k, "5", &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "5"}}) {
+	if writes.Mark(marks, k.kind, k.key, "5", "5", "") {
 		t.Error("a write that stored no new version was marked")
 	}
 }

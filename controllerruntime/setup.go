@@ -20,6 +20,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/deployment"
 	"github.com/ctrlkit/ctrlkit/features"
+	"github.com/ctrlkit/ctrlkit/internal/writes"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/replicaset"
 )
@@ -181,12 +182,12 @@ type deploymentSyncConfig struct {
 
 // deploymentSync is the Deployment controller's sync of one key: skipped
 // while a write of the last sync of that Deployment has not reached the
-// cache (deploymentWrites), or when the Deployment's labels do not match
+// cache (internal/writes.Tracker), or when the Deployment's labels do not match
 // Options.Selector; otherwise deployment.Reconciler's.
 type deploymentSync struct {
 	r           *deployment.Reconciler
 	deployments reader[appsv1.Deployment, *appsv1.Deployment, *appsv1.DeploymentList]
-	writes      *deploymentWrites
+	writes      *writes.Tracker
 	selector    labels.Selector
 	skipped     prometheus.Counter
 }
@@ -194,11 +195,11 @@ type deploymentSync struct {
 func newDeploymentSync(cfg deploymentSyncConfig) (*deploymentSync, error) {
 	ds := deploymentReader(cfg.Cache)
 	w := Writer{Client: cfg.Client, Live: cfg.Live}
-	writes := newDeploymentWrites(cfg.Marks, w.live())
+	t := writes.New(cfg.Marks, live(w.live()))
 	r, err := deployment.NewReconciler(deployment.ReconcilerConfig{
 		Deployments: ds, ReplicaSets: replicaSetReader(cfg.Cache), Pods: podReader(cfg.Cache),
 		Live:         reconcile.GetterFunc[*appsv1.Deployment](w.GetDeployment),
-		Client:       trackingDeploymentClient{Client: w, t: writes},
+		Client:       writes.TrackDeployments(w, t),
 		Events:       cfg.Events,
 		EagerStatus:  cfg.Opts.EagerStatus,
 		FeatureGates: cfg.Opts.FeatureGates,
@@ -206,11 +207,11 @@ func newDeploymentSync(cfg deploymentSyncConfig) (*deploymentSync, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controllerruntime: %w", err)
 	}
-	return &deploymentSync{r: r, deployments: ds, writes: writes, selector: cfg.Opts.Selector, skipped: cfg.Skipped}, nil
+	return &deploymentSync{r: r, deployments: ds, writes: t, selector: cfg.Opts.Selector, skipped: cfg.Skipped}, nil
 }
 
 func (s *deploymentSync) sync(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
-	behind, err := s.writes.behind(ctx, key)
+	behind, err := s.writes.Behind(ctx, key)
 	switch {
 	case err != nil:
 		return reconcile.Result{}, err
@@ -225,7 +226,7 @@ func (s *deploymentSync) sync(ctx context.Context, key types.NamespacedName) (re
 			return reconcile.Result{}, nil
 		}
 	}
-	return s.r.Reconcile(context.WithValue(ctx, syncKey{}, key), key)
+	return s.r.Reconcile(writes.Syncing(ctx, key), key)
 }
 
 func addReplicaSet(mgr manager.Manager, opts Options, marks *writeMarks) error {
@@ -244,7 +245,7 @@ func addReplicaSet(mgr manager.Manager, opts Options, marks *writeMarks) error {
 	w := Writer{Client: mgr.GetClient(), Live: mgr.GetAPIReader()}
 	r, err := replicaset.NewReconciler(replicaset.ReconcilerConfig{
 		ReplicaSets: rss, Pods: pods,
-		Client:        trackingReplicaSetClient{Client: w, marks: marks},
+		Client:        writes.TrackReplicaSets(w, marks),
 		Events:        mgr.GetEventRecorderFor(ReplicaSetControllerName), //nolint:staticcheck // core/v1 Events, as kube-controller-manager records them
 		BurstReplicas: opts.BurstReplicas,
 		EagerStatus:   opts.EagerStatus,
@@ -254,7 +255,7 @@ func addReplicaSet(mgr manager.Manager, opts Options, marks *writeMarks) error {
 		return fmt.Errorf("controllerruntime: %w", err)
 	}
 	do := func(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
-		if r.FeatureGates().Enabled(features.StaleControllerConsistencyReplicaSet) && marks.behind(ctx, markKey{key: key}) {
+		if r.FeatureGates().Enabled(features.StaleControllerConsistencyReplicaSet) && marks.Behind(ctx, writes.ReplicaSet, key) {
 			skipped.Inc()
 			return reconcile.Result{}, nil // the write's event enqueues key again
 		}

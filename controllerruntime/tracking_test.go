@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/ctrlkit/ctrlkit/internal/writes"
 	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
@@ -313,30 +314,30 @@ func TestDeploymentWaitsForItsFailedWrites(t *testing.T) {
 			cache := &frozenCache{Reader: server, objs: map[types.NamespacedName]*appsv1.ReplicaSet{}}
 			cache.freeze(&cur)
 			marks := newWriteMarks(cache)
-			writes := newDeploymentWrites(marks, server)
-			c := trackingDeploymentClient{t: writes, Client: Writer{Client: server, Live: server}}
+			tracker := writes.New(marks, live(server))
+			c := writes.TrackDeployments(Writer{Client: server, Live: server}, tracker)
 			dkey := client.ObjectKeyFromObject(d)
-			sctx := context.WithValue(ctx, syncKey{}, dkey)
+			sctx := writes.Syncing(ctx, dkey)
 			up := cur.DeepCopy()
 			*up.Spec.Replicas = 6
 			if _, err := c.UpdateReplicaSet(sctx, up); err == nil {
 				t.Fatal("UpdateReplicaSet: no error; want the injected timeout")
 			}
-			behind, err := writes.behind(ctx, dkey)
+			behind, err := tracker.Behind(ctx, dkey)
 			if err != nil {
 				t.Fatal(err)
 			}
 			rsKey := markKey{key: client.ObjectKeyFromObject(rs)}
-			if behind != tc.waits || marks.behind(ctx, rsKey) != tc.waits {
-				t.Fatalf("after the failed update: Deployment behind %t, ReplicaSet behind %t; want %t", behind, marks.behind(ctx, rsKey), tc.waits)
+			if behind != tc.waits || marks.Behind(ctx, rsKey.kind, rsKey.key) != tc.waits {
+				t.Fatalf("after the failed update: Deployment behind %t, ReplicaSet behind %t; want %t", behind, marks.Behind(ctx, rsKey.kind, rsKey.key), tc.waits)
 			}
 			// The event arrives.
 			if err := server.Get(ctx, client.ObjectKeyFromObject(rs), &cur); err != nil {
 				t.Fatal(err)
 			}
 			cache.freeze(&cur)
-			if behind, err := writes.behind(ctx, dkey); err != nil || behind || marks.behind(ctx, rsKey) {
-				t.Errorf("after the event: Deployment behind %t (%v), ReplicaSet behind %t; want neither", behind, err, marks.behind(ctx, rsKey))
+			if behind, err := tracker.Behind(ctx, dkey); err != nil || behind || marks.Behind(ctx, rsKey.kind, rsKey.key) {
+				t.Errorf("after the event: Deployment behind %t (%v), ReplicaSet behind %t; want neither", behind, err, marks.Behind(ctx, rsKey.kind, rsKey.key))
 			}
 		})
 	}

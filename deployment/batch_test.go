@@ -31,11 +31,11 @@ func TestControllerBatchPeriod(t *testing.T) {
 	var calls []string
 	c, err := deployment.NewController(deployment.ControllerConfig{
 		Deployments: dInf, ReplicaSets: rsInf, Pods: podInf, Clock: fc, BatchPeriod: period,
-		Reconciler: reconcile.Func(func(_ context.Context, key types.NamespacedName) (deployment.Result, error) {
+		Reconciler: reconcile.Func(func(_ context.Context, key types.NamespacedName) (reconcile.Result, error) {
 			mu.Lock()
 			calls = append(calls, key.Name)
 			mu.Unlock()
-			return deployment.Result{}, nil
+			return reconcile.Result{}, nil
 		}),
 	})
 	if err != nil {

@@ -9,6 +9,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ctrlkit/ctrlkit/internal/validate"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
 // controllerKind is the GroupVersionKind of the owner references the
@@ -36,6 +39,15 @@ func (s *syncer) claim() error {
 	sel, err := newSelector(d.Spec.Selector)
 	if err != nil {
 		return fmt.Errorf("deployment %s/%s has invalid label selector: %v", d.Namespace, d.Name, err)
+	}
+	if tmpl := d.Spec.Template.Labels; len(tmpl) == 0 || !sel.matches(tmpl) {
+		// The rule of both controllers (see internal/validate): the API
+		// server never stores such a Deployment, but a custom workload's
+		// spec reaches Sync unvalidated, and the ReplicaSet controller
+		// would refuse the ReplicaSet planned from it.
+		if err := validate.Selector("Deployment", d, d.Spec.Selector, tmpl, nil); err != nil {
+			return reconcile.Terminal(fmt.Errorf("deployment: %w", err))
+		}
 	}
 	deleting := d.DeletionTimestamp != nil
 	claimed := make([]*appsv1.ReplicaSet, 0, len(s.namespace))

@@ -65,14 +65,14 @@ func startController(t *testing.T, ds []*appsv1.Deployment, rss []*appsv1.Replic
 	r.dw, r.rsw, r.podw = dw, rsw, podw
 	c, err := deployment.NewController(deployment.ControllerConfig{
 		Deployments: dInf, ReplicaSets: rsInf, Pods: podInf, Clock: r.fc, MaxRetries: 3, RateLimiter: &noDelay{n: map[types.NamespacedName]int{}},
-		Reconciler: reconcile.Func(func(_ context.Context, key types.NamespacedName) (deployment.Result, error) {
+		Reconciler: reconcile.Func(func(_ context.Context, key types.NamespacedName) (reconcile.Result, error) {
 			r.mu.Lock()
 			r.calls = append(r.calls, key.Name)
 			r.mu.Unlock()
 			if fail != nil {
-				return deployment.Result{}, fail(key)
+				return reconcile.Result{}, fail(key)
 			}
-			return deployment.Result{}, nil
+			return reconcile.Result{}, nil
 		}),
 	})
 	if err != nil {

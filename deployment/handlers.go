@@ -12,31 +12,26 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/ctrlkit/ctrlkit/internal/worker"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
 // EventRules are the Deployment controller's informer event-handler rules
 // (upstream DeploymentController's addDeployment … deletePod): which
 // Deployments an add, update or delete of a Deployment, ReplicaSet or pod
-// asks to sync. They read the caches the events come from and change
-// nothing; the [Controller] applies them to its informers, and framework
-// adapters (controller-runtime, client-go informers) to theirs.
-//
-// Deletes take the object's last known state, which for a tombstone
-// (client-go's cache.DeletedFinalStateUnknown) is the object it carries.
+// asks to sync, with the conventions of every ctrlkit controller's rules
+// (see [reconcile.Enqueue]). The [Controller] applies them to its
+// informers, and framework adapters (controller-runtime, client-go
+// informers) to theirs.
 //
 // One addition to upstream, which only matters with a batch period: an
 // update of a controlled ReplicaSet that changes neither its controller,
 // generation, labels nor deletion timestamp (its status, its annotations)
 // is marked [reconcile.Enqueue.Batch], and so is a pod deletion.
 //
-// No rule panics. An event with a nil object (for an update, a nil old or
-// current object) is one the rules cannot interpret, and asks for nothing
-// (upstream's handlers log and ignore objects they cannot interpret). The
-// zero EventRules, without caches, still syncs the Deployment of a
+// The zero EventRules, without caches, still syncs the Deployment of a
 // Deployment event, but resolves a ReplicaSet or pod event to no
-// Deployment, and logs an error to the context's logger
-// (logr.FromContextOrDiscard).
+// Deployment.
 type EventRules struct {
 	// Deployments reads the cached Deployments: by key to resolve a
 	// controller reference, by namespace to find the Deployments that
@@ -160,10 +155,7 @@ func (r EventRules) resolve(ctx context.Context, namespace string, ref *metav1.O
 	if ref == nil || ref.Kind != kind || noCache(ctx, r.Deployments == nil, "Deployments") {
 		return nil
 	}
-	d, err := r.Deployments.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name})
-	if err != nil || d == nil || d.UID != ref.UID {
-		return nil
-	}
+	d, _ := worker.Resolve(ctx, r.Deployments, namespace, ref, kind)
 	return d
 }
 

@@ -170,7 +170,7 @@ func (s *syncer) syncNewRS() {
 // condition yet (the tail of upstream getNewReplicaSet).
 func (s *syncer) syncRevision(rs *appsv1.ReplicaSet) {
 	s.setRevision(rs.Annotations[revisionAnnotation])
-	if rollout.HasProgressDeadline(s.d) && rollout.FindCondition(&s.d.Status, appsv1.DeploymentProgressing) == nil {
+	if rollout.HasProgressDeadline(s.d) && rollout.GetCondition(s.d.Status, appsv1.DeploymentProgressing) == nil {
 		s.setStatus(rollout.SetCondition(s.d.Status, rollout.FoundNewReplicaSetCondition(rs.Name, s.now.Time)))
 	}
 }

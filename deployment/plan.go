@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/ctrlkit/ctrlkit/internal/plantext"
 	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
@@ -15,7 +16,7 @@ import (
 // it, comparing it with cmp.Diff and applying it are separate from
 // deciding it. The zero Plan means "nothing to do".
 //
-// The caller applies a plan in this order (see [Apply]):
+// The caller applies a plan in this order (see [WritePlan]):
 //
 //  1. execute Actions in order, stopping at the first failure; an [Event]
 //     is recorded only when every write before it succeeded;
@@ -63,21 +64,12 @@ func (p Plan) HasWrites() bool {
 // test failures.
 func (p Plan) String() string {
 	var b strings.Builder
-	for _, a := range p.Actions {
-		if a == nil {
-			b.WriteString("<nil action>\n")
-			continue
-		}
-		b.WriteString(a.String())
-		b.WriteByte('\n')
-	}
+	plantext.Actions(&b, p.Actions)
 	if p.UpdateStatus != nil {
 		b.WriteString(statusLine(p.Deployment, p.UpdateStatus))
 		b.WriteByte('\n')
 	}
-	if p.RequeueAfter > 0 {
-		fmt.Fprintf(&b, "requeue after %s\n", p.RequeueAfter)
-	}
+	plantext.After(&b, "requeue", p.RequeueAfter)
 	if b.Len() == 0 {
 		return "no-op\n"
 	}
@@ -99,7 +91,7 @@ type CreateReplicaSet struct {
 	// OnFailure is the Deployment to write through the status subresource
 	// if the create fails with anything but AlreadyExists or a terminating
 	// namespace: its Progressing condition is False/ReplicaSetCreateError
-	// and its message lacks only the error text, which [Apply] appends.
+	// and its message lacks only the error text, which [WritePlan] appends.
 	// Nil when the Deployment has no progress deadline.
 	OnFailure *appsv1.Deployment
 }
@@ -267,3 +259,19 @@ func statusLine(old, d *appsv1.Deployment) string {
 // replicas reads a spec.replicas; nil is the API default
 // (rollout.DefaultReplicas).
 func replicas(p *int32) int32 { return rollout.ReplicasOrDefault(p) }
+
+// onlyScales reports whether plan writes something and every write is a
+// ReplicaSet scale (events aside).
+func onlyScales(plan Plan) bool {
+	scales := 0
+	for _, a := range plan.Actions {
+		switch a.(type) {
+		case ScaleReplicaSet:
+			scales++
+		case Event:
+		default:
+			return false
+		}
+	}
+	return scales > 0
+}

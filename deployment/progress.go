@@ -40,7 +40,7 @@ func requeueAfter(d *appsv1.Deployment, c rollout.ProgressCheck) time.Duration {
 	if !c.Needed {
 		return 0
 	}
-	if cur := rollout.FindCondition(&d.Status, appsv1.DeploymentProgressing); cur != nil && cur.Reason == rollout.ReasonNewReplicaSetAvailable {
+	if cur := rollout.GetCondition(d.Status, appsv1.DeploymentProgressing); cur != nil && cur.Reason == rollout.ReasonNewReplicaSetAvailable {
 		return 0
 	}
 	if c.RateLimited {

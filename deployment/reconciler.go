@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,13 +16,9 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/features"
+	"github.com/ctrlkit/ctrlkit/internal/worker"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
-
-// Result tells the caller of [Reconciler.Reconcile] when to look at the
-// Deployment again: RequeueAfter is set to check the progress deadline.
-// It is the one Result of every ctrlkit controller.
-type Result = reconcile.Result
 
 // ReplicaSetsByController is the optional extension of
 // ReconcilerConfig.ReplicaSets through which a sync reads only the
@@ -95,13 +90,13 @@ func (c *ReconcilerConfig) validate() error {
 }
 
 // Reconciler syncs one Deployment per call: read a snapshot, [Sync],
-// [Apply] (upstream DeploymentController.syncDeployment). Create it with
+// [WritePlan] (upstream DeploymentController.syncDeployment). Create it with
 // [NewReconciler]. It holds no state between calls and is safe for
 // concurrent use by several workers on different keys.
 type Reconciler struct {
 	cfg   ReconcilerConfig
 	index ReplicaSetsByController // nil unless cfg.ReplicaSets implements it
-	gates atomic.Pointer[features.Gates]
+	gates worker.Gates
 }
 
 // NewReconciler returns a Reconciler for cfg, or an error naming the first
@@ -118,24 +113,21 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 	}
 	r := &Reconciler{cfg: cfg}
 	r.index, _ = cfg.ReplicaSets.(ReplicaSetsByController)
-	gates := cfg.FeatureGates
-	r.gates.Store(&gates)
+	if err := r.gates.Store("deployment", cfg.FeatureGates); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
 // FeatureGates returns the feature gates the Reconciler decides with.
-func (r *Reconciler) FeatureGates() features.Gates { return *r.gates.Load() }
+func (r *Reconciler) FeatureGates() features.Gates { return r.gates.Load() }
 
 // SetFeatureGates switches the feature gates of the Reconciler: syncs that
 // start afterwards decide with g, as upstream's controllers do with a gate
 // switched in their process (a real kube-controller-manager takes its
 // gates at start). An invalid setting is an error, and changes nothing.
 func (r *Reconciler) SetFeatureGates(g features.Gates) error {
-	if err := g.Validate(); err != nil {
-		return fmt.Errorf("deployment: SetFeatureGates: %w", err)
-	}
-	r.gates.Store(&g)
-	return nil
+	return r.gates.Store("deployment", g)
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -160,7 +152,7 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 // say) are news that a later sync would not repeat. A caller that does not
 // sync a Deployment again on its ReplicaSets' events (a one-shot tool, say)
 // should set EagerStatus.
-func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	start := r.cfg.Clock.Now()
 	// Guarded: the arguments of a disabled line would still be boxed on
@@ -176,59 +168,40 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 	d, err := r.cfg.Deployments.Get(ctx, key)
 	if apierrors.IsNotFound(err) {
 		log.V(2).Info("Deployment has been deleted", "deployment", key)
-		return Result{}, nil
+		return reconcile.Result{}, nil
 	}
 	if err != nil {
-		return Result{}, fmt.Errorf("deployment %s: %w", key, err)
+		return reconcile.Result{}, fmt.Errorf("deployment %s: %w", key, err)
 	}
 	state, narrowed, err := r.snapshot(ctx, d)
 	if err != nil {
-		return Result{}, fmt.Errorf("deployment %s: %w", key, err)
+		return reconcile.Result{}, fmt.Errorf("deployment %s: %w", key, err)
 	}
 	now := r.cfg.Clock.Now()
 	plan, err := Sync(state, now)
 	if err != nil {
-		return Result{}, fmt.Errorf("deployment %s: %w", key, err)
+		return reconcile.Result{}, fmt.Errorf("deployment %s: %w", key, err)
 	}
 	if narrowed {
 		// The snapshot left out ReplicaSets owned by others. Sync looks at
 		// them for one thing only: whether the name of a ReplicaSet it
 		// creates is taken (a hash collision). Decide again with it.
 		if taken, err := r.nameTaken(ctx, state, plan); err != nil {
-			return Result{}, fmt.Errorf("deployment %s: %w", key, err)
+			return reconcile.Result{}, fmt.Errorf("deployment %s: %w", key, err)
 		} else if taken != nil {
 			state.ReplicaSets = append(state.ReplicaSets, taken)
 			if plan, err = Sync(state, now); err != nil {
-				return Result{}, fmt.Errorf("deployment %s: %w", key, err)
+				return reconcile.Result{}, fmt.Errorf("deployment %s: %w", key, err)
 			}
 		}
 	}
 	if err := r.canAdopt(ctx, d, plan); err != nil {
-		return Result{}, err
+		return reconcile.Result{}, err
 	}
-	if !r.cfg.EagerStatus && onlyScales(plan) {
-		plan.UpdateStatus = nil
+	if _, err := WritePlan(ctx, r.cfg.Client, r.cfg.Events, plan); err != nil {
+		return reconcile.Result{}, err
 	}
-	if _, err := Apply(ctx, r.cfg.Client, r.cfg.Events, plan); err != nil {
-		return Result{}, err
-	}
-	return Result{RequeueAfter: plan.RequeueAfter}, nil
-}
-
-// onlyScales reports whether plan writes something and every write is a
-// ReplicaSet scale (events aside).
-func onlyScales(plan Plan) bool {
-	scales := 0
-	for _, a := range plan.Actions {
-		switch a.(type) {
-		case ScaleReplicaSet:
-			scales++
-		case Event:
-		default:
-			return false
-		}
-	}
-	return scales > 0
+	return reconcile.Result{RequeueAfter: plan.RequeueAfter}, nil
 }
 
 // snapshot reads what Sync needs: the ReplicaSets of the namespace and,
@@ -240,7 +213,7 @@ func (r *Reconciler) snapshot(ctx context.Context, d *appsv1.Deployment) (_ Stat
 	if err != nil {
 		return State{}, false, err
 	}
-	s := State{Deployment: d, ReplicaSets: rss, FeatureGates: r.FeatureGates()}
+	s := State{Deployment: d, ReplicaSets: rss, FeatureGates: r.FeatureGates(), DeferStatus: !r.cfg.EagerStatus}
 	if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 		return s, narrowed, nil
 	}

@@ -11,7 +11,7 @@ import (
 // ReplicaSets so later steps read the result, as upstream reads the object
 // its Update returned.
 func (s *syncer) applyScale(sc rollout.Scale) {
-	out := sc.Apply()
+	out := sc.Scaled()
 	i := s.indexByName(sc.ReplicaSet.Name)
 	if i >= 0 {
 		cur := s.rss[i]

@@ -45,6 +45,11 @@ type State struct {
 	// the status's terminatingReplicas is nil. The Deployment controller
 	// consults no other gate.
 	FeatureGates features.Gates
+	// DeferStatus leaves the status of a plan whose only writes are
+	// ReplicaSet scales to the sync their events trigger
+	// (ReconcilerConfig.EagerStatus off, a deliberate difference; see
+	// [Reconciler.Reconcile]): such a plan has no UpdateStatus.
+	DeferStatus bool
 }
 
 // errStop ends a sync early without an error: upstream returned an error

@@ -55,7 +55,11 @@ func Sync(state State, now time.Time) (Plan, error) {
 	if err := s.run(); err != nil && err != errStop {
 		return Plan{}, err
 	}
-	return s.plan(), nil
+	p := s.plan()
+	if state.DeferStatus && onlyScales(p) {
+		p.UpdateStatus = nil
+	}
+	return p, nil
 }
 
 func (s *syncer) run() error {
@@ -78,7 +82,7 @@ func (s *syncer) run() error {
 		s.syncDeploymentStatus()
 		return nil
 	}
-	if c, ok := rollout.PauseCondition(s.d, s.now.Time); ok { // rollout.PausedConditions, without a copy
+	if c, ok := rollout.PauseCondition(s.d, s.now.Time); ok { // upstream checkPausedConditions
 		s.setStatus(rollout.SetCondition(s.d.Status, c))
 	}
 	if d.Spec.Paused {
@@ -99,7 +103,10 @@ func (s *syncer) run() error {
 	case appsv1.RollingUpdateDeploymentStrategyType:
 		return s.rolling()
 	}
-	return fmt.Errorf("unexpected deployment strategy type: %s", d.Spec.Strategy.Type)
+	if d.Spec.Strategy.Type == "" {
+		return fmt.Errorf("deployment %s/%s: unexpected deployment strategy type: (empty; the API server's default, RollingUpdate, is set by defaults.Deployment)", d.Namespace, d.Name)
+	}
+	return fmt.Errorf("deployment %s/%s: unexpected deployment strategy type: %s", d.Namespace, d.Name, d.Spec.Strategy.Type)
 }
 
 // sync is upstream sync(), for paused Deployments and scaling events.

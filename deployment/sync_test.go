@@ -103,6 +103,36 @@ update deployment/web (rollback annotation cleared)
 			},
 			err: "has invalid label selector",
 		},
+		// The rule the ReplicaSet controller applies too (what the API
+		// server rejects), with the object named: a custom workload's spec
+		// reaches Sync unvalidated.
+		{
+			name: "selector does not match the template",
+			state: func(t *testing.T) deployment.State {
+				d := newDeployment(1, "web:v1")
+				d.Spec.Template.Labels = map[string]string{"app": "other"}
+				return deployment.State{Deployment: d}
+			},
+			err: `Deployment ns/web: spec.selector "app=web" does not match spec.template.metadata.labels "app=other"; the API server rejects it`,
+		},
+		{
+			name: "nil selector",
+			state: func(t *testing.T) deployment.State {
+				d := newDeployment(1, "web:v1")
+				d.Spec.Selector = nil
+				return deployment.State{Deployment: d}
+			},
+			err: "Deployment ns/web: spec.selector is nil; the API server requires one",
+		},
+		{
+			name: "template without labels",
+			state: func(t *testing.T) deployment.State {
+				d := newDeployment(1, "web:v1")
+				d.Spec.Template.Labels = nil
+				return deployment.State{Deployment: d}
+			},
+			err: "Deployment ns/web: spec.template.metadata.labels is empty: unable to create pods, no labels",
+		},
 		{
 			name: "unknown strategy",
 			state: func(t *testing.T) deployment.State {
@@ -231,5 +261,30 @@ func TestSyncRecreateAfterPausedRollout(t *testing.T) {
 	want := map[string]string{"web:v1": "spec=0 desired=4", "web:v2": "spec=4 desired=4"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ReplicaSets after converging mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// With DeferStatus, a plan whose only writes are scales leaves the status
+// to the sync their events trigger; without it, the same plan writes it.
+func TestSyncDeferStatus(t *testing.T) {
+	_, s := settled(t, newDeployment(3, "web:v1"))
+	d := s.Deployment.DeepCopy()
+	d.Spec.Replicas = ptr(int32(5))
+	d.Generation++
+	s.Deployment = d
+	eager, err := deployment.Sync(s, t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eager.UpdateStatus == nil {
+		t.Fatalf("eager plan writes no status:\n%s", eager)
+	}
+	s.DeferStatus = true
+	deferred, err := deployment.Sync(s, t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if deferred.UpdateStatus != nil || len(deferred.Actions) != len(eager.Actions) {
+		t.Errorf("deferred plan:\n%s\nwant the eager plan's actions without its status:\n%s", deferred, eager)
 	}
 }

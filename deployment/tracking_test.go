@@ -2,7 +2,6 @@ package deployment_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,7 +23,6 @@ import (
 	"github.com/ctrlkit/ctrlkit/deployment"
 	"github.com/ctrlkit/ctrlkit/internal/fakewatch"
 	"github.com/ctrlkit/ctrlkit/internal/queuetest"
-	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
@@ -33,7 +31,7 @@ type trackedRig struct {
 	fc       *clock.Fake
 	dw, rsw  *fakewatch.Watch // the Deployment and ReplicaSet watches, fed by the test
 	finished *queuetest.Counter
-	skipped  *atomic.Int64 // syncs the controller reported skipped (reconcile.SkipMetrics)
+	skipped  *atomic.Int64 // syncs the controller reported skipped (a SyncSkipped method)
 }
 
 // skipCounter is a queue hook that also counts skipped syncs.
@@ -42,7 +40,7 @@ type skipCounter struct {
 	skipped *atomic.Int64
 }
 
-var _ reconcile.SkipMetrics = skipCounter{}
+var _ interface{ SyncSkipped() } = skipCounter{}
 
 func (s skipCounter) SyncSkipped() { s.skipped.Add(1) }
 
@@ -319,66 +317,6 @@ func TestControllerConfirmsCreatesLive(t *testing.T) {
 	}
 }
 
-// CreatePending, the rule both the Controller and the controller-runtime
-// adapter wait by, case by case.
-func TestCreatePending(t *testing.T) {
-	key := types.NamespacedName{Namespace: "ns", Name: "web-1"}
-	rs := func(uid types.UID) *appsv1.ReplicaSet {
-		return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: uid}}
-	}
-	boom := errors.New("boom")
-	tests := []struct {
-		name     string
-		uid      types.UID // "" : the create failed, maybe ambiguously
-		cached   types.UID // "" : not cached
-		live     *appsv1.ReplicaSet
-		liveErr  error
-		want     bool
-		wantErr  error // the live read's, passed on
-		ourErr   bool  // an error of CreatePending's own
-		wantLive bool
-	}{
-		{name: "cached", uid: "a", cached: "a", want: false},
-		{name: "failed create, a ReplicaSet of that name cached", uid: "", cached: "x", want: false},
-		{name: "not cached, on the server", uid: "a", live: rs("a"), want: true, wantLive: true},
-		{name: "an older one cached, ours on the server", uid: "a", cached: "old", live: rs("a"), want: true, wantLive: true},
-		{name: "not cached, gone from the server", uid: "a", liveErr: apierrors.NewNotFound(appsv1.Resource("replicasets"), "web-1"), want: false, wantLive: true},
-		{name: "another took the name", uid: "a", live: rs("b"), want: false, wantLive: true},
-		{name: "failed create that happened", uid: "", live: rs("a"), want: true, wantLive: true},
-		{name: "failed create that did not happen", uid: "", liveErr: apierrors.NewNotFound(appsv1.Resource("replicasets"), "web-1"), want: false, wantLive: true},
-		{name: "live read fails", uid: "a", liveErr: boom, wantErr: boom, wantLive: true},
-		{name: "live read returns nothing", uid: "a", ourErr: true, wantLive: true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var read bool
-			got, err := deployment.CreatePending(context.Background(), key, tc.uid,
-				func(types.NamespacedName) (types.UID, bool) { return tc.cached, tc.cached != "" },
-				func(context.Context, types.NamespacedName) (*appsv1.ReplicaSet, error) {
-					read = true
-					return tc.live, tc.liveErr
-				})
-			switch {
-			case tc.ourErr:
-				if err == nil {
-					t.Fatalf("CreatePending() = %v, nil; want an error", got)
-				}
-			case tc.wantErr != nil:
-				if !errors.Is(err, tc.wantErr) {
-					t.Fatalf("CreatePending() error = %v; want %v", err, tc.wantErr)
-				}
-			case err != nil:
-				t.Fatalf("CreatePending() error = %v", err)
-			case got != tc.want:
-				t.Errorf("CreatePending() = %t; want %t", got, tc.want)
-			}
-			if read != tc.wantLive {
-				t.Errorf("live read made: %t; want %t", read, tc.wantLive)
-			}
-		})
-	}
-}
-
 // lostScale is the world, except that while lose is set a ReplicaSet
 // update that grows a ReplicaSet reports a server error after it happened
 // (a response lost on the way back).
@@ -490,66 +428,6 @@ func TestControllerWaitsForItsFailedScales(t *testing.T) {
 	feed()
 	if got, total := sizes(); total > 6+1 || got["web:v3"] != 1 {
 		t.Errorf("ReplicaSets by image = %v, %d replicas in all; want web:v3 at 1, at most 6+1 in all", got, total)
-	}
-}
-
-// WritePending, the rule both the Controller and the controller-runtime
-// adapter settle failed ReplicaSet writes by, case by case.
-func TestWritePending(t *testing.T) {
-	key := types.NamespacedName{Namespace: "ns", Name: "web-1"}
-	rs := func(rv string) *appsv1.ReplicaSet {
-		return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", ResourceVersion: rv}}
-	}
-	boom := errors.New("boom")
-	notFound := apierrors.NewNotFound(appsv1.Resource("replicasets"), "web-1")
-	tests := []struct {
-		name     string
-		cached   string // "" : not cached
-		live     *appsv1.ReplicaSet
-		liveErr  error
-		want     bool
-		wantErr  bool
-		wantLive bool
-	}{
-		{name: "the cache moved on", cached: "8", want: false},
-		{name: "not cached any more", cached: "", want: false},
-		{name: "the write happened", cached: "7", live: rs("9"), want: true, wantLive: true},
-		{name: "it did not", cached: "7", live: rs("7"), want: false, wantLive: true},
-		{name: "deleted", cached: "7", liveErr: notFound, want: false, wantLive: true},
-		{name: "live read fails", cached: "7", liveErr: boom, wantErr: true, wantLive: true},
-		{name: "live read returns nothing", cached: "7", wantErr: true, wantLive: true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var read bool
-			got, err := deployment.WritePending(context.Background(), key, "7",
-				func(types.NamespacedName) (string, bool) { return tc.cached, tc.cached != "" },
-				func(context.Context, types.NamespacedName) (*appsv1.ReplicaSet, error) {
-					read = true
-					return tc.live, tc.liveErr
-				})
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("WritePending() = %v, %v; want error %t", got, err, tc.wantErr)
-			}
-			if got != tc.want {
-				t.Errorf("WritePending() = %t; want %t", got, tc.want)
-			}
-			if read != tc.wantLive {
-				t.Errorf("live read made: %t; want %t", read, tc.wantLive)
-			}
-		})
-	}
-	for _, tc := range []struct {
-		err  error
-		want bool
-	}{
-		{nil, false}, {notFound, false}, {apierrors.NewBadRequest("x"), false},
-		{apierrors.NewConflict(appsv1.Resource("replicasets"), "web-1", boom), true},
-		{apierrors.NewTooManyRequests("x", 1), true}, {apierrors.NewTimeoutError("x", 1), true}, {boom, true},
-	} {
-		if got := deployment.MayHaveChanged(tc.err); got != tc.want {
-			t.Errorf("MayHaveChanged(%v) = %t; want %t", tc.err, got, tc.want)
-		}
 	}
 }
 

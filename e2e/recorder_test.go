@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/ctrlkit/ctrlkit/clock"
-	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/watchproto"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 	"github.com/ctrlkit/ctrlkit/rollout"
 )
@@ -84,7 +84,7 @@ func follow[T memcluster.Object](ctx context.Context, r *recorder, clk clock.Clo
 			_ = clock.Sleep(ctx, clk, time.Second) // only ctx's end stops it
 			continue
 		}
-		acks := w.(informer.AckWatcher)
+		acks := w.(watchproto.AckWatcher)
 		acks.AckEvents()
 		work.Done()
 		for ev := range w.ResultChan() {

@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"github.com/ctrlkit/ctrlkit/internal/marks"
 	"reflect"
 	"slices"
 	"strings"
@@ -57,8 +58,7 @@ type Cache[T Object] struct {
 	lastNS   *nsBucket
 	lastCtrl *ctrlBucket
 
-	wmu    sync.Mutex // guards writes; taken after mu, never before
-	writes writeMarks
+	writes marks.Set[types.NamespacedName] // versions this process's writes replaced
 }
 
 // Slots live in fixed-size pages: growing the cache never copies them.

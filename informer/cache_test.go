@@ -1,7 +1,6 @@
 package informer_test
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -34,8 +33,6 @@ type (
 var (
 	_ replicaSetGetter = (*informer.Cache[*appsv1.ReplicaSet])(nil)
 	_ podLister        = (*informer.Cache[*corev1.Pod])(nil)
-	_ replicaSetGetter = informer.GetterFunc[*appsv1.ReplicaSet](nil)
-	_ podLister        = informer.ListerFunc[*corev1.Pod](nil)
 )
 
 func TestCacheGetListDelete(t *testing.T) {
@@ -89,29 +86,6 @@ func TestCacheGetListDelete(t *testing.T) {
 	}
 }
 
-func TestAdapters(t *testing.T) {
-	p := pod("ns", "a")
-	var gotNS string
-	var gotSel labels.Selector
-	lister := informer.ListerFunc[*corev1.Pod](func(ns string, sel labels.Selector) ([]*corev1.Pod, error) {
-		gotNS, gotSel = ns, sel
-		return []*corev1.Pod{p}, nil
-	})
-	sel := labels.SelectorFromSet(labels.Set{"app": "web"})
-	if got, err := lister.List("ns", sel); err != nil || len(got) != 1 || got[0] != p || gotNS != "ns" || gotSel.String() != sel.String() {
-		t.Errorf("ListerFunc.List(ns, sel) = %v, %v (saw %q, %v); want the function's result and arguments passed through", got, err, gotNS, gotSel)
-	}
-	getter := informer.GetterFunc[*corev1.Pod](func(k types.NamespacedName) (*corev1.Pod, error) {
-		if k != nn("ns", "a") {
-			return nil, errors.New("wrong key")
-		}
-		return p, nil
-	})
-	if got, err := getter.Get(nn("ns", "a")); err != nil || got != p {
-		t.Errorf("GetterFunc.Get(ns/a) = %v, %v; want the function's result", got, err)
-	}
-}
-
 func TestCacheGetNotFound(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -149,7 +123,7 @@ func TestCacheBadInput(t *testing.T) {
 			c := informer.NewCache(informer.CacheConfig[*corev1.Pod]{})
 			mustAdd(t, c, pod("ns", "keep"))
 			for op, write := range map[string]func(*corev1.Pod) error{
-				"Add": c.Add, "Update": c.Update,
+				"Add":     c.Add,
 				"Replace": func(p *corev1.Pod) error { return c.Replace([]*corev1.Pod{pod("ns", "new"), p}) },
 			} {
 				err := write(tc.obj)

@@ -18,7 +18,7 @@
 //   - Shared, read-only objects. Get, List and ByIndex return the stored
 //     pointers themselves, not copies. Never modify them; DeepCopy first.
 //     Without a [Config.Transform], the informer asks a watch that can
-//     (a [SharingWatcher], such as memcluster's) for its source's own
+//     (such as memcluster's) for its source's own
 //     objects rather than copies, so that they may be shared with the
 //     source too.
 //   - Typed lookups with no key strings: Get(types.NamespacedName),
@@ -52,7 +52,7 @@
 //     with [clock.Fake] and never sleep. On a Fake the informer's work is
 //     tracked ([clock.Source]): from New until its first list reaches the
 //     handlers, each push of notifications until the handler has returned
-//     from it, and each event of a watch that implements [AckWatcher] (as
+//     from it, and each event of a watch that acknowledges events (as
 //     memcluster's do) until it is applied and handed on. Once the clock
 //     has settled, every handler has seen every change.
 //   - Reads are as stale as the last event. A controller that just wrote an
@@ -98,6 +98,6 @@
 //
 // A Cache[*appsv1.ReplicaSet] satisfies a consumer's one-method interface
 // such as Get(types.NamespacedName) (*appsv1.ReplicaSet, error) directly.
-// To plug in a client-go lister instead, wrap it in a one-line [GetterFunc]
-// or [ListerFunc].
+// The controllers read through package reconcile's interfaces, whose
+// GetterFunc adapts any other source.
 package informer

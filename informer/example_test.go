@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"slices"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -128,37 +126,4 @@ func ExampleInformer() {
 	// delete shop/web-1
 	// cached: [web-2] <nil>
 	// Run returned <nil>
-}
-
-// ReplicaSetGetter is what a controller package might declare it reads.
-type ReplicaSetGetter interface {
-	Get(key types.NamespacedName) (*appsv1.ReplicaSet, error)
-}
-
-// A Cache satisfies a consumer's getter interface as it is; any other
-// source, such as a client-go lister, plugs in through GetterFunc.
-func ExampleGetterFunc() {
-	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
-	key := types.NamespacedName{Namespace: "shop", Name: "web"}
-
-	cache := informer.NewCache(informer.CacheConfig[*appsv1.ReplicaSet]{})
-	if err := cache.Add(rs); err != nil {
-		fmt.Println(err)
-	}
-	// Stands in for rsLister.ReplicaSets(k.Namespace).Get(k.Name).
-	other := map[types.NamespacedName]*appsv1.ReplicaSet{key: rs}
-	fromLister := informer.GetterFunc[*appsv1.ReplicaSet](func(k types.NamespacedName) (*appsv1.ReplicaSet, error) {
-		if rs, ok := other[k]; ok {
-			return rs, nil
-		}
-		return nil, apierrors.NewNotFound(schema.GroupResource{Group: "apps", Resource: "replicasets"}, k.Name)
-	})
-
-	for _, g := range []ReplicaSetGetter{cache, fromLister} {
-		got, err := g.Get(key)
-		fmt.Println(got.Name, err)
-	}
-	// Output:
-	// web <nil>
-	// web <nil>
 }

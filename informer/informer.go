@@ -18,7 +18,10 @@ type Config[T Object] struct {
 	// Cache configures the informer's cache (indexes, resource name).
 	Cache CacheConfig[T]
 
-	// Clock times resyncs and retry backoff. Nil means [clock.Real].
+	// Clock times resyncs and retry backoff. Nil means the clock of the
+	// ListWatcher if it has a method Clock() clock.Clock (memcluster's
+	// do: an informer of a simulation runs on its virtual clock), else
+	// [clock.Real].
 	Clock clock.Clock
 
 	// SeededJitter seeds the jitter of the retry backoff from the
@@ -97,6 +100,11 @@ const (
 // waits for Run rather than moving time on without it: run every informer
 // you create on such a clock.
 func New[T Object](lw ListWatcher[T], cfg Config[T]) *Informer[T] {
+	if cfg.Clock == nil {
+		if src, ok := lw.(interface{ Clock() clock.Clock }); ok {
+			cfg.Clock = src.Clock() // a simulation's source: its virtual clock
+		}
+	}
 	inf := &Informer[T]{
 		lw:     lw,
 		cfg:    cfg,
@@ -108,6 +116,7 @@ func New[T Object](lw ListWatcher[T], cfg Config[T]) *Informer[T] {
 	var zero T
 	name := fmt.Sprintf("informer %T", zero)
 	inf.work = clock.NewSource(inf.clock, name)
+	inf.work.Expect() // a simulation waits for Run; it names an informer never run
 	inf.rnd = newJitter(inf.clock, name, cfg.SeededJitter)
 	var now bool
 	inf.start, now = inf.work.Start(func() { close(inf.gate) })
@@ -116,6 +125,9 @@ func New[T Object](lw ListWatcher[T], cfg Config[T]) *Informer[T] {
 	}
 	return inf
 }
+
+// Clock returns the clock the informer runs on (Config.Clock).
+func (inf *Informer[T]) Clock() clock.Clock { return inf.clock }
 
 // Cache returns the informer's cache. Readers may use it at any time; it
 // is complete once HasSynced is true. Only the informer writes to it:
@@ -189,6 +201,7 @@ func (inf *Informer[T]) RemoveHandler(reg *Registration) error {
 // resource version changed) and tombstone deletes. Run returns an error only
 // for an invalid configuration or when called more than once.
 func (inf *Informer[T]) Run(ctx context.Context) error {
+	inf.work.Running()
 	if err := inf.validate(); err != nil {
 		inf.finishStart()
 		return err

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/internal/watchproto"
 )
 
 const (
@@ -129,11 +130,11 @@ func (inf *Informer[T]) listAndWatch(ctx context.Context) {
 			failures++
 			continue
 		}
-		acks, _ := w.(AckWatcher)
+		acks, _ := w.(watchproto.AckWatcher)
 		if acks != nil {
 			acks.AckEvents()
 		}
-		if sw, ok := w.(SharingWatcher); ok && inf.cfg.Transform == nil {
+		if sw, ok := w.(watchproto.SharingWatcher); ok && inf.cfg.Transform == nil {
 			sw.ShareObjects()
 		}
 		work()
@@ -169,7 +170,7 @@ func (inf *Informer[T]) listAndWatch(ctx context.Context) {
 // consume applies the events of w until it ends, keeping *rv at the
 // resource version of the last event. healthy reports whether the watch
 // delivered an event or lasted at least healthyWatch.
-func (inf *Informer[T]) consume(ctx context.Context, w watch.Interface, acks AckWatcher, rv *string) (end watchEnd, healthy bool, err error) {
+func (inf *Informer[T]) consume(ctx context.Context, w watch.Interface, acks watchproto.AckWatcher, rv *string) (end watchEnd, healthy bool, err error) {
 	start := inf.clock.Now()
 	defer func() {
 		healthy = healthy || inf.clock.Now().Sub(start) >= healthyWatch

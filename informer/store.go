@@ -18,13 +18,6 @@ func (c *Cache[T]) Add(obj T) error {
 	return c.writeErr("add", err)
 }
 
-// Update is [Cache.Add] under another name, so that code translating watch
-// events reads naturally: both store obj whether or not its key is present.
-func (c *Cache[T]) Update(obj T) error {
-	_, _, err := c.store(obj)
-	return c.writeErr("update", err)
-}
-
 // writeErr gives err the package and operation prefix, unless it is the
 // configuration error, which has its own.
 func (c *Cache[T]) writeErr(op string, err error) error {
@@ -185,9 +178,7 @@ func (c *Cache[T]) removeLocked(key types.NamespacedName) (old T, ok bool) {
 	*s = slot[T]{nsPos: -1}
 	c.free = append(c.free, id)
 	c.size--
-	c.wmu.Lock()
-	delete(c.writes.replaced, key) // a deleted object is nobody's stale copy
-	c.wmu.Unlock()
+	c.writes.Forget(key) // a deleted object is nobody's stale copy
 	return old, true
 }
 

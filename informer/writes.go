@@ -1,21 +1,8 @@
 package informer
 
 import (
-	"slices"
-
 	"k8s.io/apimachinery/pkg/types"
 )
-
-// writeMarks remembers, per key, the resourceVersions of cached objects
-// that this process has replaced by writes the cache has not seen yet.
-// See [Cache.Wrote].
-type writeMarks struct {
-	replaced map[types.NamespacedName][]string
-}
-
-// maxMarks bounds the versions remembered per key: a sync writes an object
-// a few times at most before it waits for the events.
-const maxMarks = 8
 
 // Wrote tells the cache that this process wrote the object at key through
 // the API, replacing the version whose resourceVersion is replaced (the
@@ -27,23 +14,7 @@ const maxMarks = 8
 // second one's may be the first one's result): every one of them counts
 // as stale until the cache holds a version past them all.
 func (c *Cache[T]) Wrote(key types.NamespacedName, replaced string) {
-	if replaced == "" {
-		return
-	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if c.writes.replaced == nil {
-		c.writes.replaced = make(map[types.NamespacedName][]string)
-	}
-	marks := c.writes.replaced[key]
-	if slices.Contains(marks, replaced) {
-		return
-	}
-	marks = append(marks, replaced)
-	if len(marks) > maxMarks {
-		marks = slices.Clone(marks[len(marks)-maxMarks:])
-	}
-	c.writes.replaced[key] = marks
+	c.writes.Add(key, replaced)
 }
 
 // Behind reports whether the cached object at key is a version that this
@@ -52,26 +23,11 @@ func (c *Cache[T]) Wrote(key types.NamespacedName, replaced string) {
 // based on it would fail with Conflict. A controller can skip the sync and
 // wait for that event, which enqueues the key again.
 func (c *Cache[T]) Behind(key types.NamespacedName) bool {
-	c.wmu.Lock()
-	marks := c.writes.replaced[key]
-	c.wmu.Unlock()
-	if len(marks) == 0 {
-		return false
-	}
-	obj, err := c.Get(key)
-	if err == nil && slices.Contains(marks, obj.GetResourceVersion()) {
-		return true
-	}
-	c.forgetWrite(key, marks)
-	return false
-}
-
-// forgetWrite drops the marks of key if they are still marks (no write
-// has been marked since they were read).
-func (c *Cache[T]) forgetWrite(key types.NamespacedName, marks []string) {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if cur := c.writes.replaced[key]; len(cur) == len(marks) && (len(cur) == 0 || &cur[0] == &marks[0]) {
-		delete(c.writes.replaced, key)
-	}
+	return c.writes.Behind(key, func() (string, bool) {
+		obj, err := c.Get(key)
+		if err != nil {
+			return "", false
+		}
+		return obj.GetResourceVersion(), true
+	})
 }

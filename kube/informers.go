@@ -17,6 +17,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/deployment"
 	"github.com/ctrlkit/ctrlkit/features"
+	"github.com/ctrlkit/ctrlkit/internal/worker"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/replicaset"
 	"github.com/ctrlkit/ctrlkit/workqueue"
@@ -167,60 +168,19 @@ func (c *InformerControllers) run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return nil // ctx ended first
 	}
-	log.Info("Started controllers", "workers", c.opts.Workers)
 	var wg sync.WaitGroup
-	for range c.opts.Workers {
-		wg.Go(func() {
-			work(logr.NewContext(ctx, log.WithName("deployment")), c.dQueue, dr, deployment.DefaultMaxRetries)
-		})
-		wg.Go(func() { work(logr.NewContext(ctx, log.WithName("replicaset")), c.rsQueue, rr, 0) })
+	for _, l := range []*worker.Loop{
+		{Name: "deployment", KeyName: "deployment", Queue: c.dQueue, Workers: c.opts.Workers, Sync: dr.Reconcile},
+		{Name: "replicaset", KeyName: "replicaSet", Queue: c.rsQueue, Workers: c.opts.Workers, Sync: rr.Reconcile},
+	} {
+		wg.Go(func() { l.Run(logr.NewContext(ctx, log.WithName(l.Name)), nil) })
 	}
-	<-ctx.Done()
-	c.dQueue.ShutDown()
-	c.rsQueue.ShutDown()
 	wg.Wait()
 	return nil
 }
 
-// work syncs keys until the queue shuts down, with upstream's retry
-// discipline: Terminal errors are forgotten, others retried with backoff
-// up to maxRetries times (0: no bound).
-func work(ctx context.Context, q *workqueue.Queue[types.NamespacedName], r reconcile.Reconciler, maxRetries int) {
-	log := logr.FromContextOrDiscard(ctx)
-	for {
-		key, shutdown := q.Get()
-		if shutdown {
-			return
-		}
-		res, err := r.Reconcile(ctx, key)
-		switch {
-		case err == nil:
-			q.Forget(key)
-			if res.RequeueAfter > 0 {
-				q.AddAfter(key, res.RequeueAfter)
-			}
-		case reconcile.IsTerminal(err):
-			log.Error(err, "Not retrying", "key", key)
-			q.Forget(key)
-		case maxRetries == 0 || q.NumRequeues(key) < maxRetries:
-			log.V(2).Info("Error syncing; will retry", "key", key, "err", err)
-			q.AddRateLimited(key)
-		default:
-			log.Error(err, "Dropping out of the queue", "key", key)
-			q.Forget(key)
-		}
-		q.Done(key)
-	}
-}
-
 func enqueue(q *workqueue.Queue[types.NamespacedName], es []reconcile.Enqueue) {
-	for _, e := range es {
-		if e.After > 0 {
-			q.AddAfter(e.Key, e.After)
-		} else {
-			q.Add(e.Key)
-		}
-	}
+	worker.Enqueue(q, 0, es)
 }
 
 // handlers adapts event rules to a client-go event handler: objects of

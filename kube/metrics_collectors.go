@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ctrlkit/ctrlkit/reconcile"
+	"github.com/ctrlkit/ctrlkit/internal/worker"
 	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
@@ -33,7 +33,7 @@ type queueMetrics struct {
 var (
 	_ workqueue.Metrics           = queueMetrics{}
 	_ workqueue.UnfinishedMetrics = queueMetrics{}
-	_ reconcile.SkipMetrics       = queueMetrics{}
+	_ worker.Skipper              = queueMetrics{}
 )
 
 func (q queueMetrics) Added(depth int) {

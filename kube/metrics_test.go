@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/clock"
-	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
@@ -78,7 +77,7 @@ func TestMetricsQueue(t *testing.T) {
 	b, _ := wq.Get() // still in progress at the scrape
 	fc.Step(2 * time.Second)
 	wq.AddRateLimited("c")
-	m.Queue("deployment").(reconcile.SkipMetrics).SyncSkipped()
+	m.Queue("deployment").(interface{ SyncSkipped() }).SyncSkipped()
 	got := samples(t, m.Gatherer(), 0.01)
 	want := []string{
 		`ctrlkit_syncs_skipped_total{controller="deployment"} 1`,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,8 +52,10 @@ type Config struct {
 	// Zero means bookmarks are sent only by [Cluster.Bookmark].
 	BookmarkInterval time.Duration
 	// Gate, if set, orders every request, watch delivery and kubelet
-	// sync; see [Gate]. Nil lets them happen as their goroutines run.
-	Gate Gate
+	// sync. Its type is internal: this repository's bench
+	// (controllerruntime/clustertest) sets it to replay a simulation
+	// exactly. Nil lets them happen as their goroutines run.
+	Gate gate.Gate
 	// OnWrite, if set, is told about every write the cluster stores, in
 	// the order of their resourceVersions, with the cluster's lock held:
 	// it must be quick and must not call the cluster. The object is the

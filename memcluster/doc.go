@@ -73,7 +73,7 @@
 //     without encoding anything, see normalize.go). One exception, by
 //     request: a watch consumer that never modifies what it receives
 //     may call ShareObjects on the watch and then receives the stored
-//     snapshots themselves (see informer.SharingWatcher). This library's
+//     snapshots themselves (see internal/watchproto.SharingWatcher). This library's
 //     informer does, whose cache hands out shared read-only objects
 //     anyway: the in-memory cluster and its informers then hold one copy
 //     of each object instead of two. Modifying an object from such an

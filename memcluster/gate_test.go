@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +21,7 @@ type recordingGate struct {
 	steps []string
 }
 
-func (g *recordingGate) Enter(_ context.Context, s Step) error {
+func (g *recordingGate) Enter(_ context.Context, s gate.Step) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.steps = append(g.steps, s.String())
@@ -66,7 +67,7 @@ func TestGateSeesEveryStep(t *testing.T) {
 // closedGate refuses every step as a gate does whose context ended.
 type closedGate struct{}
 
-func (closedGate) Enter(context.Context, Step) error { return context.Canceled }
+func (closedGate) Enter(context.Context, gate.Step) error { return context.Canceled }
 
 func TestGateRefusalStopsTheStep(t *testing.T) {
 	c := New(Config{Clock: clock.NewFake(t0), Seed: 1, Gate: closedGate{}})
@@ -137,9 +138,9 @@ func TestWriteOfNilObjectIsBadRequest(t *testing.T) {
 // expiringGate expires every watch at its first delivery.
 type expiringGate struct{}
 
-func (expiringGate) Enter(_ context.Context, s Step) error {
-	if s.Kind == StepDelivery {
-		return ErrWatchExpired
+func (expiringGate) Enter(_ context.Context, s gate.Step) error {
+	if s.Kind == gate.StepDelivery {
+		return gate.ErrWatchExpired
 	}
 	return nil
 }

@@ -93,7 +93,7 @@ type Kind[T Object] struct {
 	// modify it). It runs with the cluster's lock held, inside the request
 	// that wrote, and may write more through tx: what it writes is stored
 	// before that request returns, without admission (no faults, no
-	// [Gate]), as kube-apiserver's own controllers would have written it
+	// [Config.Gate]), as kube-apiserver's own controllers would have written it
 	// soon after. Hooks of writes made by hooks run after the hook that
 	// made them returns, in the order of the writes.
 	Stored func(tx *Tx, ev watch.EventType, obj T)

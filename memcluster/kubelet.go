@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -174,6 +175,7 @@ func NewKubelet(c *Cluster, cfg KubeletConfig) *Kubelet {
 	for i := range cfg.Nodes {
 		k.nodes = append(k.nodes, fmt.Sprintf("node-%d", i))
 	}
+	k.work.Expect() // a simulation waits for Run; it names a kubelet never run
 	k.wake()
 	c.mu.Lock()
 	c.kubelets = append(c.kubelets, k)
@@ -185,6 +187,7 @@ func NewKubelet(c *Cluster, cfg KubeletConfig) *Kubelet {
 // transition is due on the cluster clock, until ctx is done. Only one Run
 // may be active at a time; a second one returns at once.
 func (k *Kubelet) Run(ctx context.Context) {
+	k.work.Running()
 	k.mu.Lock()
 	if k.running {
 		k.mu.Unlock()
@@ -216,7 +219,7 @@ func (k *Kubelet) Run(ctx context.Context) {
 		k.woken, k.ready, k.wakeW = false, false, clock.Work{}
 		k.mu.Unlock()
 
-		if err := k.c.enter(ctx, Step{Kind: StepKubelet}); err != nil {
+		if err := k.c.enter(ctx, gate.Step{Kind: gate.StepKubelet}); err != nil {
 			w.Done()
 			return
 		}

@@ -235,6 +235,10 @@ func (cl Client[T]) ListWatcher() ListWatcher[T] { return ListWatcher[T]{cl: cl}
 // ListWatcher lists and watches every object of one client's namespace.
 type ListWatcher[T Object] struct{ cl Client[T] }
 
+// Clock returns the cluster's clock: an informer on this ListWatcher
+// runs on it unless configured otherwise (informer.Config.Clock).
+func (lw ListWatcher[T]) Clock() clock.Clock { return lw.cl.r.c.clock }
+
 // List lists every object of the namespace.
 func (lw ListWatcher[T]) List(ctx context.Context) ([]T, string, error) {
 	return lw.cl.List(ctx, metav1.ListOptions{})

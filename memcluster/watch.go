@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -206,7 +207,7 @@ func (w *watcher[T]) ResultChan() <-chan watch.Event { return w.result }
 func (w *watcher[T]) Stop() { w.stopOnce.Do(func() { close(w.stop) }) }
 
 // AckEvents makes the work of each event last until [watcher.Ack] rather
-// than until it is received; see informer.AckWatcher.
+// than until it is received; see internal/watchproto.AckWatcher.
 func (w *watcher[T]) AckEvents() {
 	w.mu.Lock()
 	w.acking = true
@@ -214,7 +215,7 @@ func (w *watcher[T]) AckEvents() {
 }
 
 // ShareObjects makes the watch deliver the stored snapshots themselves
-// rather than private deep copies; see informer.SharingWatcher. The
+// rather than private deep copies; see internal/watchproto.SharingWatcher. The
 // consumer must never modify them: they are what the cluster serves.
 func (w *watcher[T]) ShareObjects() {
 	w.mu.Lock()
@@ -452,7 +453,7 @@ func (w *watcher[T]) run(ctx context.Context) {
 		}
 		if err := w.r.c.enter(gctx, w.step(p.ev)); err != nil {
 			p.work.Done()
-			if errors.Is(err, ErrWatchExpired) {
+			if errors.Is(err, gate.ErrWatchExpired) {
 				w.sendExpired(ctx, w.step(p.ev).ResourceVersion)
 			}
 			return
@@ -523,8 +524,8 @@ func materialize(ev watch.Event) watch.Event {
 }
 
 // step describes the delivery of ev for the cluster's Gate.
-func (w *watcher[T]) step(ev watch.Event) Step {
-	s := Step{Kind: StepDelivery, Resource: w.r.kind.Resource, Watch: w.id, Event: ev.Type}
+func (w *watcher[T]) step(ev watch.Event) gate.Step {
+	s := gate.Step{Kind: gate.StepDelivery, Resource: w.r.kind.Resource, Watch: w.id, Event: ev.Type}
 	if m, ok := ev.Object.(metav1.Object); ok && !isNil(m) {
 		s.ResourceVersion, s.Namespace, s.Name = m.GetResourceVersion(), m.GetNamespace(), m.GetName()
 	}

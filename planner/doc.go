@@ -1,7 +1,7 @@
 // Package planner answers three questions about a Deployment rollout that
 // kube-controller-manager and kubectl leave open:
 //
-//   - What will it do? [Plan] runs the real Deployment and ReplicaSet
+//   - What will it do? [Simulate] runs the real Deployment and ReplicaSet
 //     controllers of this module (packages deployment and replicaset)
 //     against an in-memory API server (package memcluster) in virtual time,
 //     with pods that follow a [PodModel], and returns a [Timeline]: every
@@ -29,7 +29,7 @@
 // Plan an image update of a running Deployment and check it:
 //
 //	prev, err := planner.Previous(d, oldTemplate) // the current state
-//	tl, err := planner.Plan(d, []*appsv1.ReplicaSet{prev}, planner.PodModel{
+//	tl, err := planner.Simulate(d, []*appsv1.ReplicaSet{prev}, planner.PodModel{
 //		ReadyAfter: 10 * time.Second, ReadyJitter: 5 * time.Second, CrashLoop: 0.05,
 //	}, planner.Options{Seed: 1})
 //	fmt.Print(tl) // the table

@@ -34,14 +34,14 @@ func deploymentOf(image string) *appsv1.Deployment {
 	}
 }
 
-func ExamplePlan() {
+func ExampleSimulate() {
 	d := deploymentOf("web:2")
 	prev, err := planner.Previous(d, deploymentOf("web:1").Spec.Template)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	tl, err := planner.Plan(d, []*appsv1.ReplicaSet{prev}, planner.PodModel{ReadyAfter: 10 * time.Second}, planner.Options{Seed: 1})
+	tl, err := planner.Simulate(d, []*appsv1.ReplicaSet{prev}, planner.PodModel{ReadyAfter: 10 * time.Second}, planner.Options{Seed: 1})
 	if err != nil {
 		fmt.Println(err)
 		return

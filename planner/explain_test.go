@@ -138,7 +138,7 @@ func TestExplainCodes(t *testing.T) {
 		{"paused", func(s *stuck) []*corev1.Pod { s.d.Spec.Paused = true; return nil },
 			[]string{"Paused: deployment is paused"}},
 		{"invalid", func(s *stuck) []*corev1.Pod { s.d.Spec.Strategy.RollingUpdate.MaxSurge = nil; return nil },
-			[]string{"InvalidSpec: rollout: maxSurge: nil value for IntOrString", "DeadlinePending: progress deadline in 7m12s"}},
+			[]string{"InvalidSpec: rollout: maxSurge: nil value for IntOrString (the API server's default, 25%, is set by defaults.Deployment)", "DeadlinePending: progress deadline in 7m12s"}},
 		{"quota and generation", func(s *stuck) []*corev1.Pod {
 			s.d.Generation = 2
 			withCond(s.new)

@@ -94,9 +94,9 @@ func plan(t *testing.T, c goldenCase) planner.Timeline {
 	if !c.initial {
 		current = previous(t, c.d, "web:1")
 	}
-	tl, err := planner.Plan(c.d, current, c.model, c.opts)
+	tl, err := planner.Simulate(c.d, current, c.model, c.opts)
 	if err != nil {
-		t.Fatalf("Plan(%s) error: %v", c.name, err)
+		t.Fatalf("Simulate(%s) error: %v", c.name, err)
 	}
 	return tl
 }

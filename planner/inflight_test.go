@@ -24,7 +24,7 @@ func TestPlanInFlight(t *testing.T) {
 			{map[string][]time.Duration{cur[0].Name: {3 * time.Second, 8 * time.Second, time.Hour}}, 8 * time.Second}, // at most spec.replicas
 			{map[string][]time.Duration{cur[0].Name: {-time.Second}}, 0},
 		} {
-			tl, err := planner.Plan(d, cur, planner.PodModel{ReadyAfter: 2 * time.Second}, planner.Options{Seed: 1, InFlight: tc.inFlight})
+			tl, err := planner.Simulate(d, cur, planner.PodModel{ReadyAfter: 2 * time.Second}, planner.Options{Seed: 1, InFlight: tc.inFlight})
 			if err != nil {
 				t.Fatal(err)
 			}

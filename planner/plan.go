@@ -93,7 +93,7 @@ func (c Change) String() string {
 	return s
 }
 
-// Options configures [Plan]. The zero value is usable.
+// Options configures [Simulate]. The zero value is usable.
 type Options struct {
 	// Seed makes the pod model's draws (and generated names) reproducible:
 	// the same inputs and seed give the same timeline.
@@ -133,7 +133,7 @@ type Options struct {
 // DefaultMaxReplicas is the default [Options.MaxReplicas].
 const DefaultMaxReplicas = 5000
 
-// Progress reports how far a [Plan] has got.
+// Progress reports how far a [Simulate] has got.
 type Progress struct {
 	// At is the virtual time since the start; Horizon its limit.
 	At, Horizon time.Duration
@@ -141,7 +141,7 @@ type Progress struct {
 	Updated, Available, Replicas int32
 }
 
-// Timeline is the outcome of [Plan].
+// Timeline is the outcome of [Simulate].
 type Timeline struct {
 	// Start is the virtual time at which the rollout began; step times
 	// are absolute, use Sub(Start) for offsets.
@@ -193,7 +193,7 @@ func (t Timeline) Trace() Trace { return Trace(t.Steps) }
 // Previous builds the ReplicaSet a finished rollout of d with template
 // would have left: revision 1, sized to spec.replicas, named, labelled
 // and annotated by rollout.NewReplicaSet as the controller names them.
-// Pass it to [Plan] as the current state to plan an update from template
+// Pass it to [Simulate] as the current state to plan an update from template
 // to d's template.
 func Previous(d *appsv1.Deployment, template corev1.PodTemplateSpec) (*appsv1.ReplicaSet, error) {
 	if d == nil {

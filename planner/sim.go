@@ -30,7 +30,7 @@ const maxRounds = 100000
 // epoch is the virtual time every simulation starts at.
 func epoch() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 
-// Plan simulates the rollout of d in virtual time and returns its
+// Simulate simulates the rollout of d in virtual time and returns its
 // timeline. current are the ReplicaSets that exist before the rollout
 // (see [Previous]); their pods are started, healthy, before the rollout
 // begins. With no current ReplicaSets the Deployment is new. d is created
@@ -38,7 +38,7 @@ func epoch() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 // rolls from it to d's template. Neither d nor current is modified.
 //
 // The real controllers run: package deployment's Reconciler (Sync +
-// Apply) and package replicaset's Reconciler, against an in-memory API
+// WritePlan) and package replicaset's Reconciler, against an in-memory API
 // server (package memcluster) with a simulated kubelet whose pods follow
 // model. The loop is single-threaded and deterministic — no informers, no
 // queues, no goroutines of its own:
@@ -60,7 +60,7 @@ func epoch() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 // The run ends when the rollout is complete, the last Change is applied
 // and no pod is terminating; when nothing more can happen; or at the
 // horizon. An unfinished rollout gets a [Stall] with Explain's reasons.
-func Plan(d *appsv1.Deployment, current []*appsv1.ReplicaSet, model PodModel, opts Options) (Timeline, error) {
+func Simulate(d *appsv1.Deployment, current []*appsv1.ReplicaSet, model PodModel, opts Options) (Timeline, error) {
 	if d == nil {
 		return Timeline{}, errors.New("planner: nil Deployment")
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
-// ErrTooLarge is returned (wrapped) by [Plan] for a Deployment it will not
+// ErrTooLarge is returned (wrapped) by [Simulate] for a Deployment it will not
 // simulate: more replicas than [Options.MaxReplicas], or a size the
 // controller's int32 arithmetic overflows on.
 var ErrTooLarge = errors.New("planner: deployment too large to plan")

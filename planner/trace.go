@@ -13,7 +13,7 @@ import (
 )
 
 // Trace is a sequence of observed states of one Deployment and its
-// ReplicaSets, oldest first. [Plan] returns one (see [Timeline.Trace]) and
+// ReplicaSets, oldest first. [Simulate] returns one (see [Timeline.Trace]) and
 // [TraceFrom] builds one from objects recorded on a real cluster.
 type Trace []Step
 

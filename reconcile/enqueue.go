@@ -9,7 +9,17 @@ import (
 
 // Enqueue is what an informer event asks of a controller's work queue: to
 // sync Key. The event-handler rules of packages deployment and replicaset
-// return these; a framework adapter turns each into a queue call.
+// (their EventRules) return these; a framework adapter turns each into a
+// queue call.
+//
+// Both sets of rules follow the same conventions. They read caches and
+// change nothing. Deletes take the object's last known state, which for a
+// tombstone (client-go's cache.DeletedFinalStateUnknown) is the object it
+// carries. No rule panics: an event with a nil object (for an update, a
+// nil old or current object) is one the rules cannot interpret, and asks
+// for nothing (upstream's handlers log and ignore objects they cannot
+// interpret); a nil cache reads as an empty one, with an error logged to
+// the context's logger (logr.FromContextOrDiscard).
 type Enqueue struct {
 	// Key names the object to sync.
 	Key types.NamespacedName

@@ -33,10 +33,10 @@ const (
 	ReasonRejectedPodsBackoff = "RejectedPodsBackoff"
 )
 
-// IsPodRejected reports whether p was refused by its kubelet at admission
+// isPodRejected reports whether p was refused by its kubelet at admission
 // (or failed before any of its containers ran): phase Failed, and no
 // container that ever ran or was terminated.
-func IsPodRejected(p *corev1.Pod) bool {
+func isPodRejected(p *corev1.Pod) bool {
 	if p == nil || p.Status.Phase != corev1.PodFailed {
 		return false
 	}
@@ -74,7 +74,7 @@ type Backoff struct {
 
 // RejectionBackoff decides, at now, how the replacements of the failed
 // pods of a ReplicaSet are paced: with n pods rejected (see
-// [IsPodRejected]) in the last [RejectionWindow], none is held back while
+// isPodRejected) in the last [RejectionWindow], none is held back while
 // n ≤ 1; from n = 2 on the next creation waits [RejectionBackoffBase] ×
 // 2^(n−2), at most [RejectionBackoffMax], after the latest rejection, and
 // creates one pod only. Pods that are not rejected (evicted, say, after
@@ -83,7 +83,7 @@ func RejectionBackoff(failed []*corev1.Pod, now time.Time) Backoff {
 	var b Backoff
 	var latest time.Time
 	for _, p := range failed {
-		if !IsPodRejected(p) {
+		if !isPodRejected(p) {
 			continue
 		}
 		at := rejectedAt(p)

@@ -57,26 +57,26 @@ func TestBadInput(t *testing.T) {
 		}, "replicaset: ManageReplicas: spec.replicas is negative (-1)"},
 		{"ManageReplicas(nil selector)", func() (any, error) {
 			return nil, errOf(replicaset.ManageReplicas(replicaset.Input{ReplicaSet: newRS("nosel", 1, noSelector), ExpectationsSatisfied: true}, t0))
-		}, "replicaset: ManageReplicas: spec.selector is nil; the API server requires one"},
+		}, "replicaset: ManageReplicas: ReplicaSet default/nosel: spec.selector is nil; the API server requires one"},
 		{"ManageReplicas(empty selector)", func() (any, error) {
 			return nil, errOf(replicaset.ManageReplicas(replicaset.Input{ReplicaSet: newRS("emptysel", 1, emptySelector), ExpectationsSatisfied: true}, t0))
-		}, "replicaset: ManageReplicas: spec.selector is empty; the API server rejects it"},
+		}, "replicaset: ManageReplicas: ReplicaSet default/emptysel: spec.selector is empty; the API server rejects it"},
 		{"ManageReplicas(invalid selector)", func() (any, error) {
 			return nil, errOf(replicaset.ManageReplicas(replicaset.Input{ReplicaSet: newRS("badsel", 1, badSelector), ExpectationsSatisfied: true}, t0))
-		}, "replicaset: ManageReplicas: spec.selector is invalid: "},
+		}, "replicaset: ManageReplicas: ReplicaSet default/badsel: spec.selector is invalid: "},
 		{"ManageReplicas(no template labels)", func() (any, error) {
 			_, err := replicaset.ManageReplicas(replicaset.Input{ReplicaSet: newRS("nolabels", 1, noTemplateLabels), ExpectationsSatisfied: true}, t0)
 			if !errors.Is(err, replicaset.ErrNoLabels) {
 				return nil, fmt.Errorf("error %v does not wrap ErrNoLabels", err)
 			}
 			return nil, err
-		}, "replicaset: ManageReplicas: spec.template.metadata.labels is empty: unable to create pods, no labels"},
+		}, "replicaset: ManageReplicas: ReplicaSet default/nolabels: spec.template.metadata.labels is empty: unable to create pods, no labels"},
 		{"ManageReplicas(no template labels, nothing to create)", func() (any, error) {
 			return nil, errOf(replicaset.ManageReplicas(replicaset.Input{ReplicaSet: newRS("nolabels", 0, noTemplateLabels), ExpectationsSatisfied: true}, t0))
-		}, "replicaset: ManageReplicas: spec.template.metadata.labels is empty"},
+		}, "replicaset: ManageReplicas: ReplicaSet default/nolabels: spec.template.metadata.labels is empty"},
 		{"ManageReplicas(selector does not match the template)", func() (any, error) {
 			return nil, errOf(replicaset.ManageReplicas(replicaset.Input{ReplicaSet: newRS("mismatch", 1, otherTemplateLabels), ExpectationsSatisfied: true}, t0))
-		}, `replicaset: ManageReplicas: spec.selector "app=mismatch" does not match spec.template.metadata.labels "app=other"; the API server rejects it`},
+		}, `replicaset: ManageReplicas: ReplicaSet default/mismatch: spec.selector "app=mismatch" does not match spec.template.metadata.labels "app=other"; the API server rejects it`},
 		{"ManageReplicas(nil active pod)", func() (any, error) {
 			return nil, errOf(replicaset.ManageReplicas(replicaset.Input{ReplicaSet: rs, Active: withNil}, t0))
 		}, "replicaset: ManageReplicas: Input.Active[1] is nil"},
@@ -120,13 +120,13 @@ func TestBadInput(t *testing.T) {
 			"replicaset: ReleasePatch: the pod is nil"},
 		{"NewPod(nil)", func() (any, error) { return nil, errOf(replicaset.NewPod(nil)) },
 			"replicaset: NewPod: the ReplicaSet is nil"},
-		{"Apply(nil writer)", func() (any, error) { return nil, errOf(replicaset.Apply(ctx, nil, nil, rs, replicaset.Plan{})) },
-			"replicaset: Apply: the PodWriter is nil"},
-		{"Apply(nil rs)", func() (any, error) { return nil, errOf(replicaset.Apply(ctx, w, nil, nil, replicaset.Plan{})) },
-			"replicaset: Apply: the ReplicaSet is nil"},
-		{"Apply(nil pod to delete)", func() (any, error) {
-			return nil, errOf(replicaset.Apply(ctx, w, nil, rs, replicaset.Plan{Actions: []replicaset.Action{replicaset.DeletePods{Pods: withNil}}}))
-		}, "replicaset: Apply: DeletePods.Pods[1] is nil"},
+		{"WritePods(nil writer)", func() (any, error) { return nil, errOf(replicaset.WritePods(ctx, nil, nil, rs, replicaset.Plan{})) },
+			"replicaset: WritePods: the PodWriter is nil"},
+		{"WritePods(nil rs)", func() (any, error) { return nil, errOf(replicaset.WritePods(ctx, w, nil, nil, replicaset.Plan{})) },
+			"replicaset: WritePods: the ReplicaSet is nil"},
+		{"WritePods(nil pod to delete)", func() (any, error) {
+			return nil, errOf(replicaset.WritePods(ctx, w, nil, rs, replicaset.Plan{Actions: []replicaset.Action{replicaset.DeletePods{Pods: withNil}}}))
+		}, "replicaset: WritePods: DeletePods.Pods[1] is nil"},
 		{"NewPodCache(nil)", func() (any, error) { return nil, errOf(replicaset.NewPodCache(nil)) },
 			"replicaset: NewPodCache: the cache is nil"},
 
@@ -175,7 +175,7 @@ func TestBadInput(t *testing.T) {
 		{"Plan.String(nil action)", func() (any, error) {
 			return replicaset.Plan{Actions: []replicaset.Action{nil, replicaset.CreatePods{Count: 2}}}.String(), nil
 		}, "<nil action>\ncreate 2 pods\n"},
-		{"Expect.String(nil)", func() (any, error) { return (*replicaset.Expect)(nil).String(), nil }, "expect nothing"},
+		{"Pending.String(nil)", func() (any, error) { return (*replicaset.Pending)(nil).String(), nil }, "expect nothing"},
 		{"DeletePods.String(nil pod)", func() (any, error) { return replicaset.DeletePods{Pods: withNil}.String(), nil }, "delete 2 pods a, <nil>"},
 		{"SlowStartBatches(-1, 1)", func() (any, error) { return replicaset.SlowStartBatches(-1, 1), nil }, "[]"},
 		{"Expectations.Record(nil)", func() (any, error) {
@@ -187,7 +187,7 @@ func TestBadInput(t *testing.T) {
 		// A nil *Expectations reads as empty and ignores writes.
 		{"nil Expectations: writes ignored, satisfied", func() (any, error) {
 			var e *replicaset.Expectations
-			e.Record(key("web"), &replicaset.Expect{Creations: 2}, t0)
+			e.Record(key("web"), &replicaset.Pending{Creations: 2}, t0)
 			e.Set(key("web"), 1, 1, t0)
 			e.ExpectCreations(key("web"), 3, t0)
 			e.ExpectDeletions(key("web"), []types.UID{"a"}, t0)

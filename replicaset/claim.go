@@ -128,12 +128,12 @@ func controllerOf(pod *corev1.Pod) *metav1.OwnerReference {
 	return nil
 }
 
-// IsOwnedOrOrphan reports whether pod belongs to the set the ReplicaSet
+// isOwnedOrOrphan reports whether pod belongs to the set the ReplicaSet
 // controller looks at for rs: pods whose controller reference names rs
 // (kind ReplicaSet, its name and UID) and pods without a controller, in
 // rs's namespace (upstream FilterPodsByOwner with includeOrphanedPods).
 // False when rs or pod is nil.
-func IsOwnedOrOrphan(rs *appsv1.ReplicaSet, pod *corev1.Pod) bool {
+func isOwnedOrOrphan(rs *appsv1.ReplicaSet, pod *corev1.Pod) bool {
 	if rs == nil || pod == nil {
 		return false
 	}
@@ -166,7 +166,7 @@ func AdoptPatch(rs *appsv1.ReplicaSet, pod *corev1.Pod) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(adoptPatch{Metadata: adoptMeta{
-		OwnerReferences: []metav1.OwnerReference{*NewControllerRef(rs)},
+		OwnerReferences: []metav1.OwnerReference{*newControllerRef(rs)},
 		UID:             pod.UID,
 	}})
 }
@@ -204,12 +204,12 @@ type releaseMeta struct {
 	OwnerReferences []map[string]string `json:"ownerReferences"`
 }
 
-// PodReplicaSets returns the ReplicaSets of rss in pod's namespace whose
+// podReplicaSets returns the ReplicaSets of rss in pod's namespace whose
 // selector matches pod's labels; ReplicaSets with an invalid or empty
 // selector match nothing, and a pod without labels matches no ReplicaSet
 // (upstream ReplicaSetLister.GetPodReplicaSets). The result is a new slice.
 // A nil pod matches nothing; nil entries of rss are skipped.
-func PodReplicaSets(pod *corev1.Pod, rss []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
+func podReplicaSets(pod *corev1.Pod, rss []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
 	if pod == nil || len(pod.Labels) == 0 {
 		return nil
 	}

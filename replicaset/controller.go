@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -19,6 +17,8 @@ import (
 	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/features"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/worker"
+	"github.com/ctrlkit/ctrlkit/internal/writes"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/workqueue"
 )
@@ -35,7 +35,9 @@ type ControllerConfig struct {
 	// Events receives events about ReplicaSets; nil discards them.
 	Events EventRecorder
 	// Clock drives the queue's delays and the expectations' expiry; nil
-	// means the wall clock.
+	// means the informers' clock; another clock than theirs is an error
+	// when theirs is a *clock.Fake (the controller would take no part in
+	// the simulation).
 	Clock clock.Clock
 	// Workers is the number of ReplicaSets synced in parallel; 0 means 1
 	// (kube-controller-manager runs 5).
@@ -52,9 +54,9 @@ type ControllerConfig struct {
 	// token bucket).
 	RateLimiter workqueue.RateLimiter[types.NamespacedName]
 	// Metrics receives the work queue's measurements (depth, latency,
-	// work duration, retries); nil takes none. If it also implements
-	// reconcile.SkipMetrics it counts the syncs skipped while the cache
-	// lags behind this process's own writes.
+	// work duration, retries); nil takes none. If it also has a method
+	// SyncSkipped() it is told of each sync skipped while the cache lags
+	// behind this process's own writes.
 	Metrics workqueue.Metrics
 	// BatchPeriod delays the sync a pod event triggers by this much, and
 	// the pod events of the ReplicaSet that arrive meanwhile join that
@@ -92,20 +94,15 @@ type ControllerConfig struct {
 // a [Reconciler] (upstream ReplicaSetController). Create it with
 // [NewController] and call Run once.
 type Controller struct {
-	rsInf      *informer.Informer[*appsv1.ReplicaSet]
-	podInf     *informer.Informer[*corev1.Pod]
-	rss        *informer.Cache[*appsv1.ReplicaSet]
-	rules      EventRules
-	rec        *Reconciler
-	queue      *workqueue.Queue[types.NamespacedName]
-	workers    int
-	maxRetries int
-	batch      time.Duration         // pod events wait this long; see BatchPeriod
-	skips      reconcile.SkipMetrics // nil: not counted
-	rsReg      *informer.Registration
-	podReg     *informer.Registration
-	ready      chan struct{}                   // closed once both handlers have synced
-	hctx       atomic.Pointer[context.Context] // Run's context, without its cancellation, for the handlers
+	rsInf    *informer.Informer[*appsv1.ReplicaSet]
+	podInf   *informer.Informer[*corev1.Pod]
+	rec      *Reconciler
+	loop     worker.Loop
+	rsReg    *informer.Registration
+	podReg   *informer.Registration
+	ready    <-chan struct{}                 // closed once both handlers have synced
+	hctx     atomic.Pointer[context.Context] // Run's context, without its cancellation, for the handlers
+	runCalls worker.Once
 }
 
 // NewController returns a controller for cfg. It adds an index of orphan
@@ -117,10 +114,9 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 		return nil, errors.New("replicaset: ControllerConfig.ReplicaSets is nil")
 	case cfg.Pods == nil:
 		return nil, errors.New("replicaset: ControllerConfig.Pods is nil")
-	case cfg.Workers < 0:
-		return nil, fmt.Errorf("replicaset: ControllerConfig.Workers is negative (%d)", cfg.Workers)
-	case cfg.MaxRetries < 0:
-		return nil, fmt.Errorf("replicaset: ControllerConfig.MaxRetries is negative (%d)", cfg.MaxRetries)
+	}
+	if err := worker.CheckConfig("replicaset: ControllerConfig", cfg.Workers, cfg.MaxRetries, cfg.BatchPeriod); err != nil {
+		return nil, err
 	}
 	pods, err := NewPodCache(cfg.Pods.Cache())
 	if err != nil {
@@ -130,10 +126,14 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replicaset: %w", err)
 	}
-	clk := clock.OrReal(cfg.Clock)
+	clk, err := worker.Clock("replicaset: ControllerConfig", cfg.Clock, cfg.ReplicaSets.Clock(), cfg.Pods.Clock())
+	if err != nil {
+		return nil, err
+	}
+	marks := writes.Informers{ReplicaSets: cfg.ReplicaSets.Cache()}
 	var client Client
 	if cfg.Client != nil {
-		client = trackingClient{Client: cfg.Client, rss: cfg.ReplicaSets.Cache()}
+		client = writes.TrackReplicaSets(cfg.Client, marks)
 	}
 	rec, err := NewReconciler(ReconcilerConfig{
 		ReplicaSets: rss, Pods: pods, Client: client,
@@ -148,17 +148,18 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 	q := workqueue.New(workqueue.Config[types.NamespacedName]{
 		Name: "replicaset", Clock: clk, RateLimiter: cfg.RateLimiter, Metrics: cfg.Metrics,
 	})
-	c := &Controller{
-		rsInf: cfg.ReplicaSets, podInf: cfg.Pods, rss: cfg.ReplicaSets.Cache(), rec: rec,
-		rules:      EventRules{ReplicaSets: rss},
-		queue:      q,
-		workers:    max(cfg.Workers, 1),
-		maxRetries: cfg.MaxRetries,
-		batch:      max(cfg.BatchPeriod, 0),
-		ready:      make(chan struct{}),
-	}
-	c.skips, _ = cfg.Metrics.(reconcile.SkipMetrics)
-	if err := c.register(); err != nil {
+	c := &Controller{rsInf: cfg.ReplicaSets, podInf: cfg.Pods, rec: rec}
+	c.loop = worker.Loop{Name: "replicaset", KeyName: "replicaSet", Queue: q, Workers: max(cfg.Workers, 1),
+		MaxRetries: cfg.MaxRetries, Sync: rec.Reconcile,
+		Skip: func(ctx context.Context, key types.NamespacedName) (context.Context, bool, error) {
+			// This process replaced the cached version (our status write, or
+			// a Deployment controller's scale); its event will enqueue the
+			// key.
+			return ctx, rec.FeatureGates().Enabled(features.StaleControllerConsistencyReplicaSet) &&
+				marks.Behind(ctx, writes.ReplicaSet, key), nil
+		}}
+	c.loop.Skipped, _ = cfg.Metrics.(worker.Skipper)
+	if err := c.register(EventRules{ReplicaSets: rss}, cfg.BatchPeriod); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -170,21 +171,22 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 // goroutine has yet to start. Once both handlers have seen their
 // informer's first list, the workers are announced to the queue (see
 // workqueue.Queue.Serve) and Run starts them.
-func (c *Controller) register() error {
-	var left atomic.Int32
-	left.Store(2)
-	synced := func() {
-		if left.Add(-1) == 0 {
-			c.queue.Serve(c.workers)
-			close(c.ready)
-		}
+func (c *Controller) register(rules EventRules, batch time.Duration) error {
+	synced, ready := worker.WhenSynced(2, c.loop.Queue, c.loop.Workers)
+	c.ready = ready
+	// react records what an event rule observed, then enqueues what it
+	// asked for. Expectations go first: the sync an enqueue triggers must
+	// see them.
+	react := func(es []reconcile.Enqueue, obs []Observation) {
+		c.rec.Expectations().Observe(obs...)
+		worker.Enqueue(c.loop.Queue, batch, es)
 	}
 	var err error
 	c.rsReg, err = c.rsInf.AddHandler(informer.Handler[*appsv1.ReplicaSet]{
-		OnAdd:    func(rs *appsv1.ReplicaSet) { c.react(c.rules.ReplicaSetAdded(c.handlerCtx(), rs)) },
-		OnUpdate: func(old, cur *appsv1.ReplicaSet) { c.react(c.rules.ReplicaSetUpdated(c.handlerCtx(), old, cur)) },
+		OnAdd:    func(rs *appsv1.ReplicaSet) { react(rules.ReplicaSetAdded(c.handlerCtx(), rs)) },
+		OnUpdate: func(old, cur *appsv1.ReplicaSet) { react(rules.ReplicaSetUpdated(c.handlerCtx(), old, cur)) },
 		OnDelete: func(d informer.Deleted[*appsv1.ReplicaSet]) {
-			c.react(c.rules.ReplicaSetDeleted(c.handlerCtx(), d.Obj))
+			react(rules.ReplicaSetDeleted(c.handlerCtx(), d.Obj))
 		},
 		OnSynced: synced,
 	})
@@ -192,9 +194,9 @@ func (c *Controller) register() error {
 		return fmt.Errorf("replicaset: %w", err)
 	}
 	c.podReg, err = c.podInf.AddHandler(informer.Handler[*corev1.Pod]{
-		OnAdd:    func(p *corev1.Pod) { c.react(c.rules.PodAdded(c.handlerCtx(), p)) },
-		OnUpdate: func(old, cur *corev1.Pod) { c.react(c.rules.PodUpdated(c.handlerCtx(), old, cur)) },
-		OnDelete: func(d informer.Deleted[*corev1.Pod]) { c.react(c.rules.PodDeleted(c.handlerCtx(), d.Obj)) },
+		OnAdd:    func(p *corev1.Pod) { react(rules.PodAdded(c.handlerCtx(), p)) },
+		OnUpdate: func(old, cur *corev1.Pod) { react(rules.PodUpdated(c.handlerCtx(), old, cur)) },
+		OnDelete: func(d informer.Deleted[*corev1.Pod]) { react(rules.PodDeleted(c.handlerCtx(), d.Obj)) },
 		OnSynced: synced,
 	})
 	if err != nil {
@@ -217,101 +219,23 @@ func (c *Controller) Reconciler() *Reconciler { return c.rec }
 
 // Run waits until both informers have synced and the handlers (registered
 // by NewController) have seen their contents, then syncs ReplicaSets with
-// the configured number of workers until ctx ends. It then shuts the queue
-// down, waits for the workers to return and removes its handlers. It
-// returns nil after a normal shutdown, or an error if a handler could not
-// be registered. Run must be called only once. The logger comes from ctx
+// the configured number of workers until ctx ends; keys still queued then
+// are dropped without a sync. It then shuts the queue down, waits for the
+// workers to return and removes its handlers. It returns nil after a
+// normal shutdown, or an error if a handler could not be removed. Run must
+// be called only once. The logger comes from ctx
 // (logr.FromContextOrDiscard).
-func (c *Controller) Run(ctx context.Context) (err error) {
-	log := logr.FromContextOrDiscard(ctx)
-	defer c.queue.ShutDown()
-	hctx := context.WithoutCancel(ctx)
-	c.hctx.Store(&hctx)
-	defer func() {
-		err = errors.Join(err, c.rsInf.RemoveHandler(c.rsReg), c.podInf.RemoveHandler(c.podReg))
-	}()
-	select {
-	case <-c.ready:
-	case <-ctx.Done():
-		return nil
-	}
-	log.Info("Starting controller", "controller", "replicaset", "workers", c.workers)
-	var wg sync.WaitGroup
-	for range c.workers {
-		wg.Go(func() {
-			for c.processNext(ctx, log) {
-			}
-		})
-	}
-	<-ctx.Done()
-	log.Info("Shutting down controller", "controller", "replicaset")
-	c.queue.ShutDown()
-	wg.Wait()
-	return nil
-}
-
-// processNext syncs one key; it returns false once the queue is shut down.
-func (c *Controller) processNext(ctx context.Context, log logr.Logger) bool {
-	key, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(key)
-	if ctx.Err() != nil {
-		return true // shutting down: drain without syncing
-	}
-	if c.rec.FeatureGates().Enabled(features.StaleControllerConsistencyReplicaSet) && c.rss.Behind(key) {
-		// This process replaced the cached version (our status write, or a
-		// Deployment controller's scale); its event will enqueue the key.
-		if c.skips != nil {
-			c.skips.SyncSkipped()
-		}
-		c.queue.Forget(key)
-		return true
-	}
-	res, err := c.rec.Reconcile(ctx, key)
-	switch {
-	case err == nil:
-	case reconcile.IsTerminal(err):
-		log.Error(err, "Not retrying replica set", "replicaSet", key)
-		c.queue.Forget(key)
-		return true
-	case c.maxRetries == 0 || c.queue.NumRequeues(key) < c.maxRetries:
-		log.Error(err, "Sync failed; will retry", "replicaSet", key)
-		c.queue.AddRateLimited(key)
-		return true
-	default:
-		log.Error(err, "Dropping replica set out of the queue", "replicaSet", key)
-		c.queue.Forget(key)
-		return true
-	}
-	c.queue.Forget(key)
-	if res.RequeueAfter > 0 {
-		c.queue.AddAfter(key, res.RequeueAfter)
-	}
-	return true
+func (c *Controller) Run(ctx context.Context) error {
+	return c.runCalls.Do(func() error {
+		hctx := context.WithoutCancel(ctx)
+		c.hctx.Store(&hctx)
+		c.loop.Run(ctx, c.ready)
+		return errors.Join(c.rsInf.RemoveHandler(c.rsReg), c.podInf.RemoveHandler(c.podReg))
+	}, errors.New("replicaset: Controller.Run called twice"))
 }
 
 func rsKey(rs *appsv1.ReplicaSet) types.NamespacedName {
 	return types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}
-}
-
-// react records what an event rule observed, then enqueues what it asked
-// for. Expectations go first: the sync an enqueue triggers must see them.
-// The work queue keeps the earliest deadline of a key, so the first
-// batched event of a burst sets the time of the one sync for all of it.
-func (c *Controller) react(es []reconcile.Enqueue, obs []Observation) {
-	c.rec.Expectations().Observe(obs...)
-	for _, e := range es {
-		switch {
-		case e.After > 0:
-			c.queue.AddAfter(e.Key, e.After)
-		case e.Batch && c.batch > 0:
-			c.queue.AddAfter(e.Key, c.batch)
-		default:
-			c.queue.Add(e.Key)
-		}
-	}
 }
 
 // PodCache adapts an informer pod cache to [reconcile.Lister] and
@@ -325,8 +249,8 @@ type PodCache struct {
 }
 
 // NewPodCache returns a PodCache over c, adding to c the indexes it reads
-// unless they are there: [reconcile.OrphanIndex] and one of
-// pod-template-hash.
+// unless they are there: [reconcile.FromCache]'s index of orphans and one
+// of pod-template-hash.
 func NewPodCache(c *informer.Cache[*corev1.Pod]) (*PodCache, error) {
 	if c == nil {
 		return nil, errors.New("replicaset: NewPodCache: the cache is nil")

@@ -2,6 +2,18 @@
 // (v1.37) as a library: a pure core that decides, and a thin shell that
 // reads, writes and schedules.
 //
+// Entry points:
+//
+//   - [NewController] (with informers and a [Client]) and Controller.Run:
+//     the controller, ready to run;
+//   - [NewReconciler] and Reconciler.Reconcile: one sync of a key, for a
+//     shell of your own;
+//   - [ManageReplicas]: the pure decision of a sync, an [Input] in and a
+//     [Plan] out (pods to create or delete, the expectation, the status,
+//     the requeue); [WritePods] makes its writes;
+//   - [EventRules] and [Expectations]: which ReplicaSets an informer event
+//     asks to sync, and what it tells the expectations.
+//
 // It keeps a ReplicaSet's number of active pods at spec.replicas: it adopts
 // matching orphan pods and releases pods that no longer match, creates
 // missing pods from the template, deletes surplus pods in upstream's
@@ -25,11 +37,11 @@
 // The core, in layers:
 //
 //   - [ManageReplicas] turns an [Input] snapshot and a time into a [Plan]:
-//     [Action]s ([CreatePods], [DeletePods], [Event]), the [Expect]ation to
+//     [Action]s ([CreatePods], [DeletePods], [Event]), the [Pending]ation to
 //     record, the status to write and a requeue delay.
 //   - [RankForDeletion], [PodsToDelete] and [LessForDeletion] order pods for
-//     deletion; [CalculateStatus], [NeedsStatusUpdate] and
-//     [NextAvailabilityCheck] compute the status and when to look again;
+//     deletion; [CalculateStatus], needsStatusUpdate and
+//     nextAvailabilityCheck compute the status and when to look again;
 //     [ClaimPods], [AdoptPatch] and [ReleasePatch] decide ownership;
 //     [NewPod] builds a pod from the template; [SlowStartBatches] sizes
 //     create batches.
@@ -38,7 +50,7 @@
 //
 // The shell:
 //
-//   - [Apply] executes a plan with a [PodWriter]: creates in slow-start
+//   - [WritePods] executes a plan with a [PodWriter]: creates in slow-start
 //     batches, deletes in parallel, and emits the pod events.
 //   - [Reconciler] syncs one ReplicaSet key: read from caches, claim,
 //     decide, apply, record expectations, write status. It reads through the
@@ -72,7 +84,7 @@
 // defaults) switch the gates upstream's controller consults, with
 // upstream's behaviour each way; Reconciler.SetFeatureGates switches them
 // on a running controller. [Input].FeatureGates carries them to
-// [ManageReplicas]; [CalculateStatusWith] and [RankForDeletionWith] take
+// [ManageReplicas]; calculateStatusWith and [RankForDeletionWith] take
 // them too.
 //
 //   - DeploymentReplicaSetTerminatingReplicas off: status.terminatingReplicas

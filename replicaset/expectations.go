@@ -79,7 +79,7 @@ func (s *Expectations) entry(key types.NamespacedName, create bool) *expEntry {
 
 // Record records what a [Plan] asks for: x.Creations via ExpectCreations or
 // x.Deletions via ExpectDeletions. A nil x records nothing.
-func (s *Expectations) Record(key types.NamespacedName, x *Expect, now time.Time) {
+func (s *Expectations) Record(key types.NamespacedName, x *Pending, now time.Time) {
 	switch {
 	case x == nil:
 	case x.Deletions != nil:
@@ -166,10 +166,10 @@ func (s *Expectations) Lower(key types.NamespacedName, add, del int) {
 	}
 }
 
-// Renew stamps key's expectation with now, its counts unchanged, so that
+// renew stamps key's expectation with now, its counts unchanged, so that
 // it is honoured for another [ExpectationsTimeout]; it does nothing when
 // key has no expectation.
-func (s *Expectations) Renew(key types.NamespacedName, now time.Time) {
+func (s *Expectations) renew(key types.NamespacedName, now time.Time) {
 	if s == nil {
 		return
 	}

@@ -85,14 +85,14 @@ func TestExpectationsRecord(t *testing.T) {
 	k := key("web")
 	cases := []struct {
 		name string
-		x    *replicaset.Expect
+		x    *replicaset.Pending
 		want replicaset.Expectation
 		ok   bool
 	}{
 		{name: "nil records nothing"},
-		{name: "creations", x: &replicaset.Expect{Creations: 3}, want: replicaset.Expectation{Add: 3, Timestamp: t0}, ok: true},
-		{name: "deletions", x: &replicaset.Expect{Deletions: []types.UID{"a"}}, want: replicaset.Expectation{Del: 1, Timestamp: t0}, ok: true},
-		{name: "zero creations", x: &replicaset.Expect{}, want: replicaset.Expectation{Timestamp: t0}, ok: true},
+		{name: "creations", x: &replicaset.Pending{Creations: 3}, want: replicaset.Expectation{Add: 3, Timestamp: t0}, ok: true},
+		{name: "deletions", x: &replicaset.Pending{Deletions: []types.UID{"a"}}, want: replicaset.Expectation{Del: 1, Timestamp: t0}, ok: true},
+		{name: "zero creations", x: &replicaset.Pending{}, want: replicaset.Expectation{Timestamp: t0}, ok: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -40,3 +40,17 @@ func SetMemoMinPods(n int) (restore func()) {
 	memoMinPods = n
 	return func() { memoMinPods = old }
 }
+
+// Unexported decision helpers, for the external tests.
+var (
+	AvailabilityRequeue       = availabilityRequeue
+	CalculateStatusWith       = calculateStatusWith
+	NeedsStatusUpdate         = needsStatusUpdate
+	NextAvailabilityCheck     = nextAvailabilityCheck
+	StatusToWrite             = statusToWrite
+	IsOwnedOrOrphan           = isOwnedOrOrphan
+	PodReplicaSets            = podReplicaSets
+	NewControllerRef          = newControllerRef
+	SlowStartInitialBatchSize = slowStartInitialBatchSize
+	IsPodRejected             = isPodRejected
+)

@@ -130,25 +130,25 @@ func checkPlan(t *testing.T, in replicaset.Input, plan replicaset.Plan) {
 	diff := len(in.Active) - want
 	act := in.ExpectationsSatisfied && rs.DeletionTimestamp == nil && diff != 0
 	if !act {
-		if len(plan.Actions) != 0 || plan.Expect != nil {
+		if len(plan.Actions) != 0 || plan.Pending != nil {
 			t.Fatalf("diff %d, satisfied %v, deleting %v: plan %s", diff, in.ExpectationsSatisfied, rs.DeletionTimestamp != nil, plan)
 		}
-	} else if len(plan.Actions) != 1 || plan.Expect == nil {
+	} else if len(plan.Actions) != 1 || plan.Pending == nil {
 		t.Fatalf("diff %d: plan %s; want one action and an expectation", diff, plan)
 	}
 	for _, a := range plan.Actions {
 		switch a := a.(type) {
 		case replicaset.CreatePods:
-			if diff >= 0 || a.Count != min(-diff, burst) || plan.Expect.Creations != a.Count {
-				t.Fatalf("diff %d, burst %d: %s, %s", diff, burst, a, plan.Expect)
+			if diff >= 0 || a.Count != min(-diff, burst) || plan.Pending.Creations != a.Count {
+				t.Fatalf("diff %d, burst %d: %s, %s", diff, burst, a, plan.Pending)
 			}
 		case replicaset.DeletePods:
-			if diff <= 0 || len(a.Pods) != min(diff, burst) || len(plan.Expect.Deletions) != len(a.Pods) {
-				t.Fatalf("diff %d, burst %d: %s, %s", diff, burst, a, plan.Expect)
+			if diff <= 0 || len(a.Pods) != min(diff, burst) || len(plan.Pending.Deletions) != len(a.Pods) {
+				t.Fatalf("diff %d, burst %d: %s, %s", diff, burst, a, plan.Pending)
 			}
 			seen := map[types.UID]bool{}
 			for i, p := range a.Pods {
-				if seen[p.UID] || !contains(in.Active, p) || plan.Expect.Deletions[i] != p.UID {
+				if seen[p.UID] || !contains(in.Active, p) || plan.Pending.Deletions[i] != p.UID {
 					t.Fatalf("deletes %s: a duplicate, not an active pod of the ReplicaSet, or not expected", p.Name)
 				}
 				seen[p.UID] = true

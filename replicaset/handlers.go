@@ -13,31 +13,25 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/ctrlkit/ctrlkit/internal/worker"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
 // EventRules are the ReplicaSet controller's informer event-handler rules
 // (upstream ReplicaSetController's addRS … deletePod): which ReplicaSets
 // an add, update or delete of a ReplicaSet or pod asks to sync, and which
-// expectations it fulfils ([Observation]). They read the ReplicaSet cache
-// and change nothing; the [Controller] applies them to its informers, and
-// framework adapters (controller-runtime, client-go informers) to theirs.
-// An adapter that enqueues without recording the observations stalls every
-// rollout step until [ExpectationsTimeout].
+// expectations it fulfils ([Observation]), with the conventions of every
+// ctrlkit controller's rules (see [reconcile.Enqueue]; an event they cannot
+// interpret asks for no keys and no observations). The [Controller]
+// applies them to its informers, and framework adapters
+// (controller-runtime, client-go informers) to theirs. An adapter that
+// enqueues without recording the observations stalls every rollout step
+// until [ExpectationsTimeout].
 //
-// Deletes take the object's last known state, which for a tombstone
-// (client-go's cache.DeletedFinalStateUnknown) is the object it carries.
 // Every pod event is marked [reconcile.Enqueue.Batch]: with a batch period
-// a burst of them costs one sync.
-//
-// No rule panics. An event with a nil object (for an update, a nil old or
-// current object) is one the rules cannot interpret, and asks for nothing:
-// no keys, no observations (upstream's handlers log and ignore objects they
-// cannot interpret). The zero EventRules, without a cache, has no
-// ReplicaSets: ReplicaSet events still sync their own key, but a pod event
-// resolves to no ReplicaSet and asks for nothing, and it logs an error to
-// the context's logger (logr.FromContextOrDiscard), as a reader that
-// returns nil with no error.
+// a burst of them costs one sync. The zero EventRules, without a cache,
+// has no ReplicaSets: ReplicaSet events still sync their own key, but a
+// pod event resolves to no ReplicaSet and asks for nothing.
 type EventRules struct {
 	// ReplicaSets reads the cached ReplicaSets: by key to resolve a pod's
 	// controller reference, by namespace to find the ReplicaSets that
@@ -236,10 +230,7 @@ func (r EventRules) resolve(ctx context.Context, namespace string, ref *metav1.O
 	if ref.Kind != controllerKindName || r.noCache(ctx) {
 		return nil
 	}
-	rs, err := r.ReplicaSets.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name})
-	if err != nil || rs == nil || rs.UID != ref.UID {
-		return nil
-	}
+	rs, _ := worker.Resolve(ctx, r.ReplicaSets, namespace, ref, controllerKindName)
 	return rs
 }
 
@@ -253,7 +244,7 @@ func (r EventRules) selecting(ctx context.Context, pod *corev1.Pod, out []reconc
 	if err != nil {
 		return out
 	}
-	for _, rs := range PodReplicaSets(pod, rss) {
+	for _, rs := range podReplicaSets(pod, rss) {
 		out = append(out, reconcile.Enqueue{Key: rsKey(rs), Batch: true})
 	}
 	return out

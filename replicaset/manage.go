@@ -2,6 +2,7 @@ package replicaset
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -36,8 +37,23 @@ type Input struct {
 	Related []*corev1.Pod
 	// ExpectationsSatisfied is false while earlier creations or deletions
 	// have not been observed yet (see [Expectations.Satisfied]); no pods
-	// are then created or deleted.
+	// are then created or deleted, and the status keeps
+	// status.observedGeneration (see [ManageReplicas]).
 	ExpectationsSatisfied bool
+	// Expectation is the ReplicaSet's recorded expectation
+	// ([Expectations.Get]), nil when it has none: while expectations are
+	// not satisfied, the plan asks for a sync once it expires.
+	Expectation *Expectation
+	// Deleting are the UIDs of the pods the controller is deleting and has
+	// not seen deleted yet ([Expectations.PendingDeletions]): while
+	// expectations are not satisfied they count as terminating, whatever
+	// the pods say yet.
+	Deleting []types.UID
+	// DeferStatus leaves the status of a plan that creates or deletes pods
+	// to the sync their events trigger (ReconcilerConfig.EagerStatus off):
+	// such a plan has no Status and asks for a sync once its expectation
+	// expires, in case the events never come.
+	DeferStatus bool
 	// BurstReplicas caps the pods created or deleted by one plan; 0 means
 	// [BurstReplicas].
 	BurstReplicas int
@@ -64,7 +80,19 @@ type Input struct {
 //   - nothing is created or deleted when diff is 0, when expectations are
 //     not satisfied, or when rs is being deleted.
 //
-// Status and RequeueAfter assume the actions succeed; see [Plan]. A nil
+// Status and RequeueAfter assume the actions succeed; see [Plan]. Two
+// deliberate differences (see the README's "Deliberate differences"):
+//   - with in.DeferStatus, a plan that creates or deletes pods has no
+//     Status; its RequeueAfter is [ExpectationsTimeout] and a second, in
+//     case the pods' events never come;
+//   - while expectations are not satisfied, the status counts the pods as
+//     they are, with the pods of in.Deleting as terminating, but keeps the
+//     stored status.observedGeneration (the pod cache is behind the
+//     controller's own writes: "this generation is accounted for" waits
+//     for the sync that has seen them), and RequeueAfter is at the latest
+//     a second after in.Expectation expires.
+//
+// A nil
 // in.ReplicaSet, a ReplicaSet the API server rejects (a negative
 // spec.replicas; a nil, empty or invalid selector, or one that does not
 // match the template's labels), a template without labels (no pod can be
@@ -91,6 +119,9 @@ func ManageReplicas(in Input, now time.Time) (Plan, error) {
 		if err := checkPods("ManageReplicas", l.what, l.pods); err != nil {
 			return Plan{}, err
 		}
+	}
+	if !slices.IsSorted(in.Deleting) {
+		in.Deleting = slices.Sorted(slices.Values(in.Deleting))
 	}
 	return manageReplicas(in, nil, now), nil
 }
@@ -120,7 +151,7 @@ func manageReplicas(in Input, counts *podCounts, now time.Time) Plan {
 			}
 			if n > 0 {
 				p.Actions = []Action{CreatePods{Count: n}}
-				p.Expect = &Expect{Creations: n}
+				p.Pending = &Pending{Creations: n}
 			}
 		case diff > 0:
 			victims := podsToDelete(in.Active, in.Related, min(diff, burst), now, in.FeatureGates.Enabled(features.PodDeletionCost))
@@ -129,7 +160,7 @@ func manageReplicas(in Input, counts *podCounts, now time.Time) Plan {
 				uids[i] = v.UID
 			}
 			p.Actions = []Action{DeletePods{Pods: victims}}
-			p.Expect = &Expect{Deletions: uids}
+			p.Pending = &Pending{Deletions: uids}
 		}
 	}
 	var st appsv1.ReplicaSetStatus
@@ -139,12 +170,69 @@ func manageReplicas(in Input, counts *podCounts, now time.Time) Plan {
 	} else {
 		st = calculateStatus(rs, in.Active, in.Terminating, nil, now, terminatingOn)
 	}
-	if w, ok := StatusToWrite(rs, st); ok {
-		p.Status = new(appsv1.ReplicaSetStatus) // allocated only when there is one to write
-		*p.Status = w
+	switch {
+	case !in.ExpectationsSatisfied:
+		if len(in.Deleting) > 0 {
+			st = statusDeleting(rs, in.Active, in.Terminating, in.Deleting, now, terminatingOn)
+		}
+		if h, ok := heldStatus(rs, st); ok {
+			p.Status = &h
+		}
+		p.RequeueAfter = sooner(availabilityRequeue(rs, &st, in.Active, now, now), expiry(in, now))
+	case in.DeferStatus && p.Pending != nil:
+		p.RequeueAfter = ExpectationsTimeout + time.Second
+	default:
+		if w, ok := statusToWrite(rs, st); ok {
+			p.Status = new(appsv1.ReplicaSetStatus) // allocated only when there is one to write
+			*p.Status = w
+		}
+		p.RequeueAfter = sooner(availabilityRequeue(rs, &st, in.Active, now, now), p.ReplaceAfter)
 	}
-	p.RequeueAfter = sooner(AvailabilityRequeue(rs, &st, in.Active, now, now), p.ReplaceAfter)
 	return p
+}
+
+// expiry is how long after now the unsatisfied expectation of in expires,
+// and a second more, at least a second; 0 when expectations are satisfied
+// or there is none.
+func expiry(in Input, now time.Time) time.Duration {
+	if in.ExpectationsSatisfied || in.Expectation == nil {
+		return 0
+	}
+	return max(in.Expectation.Timestamp.Add(ExpectationsTimeout+time.Second).Sub(now), time.Second)
+}
+
+// afterWrites is the plan p of in once its actions are made, with err the
+// first of them that failed, at now: the status is decided again, as
+// upstream does after manageReplicas (time has passed, and a failure adds
+// the ReplicaFailure condition). False when the status stays deferred
+// (in.DeferStatus, and every write succeeded).
+func afterWrites(in Input, p Plan, err error, now time.Time) (Plan, bool) {
+	if err == nil && in.DeferStatus && p.Pending != nil {
+		return p, false
+	}
+	rs := in.ReplicaSet
+	st := calculateStatus(rs, in.Active, in.Terminating, err, now, in.FeatureGates.Enabled(features.DeploymentReplicaSetTerminatingReplicas))
+	p.Status = nil
+	if w, ok := statusToWrite(rs, st); ok {
+		p.Status = &w
+	}
+	p.RequeueAfter = availabilityRequeue(rs, &st, in.Active, now, now)
+	return p, true
+}
+
+// requeueAfter is the delay of the sync of plan p after in, decided at
+// evaluatedAt, measured again at now as upstream's
+// FindMinNextPodAvailabilityCheck does: the pod to wait for is chosen at
+// evaluatedAt, its delay measured from now.
+func requeueAfter(in Input, p Plan, evaluatedAt, now time.Time) time.Duration {
+	if p.RequeueAfter <= 0 {
+		return sooner(expiry(in, evaluatedAt), p.ReplaceAfter)
+	}
+	st := p.Status
+	if st == nil {
+		st = &in.ReplicaSet.Status
+	}
+	return sooner(sooner(availabilityRequeue(in.ReplicaSet, st, in.Active, evaluatedAt, now), expiry(in, evaluatedAt)), p.ReplaceAfter)
 }
 
 // SlowStartBatches returns the batch sizes in which count calls are made

@@ -47,7 +47,7 @@ func TestManageReplicas(t *testing.T) {
 		in:   replicaset.Input{ReplicaSet: rs, Active: pods[:1], ExpectationsSatisfied: true},
 		want: replicaset.Plan{
 			Actions: []replicaset.Action{replicaset.CreatePods{Count: 2}},
-			Expect:  &replicaset.Expect{Creations: 2},
+			Pending: &replicaset.Pending{Creations: 2},
 			Status:  status(1),
 		},
 	}, {
@@ -55,14 +55,14 @@ func TestManageReplicas(t *testing.T) {
 		in:   replicaset.Input{ReplicaSet: rs, ExpectationsSatisfied: true, BurstReplicas: 2},
 		want: replicaset.Plan{
 			Actions: []replicaset.Action{replicaset.CreatePods{Count: 2}},
-			Expect:  &replicaset.Expect{Creations: 2},
+			Pending: &replicaset.Pending{Creations: 2},
 		},
 	}, {
 		name: "delete surplus, youngest first",
 		in:   replicaset.Input{ReplicaSet: rs, Active: pods, ExpectationsSatisfied: true},
 		want: replicaset.Plan{
 			Actions: []replicaset.Action{replicaset.DeletePods{Pods: []*corev1.Pod{pods[0], pods[1]}}},
-			Expect:  &replicaset.Expect{Deletions: []types.UID{"uid-web-0", "uid-web-1"}},
+			Pending: &replicaset.Pending{Deletions: []types.UID{"uid-web-0", "uid-web-1"}},
 			Status:  status(5),
 		},
 	}, {
@@ -70,7 +70,7 @@ func TestManageReplicas(t *testing.T) {
 		in:   replicaset.Input{ReplicaSet: rs, Active: append(pods[:4:4], unscheduled), ExpectationsSatisfied: true, BurstReplicas: 1},
 		want: replicaset.Plan{
 			Actions: []replicaset.Action{replicaset.DeletePods{Pods: []*corev1.Pod{unscheduled}}},
-			Expect:  &replicaset.Expect{Deletions: []types.UID{"uid-web-new"}},
+			Pending: &replicaset.Pending{Deletions: []types.UID{"uid-web-new"}},
 			Status: &appsv1.ReplicaSetStatus{Replicas: 5, FullyLabeledReplicas: 5, ReadyReplicas: 4, AvailableReplicas: 4,
 				TerminatingReplicas: ptr32(0), ObservedGeneration: 1},
 		},
@@ -99,6 +99,67 @@ func TestManageReplicas(t *testing.T) {
 			}
 			if diff := cmp.Diff(before, tc.in.Active); diff != "" {
 				t.Errorf("ManageReplicas modified its pods (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The decisions of a sync whose pod cache is behind the controller's own
+// creates or deletes, and of one that leaves its status to its pods'
+// events: pure functions of the input, the expectations snapshot and now.
+func TestManageReplicasUnobserved(t *testing.T) {
+	rs := newRS("web", 3, func(rs *appsv1.ReplicaSet) { rs.Generation = 2 }) // status observed generation 1
+	pods := ownedPods(rs, 3)
+	recorded := &replicaset.Expectation{Add: 1, Timestamp: t0.Add(-time.Minute)}
+	status := func(n, terminating int32) *appsv1.ReplicaSetStatus {
+		return &appsv1.ReplicaSetStatus{Replicas: n, FullyLabeledReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
+			TerminatingReplicas: ptr32(terminating), ObservedGeneration: 1}
+	}
+	cases := []struct {
+		name string
+		in   replicaset.Input
+		want replicaset.Plan
+	}{{
+		name: "held: counts written, observedGeneration kept",
+		in:   replicaset.Input{ReplicaSet: rs, Active: pods[:2]},
+		want: replicaset.Plan{Status: status(2, 0)},
+	}, {
+		name: "held, and a sync a second after the expectation expires",
+		in:   replicaset.Input{ReplicaSet: rs, Active: pods[:2], Expectation: recorded},
+		want: replicaset.Plan{Status: status(2, 0), RequeueAfter: replicaset.ExpectationsTimeout + time.Second - time.Minute},
+	}, {
+		name: "an expectation past its time: a sync in a second",
+		in:   replicaset.Input{ReplicaSet: rs, Active: pods[:2], Expectation: &replicaset.Expectation{Add: 1, Timestamp: t0.Add(-time.Hour)}},
+		want: replicaset.Plan{Status: status(2, 0), RequeueAfter: time.Second},
+	}, {
+		name: "pods being deleted count as terminating, whatever the cache says",
+		in:   replicaset.Input{ReplicaSet: rs, Active: pods, Deleting: []types.UID{pods[2].UID, pods[0].UID}},
+		want: replicaset.Plan{Status: status(1, 2)},
+	}, {
+		name: "satisfied: observedGeneration advances",
+		in:   replicaset.Input{ReplicaSet: rs, Active: pods, ExpectationsSatisfied: true, Expectation: recorded, Deleting: []types.UID{pods[0].UID}},
+		want: replicaset.Plan{Status: func() *appsv1.ReplicaSetStatus { s := status(3, 0); s.ObservedGeneration = 2; return s }()},
+	}, {
+		name: "deferred status: creations leave it to their events",
+		in:   replicaset.Input{ReplicaSet: rs, Active: pods[:1], ExpectationsSatisfied: true, DeferStatus: true},
+		want: replicaset.Plan{
+			Actions:      []replicaset.Action{replicaset.CreatePods{Count: 2}},
+			Pending:      &replicaset.Pending{Creations: 2},
+			RequeueAfter: replicaset.ExpectationsTimeout + time.Second,
+		},
+	}, {
+		name: "deferred status: nothing to create, the status is written",
+		in:   replicaset.Input{ReplicaSet: rs, Active: pods, ExpectationsSatisfied: true, DeferStatus: true},
+		want: replicaset.Plan{Status: func() *appsv1.ReplicaSetStatus { s := status(3, 0); s.ObservedGeneration = 2; return s }()},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := replicaset.ManageReplicas(tc.in, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ManageReplicas mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -150,7 +211,7 @@ func TestPlanString(t *testing.T) {
 			replicaset.DeletePods{Pods: []*corev1.Pod{newPod("a"), newPod("b")}},
 			replicaset.Event{Type: corev1.EventTypeNormal, Reason: "R", Message: "m"},
 		},
-		Expect:       &replicaset.Expect{Creations: 3},
+		Pending:      &replicaset.Pending{Creations: 3},
 		Status:       &appsv1.ReplicaSetStatus{Replicas: 2, TerminatingReplicas: ptr32(0), ObservedGeneration: 4},
 		RequeueAfter: time.Second,
 	}

@@ -63,6 +63,9 @@ func compileSelector(sel labels.Selector) labelMatcher {
 
 // matches reports whether l satisfies every requirement; a nil map is an
 // empty set of labels.
+// Matches is matches, for internal/validate.
+func (m *labelMatcher) Matches(l map[string]string) bool { return m.matches(l) }
+
 func (m *labelMatcher) matches(l map[string]string) bool {
 	switch {
 	case m.nothing:

@@ -8,6 +8,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ctrlkit/ctrlkit/internal/plantext"
 )
 
 // Plan is what one sync of a ReplicaSet decided. The zero Plan means
@@ -16,7 +18,7 @@ import (
 //
 // The caller applies a plan in this order:
 //
-//  1. record Expect (before any write, so that the watch events of the
+//  1. record Pending (before any write, so that the watch events of the
 //     writes are counted against it);
 //  2. execute Actions in order;
 //  3. write Status, if it is non-nil. Status assumes every action
@@ -26,9 +28,9 @@ import (
 type Plan struct {
 	// Actions are the writes to make, in order.
 	Actions []Action
-	// Expect is the expectation to record before acting; nil leaves the
+	// Pending is the expectation to record before acting; nil leaves the
 	// recorded expectation alone.
-	Expect *Expect
+	Pending *Pending
 	// Status is the status to write, with ObservedGeneration already set to
 	// the ReplicaSet's generation; nil when the stored status is current.
 	Status *appsv1.ReplicaSetStatus
@@ -45,16 +47,9 @@ type Plan struct {
 // a nil action reads "<nil action>".
 func (p Plan) String() string {
 	var b strings.Builder
-	for _, a := range p.Actions {
-		if a == nil {
-			b.WriteString("<nil action>\n")
-			continue
-		}
-		b.WriteString(a.String())
-		b.WriteByte('\n')
-	}
-	if p.Expect != nil {
-		fmt.Fprintf(&b, "%s\n", p.Expect)
+	plantext.Actions(&b, p.Actions)
+	if p.Pending != nil {
+		fmt.Fprintf(&b, "%s\n", p.Pending)
 	}
 	if s := p.Status; s != nil {
 		fmt.Fprintf(&b, "status replicas=%d fullyLabeled=%d ready=%d available=%d", s.Replicas, s.FullyLabeledReplicas, s.ReadyReplicas, s.AvailableReplicas)
@@ -67,18 +62,14 @@ func (p Plan) String() string {
 		}
 		b.WriteByte('\n')
 	}
-	if p.ReplaceAfter > 0 {
-		fmt.Fprintf(&b, "replace rejected pods after %s\n", p.ReplaceAfter)
-	}
-	if p.RequeueAfter > 0 {
-		fmt.Fprintf(&b, "requeue after %s\n", p.RequeueAfter)
-	}
+	plantext.After(&b, "replace rejected pods", p.ReplaceAfter)
+	plantext.After(&b, "requeue", p.RequeueAfter)
 	return b.String()
 }
 
-// Expect is the expectation a plan asks the caller to record (see
+// Pending is the expectation a plan asks the caller to record (see
 // [Expectations]). Exactly one of its fields is set.
-type Expect struct {
+type Pending struct {
 	// Creations is the number of pod creations to wait for
 	// ([Expectations.ExpectCreations]).
 	Creations int
@@ -89,7 +80,7 @@ type Expect struct {
 
 // String returns e.g. "expect 3 creations" or "expect 2 deletions"; for a
 // nil e, which records nothing, "expect nothing".
-func (e *Expect) String() string {
+func (e *Pending) String() string {
 	if e == nil {
 		return "expect nothing"
 	}

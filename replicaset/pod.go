@@ -1,13 +1,14 @@
 package replicaset
 
 import (
-	"errors"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ctrlkit/ctrlkit/internal/validate"
 )
 
 // Constants shared with kube-controller-manager v1.37.
@@ -18,9 +19,9 @@ const (
 	// ExpectationsTimeout is how long recorded expectations are honoured
 	// before a sync goes ahead anyway (upstream controller.ExpectationsTimeout).
 	ExpectationsTimeout = 5 * time.Minute
-	// SlowStartInitialBatchSize is the size of the first create batch
-	// (upstream controller.SlowStartInitialBatchSize).
-	SlowStartInitialBatchSize = 1
+	// slowStartInitialBatchSize is the size of the first create batch
+	// (upstream controller.slowStartInitialBatchSize).
+	slowStartInitialBatchSize = 1
 	// PodDeletionCostAnnotation lowers or raises a pod's preference for
 	// deletion (upstream core.PodDeletionCost).
 	PodDeletionCostAnnotation = "controller.kubernetes.io/pod-deletion-cost"
@@ -29,7 +30,9 @@ const (
 // controllerKindName is the Kind in the controller references of our pods.
 const controllerKindName = "ReplicaSet"
 
-// Event reasons, as emitted by upstream's pod control.
+// Event reasons, as emitted by upstream's pod control. FailedCreate and
+// FailedDelete are also the reasons of the ReplicaFailure condition of a
+// sync that failed to create or delete (empty when it did neither).
 const (
 	ReasonSuccessfulCreate = "SuccessfulCreate"
 	ReasonFailedCreate     = "FailedCreate"
@@ -39,7 +42,7 @@ const (
 
 // ErrNoLabels is returned by [NewPod] for a template without labels; the
 // text is upstream's.
-var ErrNoLabels = errors.New("unable to create pods, no labels")
+var ErrNoLabels = validate.ErrNoLabels
 
 // IsPodActive reports whether p is neither terminal (Succeeded, Failed) nor
 // being deleted (upstream controller.IsPodActive). A nil pod is not.
@@ -112,10 +115,10 @@ func replicas(rs *appsv1.ReplicaSet) int {
 	return int(*rs.Spec.Replicas)
 }
 
-// NewControllerRef returns the controller reference pods of rs carry:
+// newControllerRef returns the controller reference pods of rs carry:
 // apps/v1 ReplicaSet, controller=true, blockOwnerDeletion=true (upstream
 // metav1.NewControllerRef with the ReplicaSet kind). Nil for a nil rs.
-func NewControllerRef(rs *appsv1.ReplicaSet) *metav1.OwnerReference {
+func newControllerRef(rs *appsv1.ReplicaSet) *metav1.OwnerReference {
 	if rs == nil {
 		return nil
 	}
@@ -148,7 +151,7 @@ func NewPod(rs *appsv1.ReplicaSet) (*corev1.Pod, error) {
 			Labels:          make(map[string]string, len(tpl.Labels)),
 			Annotations:     make(map[string]string, len(tpl.Annotations)),
 			Finalizers:      append([]string{}, tpl.Finalizers...),
-			OwnerReferences: []metav1.OwnerReference{*NewControllerRef(rs)},
+			OwnerReferences: []metav1.OwnerReference{*newControllerRef(rs)},
 		},
 		Spec: *tpl.Spec.DeepCopy(),
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -19,13 +18,10 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/features"
+	"github.com/ctrlkit/ctrlkit/internal/testhooks"
+	"github.com/ctrlkit/ctrlkit/internal/worker"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
-
-// Result tells the caller of [Reconciler.Reconcile] when to sync the key
-// again: RequeueAfter is set when a pod will become available after
-// minReadySeconds. It is the one Result of every ctrlkit controller.
-type Result = reconcile.Result
 
 // ReconcilerConfig configures a [Reconciler]. ReplicaSets, Pods and Client
 // are required; every other field has a useful zero value.
@@ -107,7 +103,7 @@ func (c *ReconcilerConfig) validate() error {
 
 // Reconciler syncs one ReplicaSet per call: it reads the ReplicaSet and its
 // pods, claims pods, decides with [ManageReplicas], applies the plan with
-// [Apply], records expectations and writes the status (upstream
+// [WritePods], records expectations and writes the status (upstream
 // ReplicaSetController.syncReplicaSet). It is safe for concurrent use on
 // different keys; one key must not be reconciled concurrently (a workqueue
 // guarantees this).
@@ -122,7 +118,7 @@ type Reconciler struct {
 	burst    int
 	exp      *Expectations
 	eager    bool
-	gates    atomic.Pointer[features.Gates]
+	gates    worker.Gates
 	// trustExpired is ReconcilerConfig.TrustExpiredExpectations.
 	trustExpired bool
 	// replaceAtOnce is ReconcilerConfig.ReplaceRejectedPodsAtOnce.
@@ -161,13 +157,14 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 	if r.exp == nil {
 		r.exp = &Expectations{}
 	}
-	gates := cfg.FeatureGates
-	r.gates.Store(&gates)
+	if err := r.gates.Store("replicaset", cfg.FeatureGates); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
 // FeatureGates returns the feature gates the Reconciler decides with.
-func (r *Reconciler) FeatureGates() features.Gates { return *r.gates.Load() }
+func (r *Reconciler) FeatureGates() features.Gates { return r.gates.Load() }
 
 // SetFeatureGates switches the feature gates of the Reconciler (and of
 // the [Controller] that runs it): syncs that start afterwards decide with
@@ -175,11 +172,7 @@ func (r *Reconciler) FeatureGates() features.Gates { return *r.gates.Load() }
 // (a real kube-controller-manager takes its gates at start). An invalid
 // setting is an error, and changes nothing.
 func (r *Reconciler) SetFeatureGates(g features.Gates) error {
-	if err := g.Validate(); err != nil {
-		return fmt.Errorf("replicaset: SetFeatureGates: %w", err)
-	}
-	r.gates.Store(&g)
-	return nil
+	return r.gates.Store("replicaset", g)
 }
 
 // Expectations returns the expectation record the Reconciler consults and
@@ -206,42 +199,18 @@ func (r *Reconciler) Expectations() *Expectations { return r.exp }
 // An invalid selector is a
 // [reconcile.Terminal] error: upstream does not retry it either.
 //
-// One deliberate difference from upstream, unless
-// ReconcilerConfig.EagerStatus is set: when step 4 creates or deletes pods and every one of those writes
-// succeeds, step 5 is skipped. Upstream writes a status there that counts
-// the pods as they were before the sync (only observedGeneration and the
-// ReplicaFailure condition can be news), and then writes again for each
-// pod event. Each created or deleted pod comes back as an event that
-// syncs the key again, and that sync writes the status with the pods
-// counted, so the status reaches the same value with one write fewer per
-// round; at scale, under a client rate limit, that is most of the
-// ReplicaSet controller's status writes. Should those events be lost (a
-// pod created and deleted between two lists of a watch that expired),
-// the result asks for a sync once the expectations have expired
-// ([ExpectationsTimeout]), which upstream leaves to the next event. A
-// failed create or delete is written at once, as upstream does: the
-// ReplicaFailure condition is news. A caller that does not sync a
-// ReplicaSet again on its pods' events should set EagerStatus.
-//
-// A second deliberate difference, whatever EagerStatus says: a sync that
-// starts while creations or deletions of earlier syncs are unobserved
-// (expectations not satisfied) writes the counts it sees, as upstream,
-// but does not advance status.observedGeneration. Its pod cache is
-// behind the controller's own writes: upstream writes status.replicas
-// from it with observedGeneration current, and a Deployment controller
-// reading that status (a Recreate rollout waits for old ReplicaSets to
-// report 0 at their generation, see rollout.OldStatusPending) may start
-// new pods beside old ones that status failed to count. The counts stay
-// as fresh as upstream's (a Deployment's availability reads them), and
-// pods this controller is deleting count as terminating even before the
-// cache shows it (upstream counts them available, and a Deployment may
-// then report a resize complete that is not); only the claim "this
-// generation is accounted for" waits for the sync that has seen the
-// controller's own writes. Should their events never come, the result
-// asks for a sync once the expectations expire.
+// Two deliberate differences from upstream, both decided by
+// [ManageReplicas] and described once in the README ("Deliberate
+// differences from upstream"): unless ReconcilerConfig.EagerStatus is set,
+// a sync whose creates and deletes all succeed leaves the status to the
+// sync their pod events trigger; and a sync that starts while earlier
+// creates or deletes are unobserved writes the counts it sees (pods being
+// deleted as terminating) but keeps status.observedGeneration. Either way
+// the result asks for a sync once the expectations expire, in case the
+// events never come.
 //
 // Every error is returned wrapped with the key.
-func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	start := r.clock.Now()
 	// Guarded: the arguments of a disabled line would still be boxed, and
@@ -254,6 +223,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 			v.Info("Finished syncing", "kind", controllerKindName, "key", key.String(), "duration", r.clock.Now().Sub(start))
 		}
 	}()
+	buf := r.bufs.get()
+	defer r.bufs.put(buf) // nothing of this sync keeps the lists it reads
+	in, counts, now, err := r.read(ctx, key, buf)
+	if err != nil || in.ReplicaSet == nil {
+		return reconcile.Result{}, err
+	}
+	plan := manageReplicas(in, &counts, now)
+	var manageErr error
+	if len(plan.Actions) > 0 {
+		manageErr = r.act(ctx, key, in, plan, now)
+		now = r.clock.Now()
+		var decided bool
+		if plan, decided = afterWrites(in, plan, manageErr, now); !decided {
+			return reconcile.Result{RequeueAfter: plan.RequeueAfter}, nil // the pods' events write the status
+		}
+	}
+	if plan.Status != nil {
+		if err := r.writeStatus(ctx, in.ReplicaSet, *plan.Status); err != nil {
+			return reconcile.Result{}, fmt.Errorf("replicaset %s: %w", key, errors.Join(err, manageErr))
+		}
+	}
+	if manageErr != nil {
+		return reconcile.Result{}, fmt.Errorf("replicaset %s: %w", key, manageErr)
+	}
+	return reconcile.Result{RequeueAfter: requeueAfter(in, plan, now, r.clock.Now())}, nil
+}
+
+// read reads what one sync of key decides from: the ReplicaSet, its
+// claimed pods (adopting and releasing on the way) and a snapshot of its
+// expectations, with the time they were read at and the status counts of
+// the active pods at that time. A ReplicaSet that is gone has its
+// expectations dropped and leaves in.ReplicaSet nil.
+func (r *Reconciler) read(ctx context.Context, key types.NamespacedName, buf *[]*corev1.Pod) (in Input, counts podCounts, now time.Time, err error) {
 	rs, err := r.rss.Get(ctx, key)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
@@ -262,14 +264,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 			r.memos.forget(key)
 			r.unsettled.forget(key)
 			r.written.forget(key)
-			return Result{}, nil
+			return Input{}, counts, now, nil
 		}
-		return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
+		return Input{}, counts, now, fmt.Errorf("replicaset %s: %w", key, err)
 	}
 	if err := r.settle(ctx, key); err != nil {
-		return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
+		return Input{}, counts, now, fmt.Errorf("replicaset %s: %w", key, err)
 	}
-	now := r.clock.Now()
+	now = r.clock.Now()
 	satisfied := r.exp.Satisfied(key, now)
 	x, hasExp := r.exp.Get(key)
 	expired := satisfied && r.expiredUnobserved(x, hasExp, now)
@@ -278,121 +280,91 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (R
 	}
 	selector, err := r.selectors.get(key, rs.Spec.Selector)
 	if err != nil {
-		return Result{}, reconcile.Terminal(fmt.Errorf("replicaset %s: invalid selector: %w", key, err))
+		return Input{}, counts, now, reconcile.Terminal(fmt.Errorf("replicaset %s: invalid selector: %w", key, err))
 	}
 	if err := specProblem(rs, selector); err != nil {
 		// The API server never stores such a ReplicaSet; one from another
 		// source would have this controller create pods it cannot own.
-		return Result{}, reconcile.Terminal(fmt.Errorf("replicaset %s: %w", key, err))
+		return Input{}, counts, now, reconcile.Terminal(fmt.Errorf("replicaset: %w", err))
 	}
-	buf := r.bufs.get()
-	defer r.bufs.put(buf) // nothing of this sync keeps the lists it reads
 	active, terminating, failed, counts, err := r.claim(ctx, key, rs, selector, now, buf)
 	if err != nil {
-		return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
+		return Input{}, counts, now, fmt.Errorf("replicaset %s: %w", key, err)
 	}
 	if expired {
-		// Deviation (kubernetes#129795): see expiry.go.
-		behind, why, err := r.cacheBehind(ctx, key, rs.UID, active, terminating)
-		if err != nil {
-			return Result{}, fmt.Errorf("replicaset %s: %w", key, err)
-		}
-		if behind {
-			satisfied = false
-			r.exp.Renew(key, now)
-			log.Info("Expectations expired, but the pod cache is behind this controller's writes: waiting again", "replicaSet", key, "reason", why)
-			r.events.Event(rs, corev1.EventTypeWarning, ReasonExpectationsRenewed,
-				fmt.Sprintf("Waiting another %v for the pod cache: %s", ExpectationsTimeout, why))
-		} else {
-			r.written.forget(key)
+		if satisfied, err = r.expiredAndCaughtUp(ctx, key, rs, now, active, terminating); err != nil {
+			return Input{}, counts, now, fmt.Errorf("replicaset %s: %w", key, err)
 		}
 	}
 	gates := r.FeatureGates()
-	terminatingOn := gates.Enabled(features.DeploymentReplicaSetTerminatingReplicas)
-	if !terminatingOn {
+	if !gates.Enabled(features.DeploymentReplicaSetTerminatingReplicas) {
 		terminating = nil // upstream does not collect them then
 	}
-	in := Input{
+	in = Input{
 		ReplicaSet: rs, Active: active, Terminating: terminating, Failed: failed,
 		ExpectationsSatisfied: satisfied, BurstReplicas: r.burst, FeatureGates: gates,
-		ReplaceRejectedAtOnce: r.replaceAtOnce,
+		ReplaceRejectedAtOnce: r.replaceAtOnce, DeferStatus: !r.eager,
+	}
+	if !satisfied {
+		in.Deleting = r.exp.PendingDeletions(key)
+		if x, ok := r.exp.Get(key); ok {
+			in.Expectation = &x
+		}
 	}
 	if satisfied && rs.DeletionTimestamp == nil && len(active) > replicas(rs) {
 		if in.Related, err = r.relatedPods(ctx, rs); err != nil {
-			return Result{}, fmt.Errorf("replicaset %s: related pods: %w", key, err)
+			return Input{}, counts, now, fmt.Errorf("replicaset %s: related pods: %w", key, err)
 		}
 	}
-	plan := manageReplicas(in, &counts, now)
-	var expiry time.Duration // when unobserved writes stop holding observedGeneration back
-	if !satisfied {
-		// Deviation: the pod cache is behind this controller's own creates
-		// or deletes; the status counted from it must not say this
-		// generation is accounted for (see above).
-		plan.Status = nil
-		st := statusFromCounts(rs, counts, terminating, nil, now, terminatingOn)
-		if deleting := r.exp.PendingDeletions(key); len(deleting) > 0 {
-			// The pods this controller is deleting are not active, whatever
-			// its cache says yet.
-			st = statusDeleting(rs, active, terminating, deleting, now, terminatingOn)
-		}
-		if st, ok := heldStatus(rs, st); ok {
-			plan.Status = &st
-		}
-		if x, ok := r.exp.Get(key); ok {
-			expiry = max(x.Timestamp.Add(ExpectationsTimeout+time.Second).Sub(now), time.Second)
-		}
+	return in, counts, now, nil
+}
+
+// expiredAndCaughtUp is whether an expired expectation of key may be
+// trusted: the pod cache has caught up with this controller's writes.
+// Deviation (kubernetes#129795): see expiry.go. While it is behind, the
+// expectation is renewed.
+func (r *Reconciler) expiredAndCaughtUp(ctx context.Context, key types.NamespacedName, rs *appsv1.ReplicaSet, now time.Time, active, terminating []*corev1.Pod) (bool, error) {
+	behind, why, err := r.cacheBehind(ctx, key, rs.UID, active, terminating)
+	if err != nil {
+		return false, err
 	}
-	var manageErr error
-	if len(plan.Actions) > 0 {
-		if v := log.V(2); v.Enabled() {
-			v.Info("Managing replicas", "replicaSet", key, "plan", plan.Actions)
-		}
-		r.exp.Record(key, plan.Expect, now)
-		var applied Applied
-		applied, manageErr = apply(ctx, r.client, r.events, rs, plan, clock.IsDeterministic(r.clock))
-		if plan.Expect != nil && plan.Expect.Deletions == nil {
-			r.written.set(key, applied.CreatedPods)
-		}
-		r.exp.Lower(key, applied.CreatesSkipped, 0)
-		for _, uid := range applied.DeletesFailed {
+	if !behind {
+		r.written.forget(key)
+		return true, nil
+	}
+	r.exp.renew(key, now)
+	logr.FromContextOrDiscard(ctx).Info("Expectations expired, but the pod cache is behind this controller's writes: waiting again", "replicaSet", key, "reason", why)
+	r.events.Event(rs, corev1.EventTypeWarning, ReasonExpectationsRenewed,
+		fmt.Sprintf("Waiting another %v for the pod cache: %s", ExpectationsTimeout, why))
+	return false, nil
+}
+
+// act records the expectation of plan and makes its writes, then files
+// what happened: creations that were not made are no longer expected,
+// failed deletions neither; deletions that may have happened stay
+// expected, for the next sync to settle with a live read (settle). It
+// returns the first write error.
+func (r *Reconciler) act(ctx context.Context, key types.NamespacedName, in Input, plan Plan, now time.Time) error {
+	if v := logr.FromContextOrDiscard(ctx).V(2); v.Enabled() {
+		v.Info("Managing replicas", "replicaSet", key, "plan", plan.Actions)
+	}
+	r.exp.Record(key, plan.Pending, now)
+	applied, err := writePods(ctx, r.client, r.events, in.ReplicaSet, plan, clock.IsDeterministic(r.clock))
+	if plan.Pending != nil && plan.Pending.Deletions == nil {
+		r.written.set(key, applied.CreatedPods)
+	}
+	r.exp.Lower(key, applied.CreatesSkipped, 0)
+	for _, uid := range applied.DeletesFailed {
+		r.exp.DeletionObserved(key, uid)
+	}
+	if testhooks.LowerFailedDeletes.Load() {
+		for _, uid := range applied.DeletesUnsettled {
 			r.exp.DeletionObserved(key, uid)
 		}
-		// applied.DeletesUnsettled stay expected: they may have happened.
-		// The next sync settles them with a live read (settle).
-		r.unsettled.add(key, active, applied.DeletesUnsettled)
-		if manageErr == nil && !r.eager && plan.Expect != nil {
-			// Every write succeeded: the pod events they cause sync the key
-			// again and write the status (see above).
-			return Result{RequeueAfter: ExpectationsTimeout + time.Second}, nil
-		}
-		// Time has passed and the round may have failed: decide the status
-		// again, as upstream does after manageReplicas.
-		now = r.clock.Now()
-		st := calculateStatus(rs, active, terminating, manageErr, now, terminatingOn)
-		plan.Status = nil
-		if w, ok := StatusToWrite(rs, st); ok {
-			plan.Status = &w
-		}
-		plan.RequeueAfter = AvailabilityRequeue(rs, &st, active, now, now)
+	} else {
+		r.unsettled.add(key, in.Active, applied.DeletesUnsettled)
 	}
-	if plan.Status != nil {
-		if err := r.writeStatus(ctx, rs, *plan.Status); err != nil {
-			return Result{}, fmt.Errorf("replicaset %s: %w", key, errors.Join(err, manageErr))
-		}
-	}
-	if manageErr != nil {
-		return Result{}, fmt.Errorf("replicaset %s: %w", key, manageErr)
-	}
-	if plan.RequeueAfter > 0 {
-		// Measure the delay again from the current time, as upstream's
-		// FindMinNextPodAvailabilityCheck does.
-		st := plan.Status
-		if st == nil {
-			st = &rs.Status
-		}
-		return Result{RequeueAfter: sooner(sooner(AvailabilityRequeue(rs, st, active, now, r.clock.Now()), expiry), plan.ReplaceAfter)}, nil
-	}
-	return Result{RequeueAfter: sooner(expiry, plan.ReplaceAfter)}, nil
+	return err
 }
 
 // sooner returns the shorter of two positive delays; 0 means none.
@@ -487,11 +459,11 @@ func (r *Reconciler) listPods(ctx context.Context, rs *appsv1.ReplicaSet, buf *[
 	var err error
 	if a, ok := r.index.(podAppender); ok {
 		b := *buf
-		if b, err = a.AppendByController(b[:0], rs.Namespace, rs.UID); err != nil {
+		if b, err = a.appendByController(b[:0], rs.Namespace, rs.UID); err != nil {
 			return out, err
 		}
 		n := len(b)
-		b, err = a.AppendByController(b, rs.Namespace, "")
+		b, err = a.appendByController(b, rs.Namespace, "")
 		*buf = b
 		out[0], out[1] = b[:n:n], b[n:]
 		return out, err

@@ -67,7 +67,7 @@ func activeOwned(w *world, rs *appsv1.ReplicaSet) []string {
 	return out
 }
 
-func syncKey(t *testing.T, r *replicaset.Reconciler, name string) (replicaset.Result, error) {
+func syncKey(t *testing.T, r *replicaset.Reconciler, name string) (reconcile.Result, error) {
 	t.Helper()
 	return r.Reconcile(context.Background(), key(name))
 }
@@ -130,7 +130,7 @@ func TestReconcileSlowStartStopsOnFailure(t *testing.T) {
 		t.Errorf("expectations = %+v; want Add 6, Del 0", got)
 	}
 	st := w.rs(key("web")).Status
-	if len(st.Conditions) != 1 || st.Conditions[0].Reason != replicaset.ReasonCreateFailed ||
+	if len(st.Conditions) != 1 || st.Conditions[0].Reason != replicaset.ReasonFailedCreate ||
 		!strings.Contains(st.Conditions[0].Message, "exceeded quota") || !st.Conditions[0].LastTransitionTime.Equal(&metav1.Time{Time: t0}) {
 		t.Errorf("status conditions = %+v; want one FailedCreate condition at t0", st.Conditions)
 	}
@@ -325,7 +325,7 @@ func TestReconcileDeleteFailure(t *testing.T) {
 	// The condition's message is upstream's text (users' alerts match it).
 	st := w.rs(key("web")).Status
 	want := []appsv1.ReplicaSetCondition{{Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue,
-		Reason: replicaset.ReasonDeleteFailed, Message: "unable to delete pods: Internal error occurred: etcd down",
+		Reason: replicaset.ReasonFailedDelete, Message: "unable to delete pods: Internal error occurred: etcd down",
 		LastTransitionTime: metav1.NewTime(t0)}}
 	if diff := cmp.Diff(want, st.Conditions); diff != "" {
 		t.Errorf("conditions mismatch (-want +got):\n%s", diff)

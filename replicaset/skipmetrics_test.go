@@ -11,7 +11,6 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/internal/fakewatch"
 	"github.com/ctrlkit/ctrlkit/internal/queuetest"
-	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
 // skipHook is a queue hook that also counts skipped syncs.
@@ -20,13 +19,13 @@ type skipHook struct {
 	skipped *atomic.Int64
 }
 
-var _ reconcile.SkipMetrics = skipHook{}
+var _ interface{ SyncSkipped() } = skipHook{}
 
 func (s skipHook) SyncSkipped() { s.skipped.Add(1) }
 
 // A sync skipped because the cache still holds the version the
 // controller's own status write replaced is reported to a Metrics hook
-// that implements reconcile.SkipMetrics (ctrlkit_syncs_skipped_total in
+// that has a SyncSkipped method (ctrlkit_syncs_skipped_total in
 // package kube), as the Deployment controller reports its own.
 func TestControllerReportsSkippedSyncs(t *testing.T) {
 	w := newWorld(t0)

@@ -14,22 +14,15 @@ import (
 	"github.com/ctrlkit/ctrlkit/features"
 )
 
-// ReplicaFailure condition reasons. The reason is empty when the failing
-// sync neither created nor deleted.
-const (
-	ReasonCreateFailed = "FailedCreate"
-	ReasonDeleteFailed = "FailedDelete"
-)
-
 // CalculateStatus returns the status rs should have given its active and
 // terminating claimed pods, the error of the last create/delete round
 // (manageErr, nil on success) and the current time. Neither rs nor the pods
 // are modified (upstream replicaset calculateStatus, with the
 // DeploymentReplicaSetTerminatingReplicas gate at its v1.37 default, on;
-// [CalculateStatusWith] takes the gates).
+// calculateStatusWith takes the gates).
 //
 // It starts from rs.Status, so ObservedGeneration and unrelated conditions
-// carry over; [NeedsStatusUpdate] and [StatusToWrite] set
+// carry over; needsStatusUpdate and statusToWrite set
 // ObservedGeneration. The counts are:
 //   - Replicas: len(active);
 //   - FullyLabeledReplicas: active pods carrying every template label;
@@ -62,13 +55,13 @@ func CalculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, m
 	return calculateStatus(rs, active, terminating, manageErr, now, true), nil
 }
 
-// CalculateStatusWith is [CalculateStatus] with the feature gates of
+// calculateStatusWith is [CalculateStatus] with the feature gates of
 // gates: with DeploymentReplicaSetTerminatingReplicas off,
 // status.terminatingReplicas is nil, as upstream writes it then (and a
 // count stored while the gate was on is cleared).
-func CalculateStatusWith(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, manageErr error, now time.Time, gates features.Gates) (appsv1.ReplicaSetStatus, error) {
+func calculateStatusWith(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, manageErr error, now time.Time, gates features.Gates) (appsv1.ReplicaSetStatus, error) {
 	if err := gates.Validate(); err != nil {
-		return appsv1.ReplicaSetStatus{}, fmt.Errorf("replicaset: CalculateStatusWith: %w", err)
+		return appsv1.ReplicaSetStatus{}, fmt.Errorf("replicaset: calculateStatusWith: %w", err)
 	}
 	st, err := CalculateStatus(rs, active, terminating, manageErr, now)
 	if err == nil && !gates.Enabled(features.DeploymentReplicaSetTerminatingReplicas) {
@@ -132,9 +125,9 @@ func statusFromCounts(rs *appsv1.ReplicaSet, c podCounts, terminating []*corev1.
 	case manageErr != nil && !hasFailure:
 		reason := ""
 		if d := int(c.active) - replicas(rs); d < 0 {
-			reason = ReasonCreateFailed
+			reason = ReasonFailedCreate
 		} else if d > 0 {
-			reason = ReasonDeleteFailed
+			reason = ReasonFailedDelete
 		}
 		st.Conditions = append(withoutReplicaFailure(st.Conditions), appsv1.ReplicaSetCondition{
 			Type:               appsv1.ReplicaSetReplicaFailure,
@@ -159,13 +152,13 @@ func statusFromCounts(rs *appsv1.ReplicaSet, c podCounts, terminating []*corev1.
 	return st
 }
 
-// NeedsStatusUpdate reports whether newStatus differs from rs.Status in a
+// needsStatusUpdate reports whether newStatus differs from rs.Status in a
 // way upstream writes: any count, TerminatingReplicas (nil ≠ 0), the
 // conditions (deep equality, so nil ≠ empty), or an ObservedGeneration
 // behind rs.Generation (the negation of upstream updateReplicaSetStatus's
 // no-op check). newStatus.ObservedGeneration is ignored. With a nil rs or
 // newStatus there is nothing to write: false.
-func NeedsStatusUpdate(rs *appsv1.ReplicaSet, newStatus *appsv1.ReplicaSetStatus) bool {
+func needsStatusUpdate(rs *appsv1.ReplicaSet, newStatus *appsv1.ReplicaSetStatus) bool {
 	if rs == nil || newStatus == nil {
 		return false
 	}
@@ -196,7 +189,7 @@ func statusDeleting(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, de
 	return calculateStatus(rs, kept, term, nil, now, terminatingOn)
 }
 
-// heldStatus is [StatusToWrite] for a sync whose pod cache is behind the
+// heldStatus is statusToWrite for a sync whose pod cache is behind the
 // controller's own creates or deletes: the counts and conditions of
 // newStatus, with the stored ObservedGeneration kept; false when that
 // changes nothing.
@@ -212,25 +205,25 @@ func heldStatus(rs *appsv1.ReplicaSet, newStatus appsv1.ReplicaSetStatus) (appsv
 	return newStatus, changed
 }
 
-// StatusToWrite returns newStatus with ObservedGeneration set to
+// statusToWrite returns newStatus with ObservedGeneration set to
 // rs.Generation, and whether it needs writing at all (see
-// [NeedsStatusUpdate]).
-func StatusToWrite(rs *appsv1.ReplicaSet, newStatus appsv1.ReplicaSetStatus) (appsv1.ReplicaSetStatus, bool) {
-	if !NeedsStatusUpdate(rs, &newStatus) { // also for a nil rs
+// needsStatusUpdate).
+func statusToWrite(rs *appsv1.ReplicaSet, newStatus appsv1.ReplicaSetStatus) (appsv1.ReplicaSetStatus, bool) {
+	if !needsStatusUpdate(rs, &newStatus) { // also for a nil rs
 		return newStatus, false
 	}
 	newStatus.ObservedGeneration = rs.Generation
 	return newStatus, true
 }
 
-// NextAvailabilityCheck returns how long after now the earliest ready but
+// nextAvailabilityCheck returns how long after now the earliest ready but
 // not yet available pod of pods becomes available, and false when no pod is
 // waiting out minReadySeconds. The waiting pod is chosen at evaluatedAt (the
 // time the status was computed, so no pod counted unavailable there is
 // missed) and its delay measured from now; if it is already due at now the
 // delay is 0 (upstream controller.FindMinNextPodAvailabilityCheck with
 // lastOwnerStatusEvaluation = evaluatedAt and clock.Now() = now).
-func NextAvailabilityCheck(pods []*corev1.Pod, minReadySeconds int32, evaluatedAt, now time.Time) (time.Duration, bool) {
+func nextAvailabilityCheck(pods []*corev1.Pod, minReadySeconds int32, evaluatedAt, now time.Time) (time.Duration, bool) {
 	var first *corev1.Pod
 	var best time.Duration
 	for _, p := range pods {
@@ -262,14 +255,14 @@ func untilAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) (time.D
 	return d, d > 0
 }
 
-// AvailabilityRequeue returns the requeue delay upstream's syncReplicaSet
+// availabilityRequeue returns the requeue delay upstream's syncReplicaSet
 // schedules after writing status: none unless minReadySeconds > 0 and some
-// ready pods are not yet available; then [NextAvailabilityCheck], falling
+// ready pods are not yet available; then nextAvailabilityCheck, falling
 // back to minReadySeconds. A due check yields the smallest positive delay,
-// because a zero [Result.RequeueAfter] means "no requeue" (upstream's
+// because a zero [reconcile.Result.RequeueAfter] means "no requeue" (upstream's
 // AddAfter(key, 0) adds at once). A nil rs or status needs no requeue: 0.
 // Nil pods are never waiting.
-func AvailabilityRequeue(rs *appsv1.ReplicaSet, status *appsv1.ReplicaSetStatus, active []*corev1.Pod, evaluatedAt, now time.Time) time.Duration {
+func availabilityRequeue(rs *appsv1.ReplicaSet, status *appsv1.ReplicaSetStatus, active []*corev1.Pod, evaluatedAt, now time.Time) time.Duration {
 	if rs == nil || status == nil {
 		return 0
 	}
@@ -277,7 +270,7 @@ func AvailabilityRequeue(rs *appsv1.ReplicaSet, status *appsv1.ReplicaSetStatus,
 	if minReady <= 0 || status.ReadyReplicas == status.AvailableReplicas {
 		return 0
 	}
-	d, ok := NextAvailabilityCheck(active, minReady, evaluatedAt, now)
+	d, ok := nextAvailabilityCheck(active, minReady, evaluatedAt, now)
 	if !ok {
 		return time.Duration(minReady) * time.Second
 	}

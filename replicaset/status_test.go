@@ -29,7 +29,7 @@ func TestCalculateStatus(t *testing.T) {
 	full := withLabels(map[string]string{"app": "web", "tier": "fe", "extra": "x"})
 	partial := withLabels(map[string]string{"app": "web"})
 	other := appsv1.ReplicaSetCondition{Type: "Other", Status: corev1.ConditionTrue}
-	old := failureCond(replicaset.ReasonDeleteFailed, "old", t0.Add(-time.Hour))
+	old := failureCond(replicaset.ReasonFailedDelete, "old", t0.Add(-time.Hour))
 	boom := errors.New("boom")
 
 	cases := []struct {
@@ -55,13 +55,13 @@ func TestCalculateStatus(t *testing.T) {
 		active: []*corev1.Pod{newPod("a", full)},
 		err:    boom,
 		want: appsv1.ReplicaSetStatus{Replicas: 1, FullyLabeledReplicas: 1, TerminatingReplicas: ptr32(0), ObservedGeneration: 1,
-			Conditions: []appsv1.ReplicaSetCondition{other, failureCond(replicaset.ReasonCreateFailed, "boom", t0)}},
+			Conditions: []appsv1.ReplicaSetCondition{other, failureCond(replicaset.ReasonFailedCreate, "boom", t0)}},
 	}, {
 		name:   "delete failure adds FailedDelete",
 		active: []*corev1.Pod{newPod("a", full), newPod("b", full), newPod("c", full), newPod("d", full)},
 		err:    boom,
 		want: appsv1.ReplicaSetStatus{Replicas: 4, FullyLabeledReplicas: 4, TerminatingReplicas: ptr32(0), ObservedGeneration: 1,
-			Conditions: []appsv1.ReplicaSetCondition{failureCond(replicaset.ReasonDeleteFailed, "boom", t0)}},
+			Conditions: []appsv1.ReplicaSetCondition{failureCond(replicaset.ReasonFailedDelete, "boom", t0)}},
 	}, {
 		name:   "failure at the right size has an empty reason",
 		active: []*corev1.Pod{newPod("a", full), newPod("b", full), newPod("c", full)},

@@ -1,18 +1,18 @@
 package replicaset
 
 import (
-	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/ctrlkit/ctrlkit/internal/validate"
 )
 
 // Bad input. The functions that decide something (ManageReplicas,
 // CalculateStatus, ClaimPods, PodsToDelete, RankForDeletion,
-// CoLocationRanks, AdoptPatch, ReleasePatch, NewPod, Apply) return an
+// CoLocationRanks, AdoptPatch, ReleasePatch, NewPod, WritePods) return an
 // error naming the argument for a nil ReplicaSet, a nil selector or a nil
 // entry in a pod list; they never panic, and never decide from a
 // substitute. ManageReplicas also refuses a ReplicaSet the API server
@@ -58,21 +58,13 @@ func checkArgs(fn string, rs *appsv1.ReplicaSet, pod *corev1.Pod) error {
 }
 
 // checkSpec returns an error for a ReplicaSet the API server rejects for
-// its selector or template labels (apps ValidateReplicaSetSpec): a nil,
-// empty or invalid selector, or one that does not match the template's
-// labels; a template without labels, from which no pod can be created,
-// wraps [ErrNoLabels]. rs is not nil.
+// its selector or template labels (the rule of both controllers, see
+// internal/validate): a nil, empty or invalid selector, or one that does
+// not match the template's labels; a template without labels, from which
+// no pod can be created, wraps [ErrNoLabels]. The error names rs, which is
+// not nil.
 func checkSpec(fn string, rs *appsv1.ReplicaSet) error {
-	var m *labelMatcher
-	if sel := rs.Spec.Selector; sel != nil && len(sel.MatchLabels)+len(sel.MatchExpressions) > 0 {
-		s, err := metav1.LabelSelectorAsSelector(sel)
-		if err != nil {
-			return fmt.Errorf("replicaset: %s: spec.selector is invalid: %w", fn, err)
-		}
-		c := compileSelector(s)
-		m = &c
-	}
-	if err := specProblem(rs, m); err != nil {
+	if err := validate.Selector("ReplicaSet", rs, rs.Spec.Selector, rs.Spec.Template.Labels, nil); err != nil {
 		return fmt.Errorf("replicaset: %s: %w", fn, err)
 	}
 	return nil
@@ -82,16 +74,9 @@ func checkSpec(fn string, rs *appsv1.ReplicaSet) error {
 // rs has none, or an empty one), for a sync: it allocates nothing when
 // the spec is sound.
 func specProblem(rs *appsv1.ReplicaSet, selector *labelMatcher) error {
-	switch sel := rs.Spec.Selector; {
-	case sel == nil:
-		return errors.New("spec.selector is nil; the API server requires one")
-	case len(sel.MatchLabels)+len(sel.MatchExpressions) == 0:
-		return errors.New("spec.selector is empty; the API server rejects it")
-	case len(rs.Spec.Template.Labels) == 0:
-		return fmt.Errorf("spec.template.metadata.labels is empty: %w", ErrNoLabels)
-	case !selector.matches(rs.Spec.Template.Labels):
-		return fmt.Errorf("spec.selector %q does not match spec.template.metadata.labels %q; the API server rejects it",
-			metav1.FormatLabelSelector(sel), labels.Set(rs.Spec.Template.Labels))
+	var m validate.Matcher
+	if selector != nil {
+		m = selector
 	}
-	return nil
+	return validate.Selector("ReplicaSet", rs, rs.Spec.Selector, rs.Spec.Template.Labels, m)
 }

@@ -30,12 +30,12 @@ func copyAnnotations(d *appsv1.Deployment, rs *appsv1.ReplicaSet) bool {
 	return changed
 }
 
-// CopyDeploymentAnnotations returns a copy of rs carrying every annotation
+// copyDeploymentAnnotations returns a copy of rs carrying every annotation
 // of d that is not in the skip list (see [SkipCopyAnnotation]), and whether
 // any was added or changed (upstream copyDeploymentAnnotationsToReplicaSet).
 // Annotations are never removed from the ReplicaSet. The copy always has a
 // non-nil annotation map.
-func CopyDeploymentAnnotations(d *appsv1.Deployment, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, bool) {
+func copyDeploymentAnnotations(d *appsv1.Deployment, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, bool) {
 	out := cloneRS(rs)
 	return out, copyAnnotations(d, out)
 }
@@ -211,9 +211,9 @@ func AnnotatedDesiredReplicas(rs *appsv1.ReplicaSet) (n int32, ok bool, err erro
 	return n, ok, ignored(err)
 }
 
-// AnnotatedMaxReplicas reads rs's max-replicas annotation like
+// annotatedMaxReplicas reads rs's max-replicas annotation like
 // [AnnotatedDesiredReplicas] (upstream getMaxReplicasAnnotation).
-func AnnotatedMaxReplicas(rs *appsv1.ReplicaSet) (n int32, ok bool, err error) {
+func annotatedMaxReplicas(rs *appsv1.ReplicaSet) (n int32, ok bool, err error) {
 	n, ok, err = nonNegativeInt32Annotation(rs, MaxReplicasAnnotation)
 	return n, ok, ignored(err)
 }

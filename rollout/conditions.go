@@ -24,10 +24,10 @@ func NewCondition(t appsv1.DeploymentConditionType, status corev1.ConditionStatu
 	}
 }
 
-// FindCondition returns a pointer to the first condition of type t in
+// findCondition returns a pointer to the first condition of type t in
 // status, or nil. Unlike [GetCondition] it does not copy: the result
 // points into status.Conditions and must be treated as read-only.
-func FindCondition(status *appsv1.DeploymentStatus, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
+func findCondition(status *appsv1.DeploymentStatus, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
 	if status == nil {
 		return nil
 	}
@@ -42,13 +42,12 @@ func FindCondition(status *appsv1.DeploymentStatus, t appsv1.DeploymentCondition
 // GetCondition returns a copy of the first condition of type t in status,
 // or nil (upstream GetDeploymentCondition).
 func GetCondition(status appsv1.DeploymentStatus, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
-	for i := range status.Conditions {
-		if status.Conditions[i].Type == t {
-			c := status.Conditions[i]
-			return &c
-		}
+	c := findCondition(&status, t)
+	if c == nil {
+		return nil
 	}
-	return nil
+	cp := *c // declared outside the search: inlined, it stays on the caller's stack
+	return &cp
 }
 
 // SetCondition returns status with c set (upstream SetDeploymentCondition):
@@ -62,7 +61,7 @@ func GetCondition(status appsv1.DeploymentStatus, t appsv1.DeploymentConditionTy
 // The returned status never shares a Conditions backing array with the
 // argument when it changed; status itself is not modified.
 func SetCondition(status appsv1.DeploymentStatus, c appsv1.DeploymentCondition) appsv1.DeploymentStatus {
-	cur := FindCondition(&status, c.Type)
+	cur := findCondition(&status, c.Type)
 	if cur != nil && cur.Status == c.Status && cur.Reason == c.Reason {
 		return status
 	}
@@ -85,7 +84,7 @@ func SetCondition(status appsv1.DeploymentStatus, c appsv1.DeploymentCondition) 
 // type t is returned as it is (shared with the argument: treat it as
 // read-only).
 func RemoveCondition(status appsv1.DeploymentStatus, t appsv1.DeploymentConditionType) appsv1.DeploymentStatus {
-	if FindCondition(&status, t) == nil {
+	if findCondition(&status, t) == nil {
 		if len(status.Conditions) == 0 {
 			status.Conditions = nil
 		}
@@ -136,39 +135,26 @@ func FoundNewReplicaSetCondition(rsName string, now time.Time) appsv1.Deployment
 		fmt.Sprintf("Found new replica set %q", rsName), now)
 }
 
-// FailedCreateCondition is Progressing=False/ReplicaSetCreateError, set
+// failedCreateCondition is Progressing=False/ReplicaSetCreateError, set
 // when creating the new ReplicaSet failed (only with a progress deadline).
 // Its message is also the Warning event's message.
-func FailedCreateCondition(rsName string, err error, now time.Time) appsv1.DeploymentCondition {
+func failedCreateCondition(rsName string, err error, now time.Time) appsv1.DeploymentCondition {
 	return NewCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, ReasonFailedRSCreate,
 		fmt.Sprintf("Failed to create new replica set %q: %v", rsName, err), now)
 }
 
-// PausedConditions returns d's status with the Progressing condition that
-// records a pause or resume, and whether it changed (upstream
-// checkPausedConditions). Without a progress deadline, or when the
-// condition already says ProgressDeadlineExceeded, nothing changes.
-// Paused and no DeploymentPaused reason → Unknown/DeploymentPaused; not
-// paused but DeploymentPaused → Unknown/DeploymentResumed.
-func PausedConditions(d *appsv1.Deployment, now time.Time) (appsv1.DeploymentStatus, bool) {
-	if d == nil {
-		return appsv1.DeploymentStatus{}, false
-	}
-	st := *d.Status.DeepCopy()
-	if c, ok := PauseCondition(d, now); ok {
-		return SetCondition(st, c), true
-	}
-	return st, false
-}
-
-// PauseCondition returns the condition [PausedConditions] sets, and
-// whether it sets one, without copying d's status: set it with
-// [SetCondition].
+// PauseCondition returns the Progressing condition that records a pause
+// or resume of d, and whether there is one to set (upstream
+// checkPausedConditions, which sets it): set it with [SetCondition].
+// Without a progress deadline, or when the condition already says
+// ProgressDeadlineExceeded, there is none. Paused and no DeploymentPaused
+// reason → Unknown/DeploymentPaused; not paused but DeploymentPaused →
+// Unknown/DeploymentResumed.
 func PauseCondition(d *appsv1.Deployment, now time.Time) (appsv1.DeploymentCondition, bool) {
 	if d == nil || !HasProgressDeadline(d) {
 		return appsv1.DeploymentCondition{}, false
 	}
-	cond := FindCondition(&d.Status, appsv1.DeploymentProgressing)
+	cond := findCondition(&d.Status, appsv1.DeploymentProgressing)
 	if cond != nil && cond.Reason == ReasonProgressDeadlineExceeded {
 		return appsv1.DeploymentCondition{}, false
 	}

@@ -2,6 +2,18 @@
 // controller (kube-controller-manager v1.37) and of the kubectl rollout
 // verbs, as pure functions: objects and a now in, decisions out.
 //
+// Entry points:
+//
+//   - [Status]: is a Deployment's rollout done, stuck or going on
+//     (kubectl rollout status);
+//   - [ComputeHash] and [NewReplicaSet]: the pod-template hash and the
+//     ReplicaSet a template change creates;
+//   - [Rolling], [Recreate] and [Proportional]: one step of each strategy,
+//     and how a resize is shared out;
+//   - [CalculateStatus] and [SyncStatus]: the status and conditions a sync
+//     writes;
+//   - [History] and [RollbackPatch]: kubectl rollout history and undo.
+//
 // It answers the questions the controller asks on every sync — how far may
 // this rollout surge, how big should the new ReplicaSet be, which old
 // ReplicaSets shrink and by how much, how is a resize shared out, what is
@@ -38,7 +50,7 @@
 // # I/O boundary
 //
 // There is none. The package never reads or writes the API; the caller
-// lists the ReplicaSets, applies [Scale.Apply] objects, creates
+// lists the ReplicaSets, applies [Scale.Scaled] objects, creates
 // [NewReplicaSet], deletes what [Cleanup] returns, writes
 // [StatusUpdate.Status] and requeues after [ProgressCheck.After]. Inputs
 // are snapshots: like upstream, decisions are made from the objects as read
@@ -53,7 +65,7 @@
 //	}
 //	step, err := rollout.Rolling(d, newRS, olds)
 //	for _, s := range step.Scales {
-//		update(s.Apply()) // then record s.Event()
+//		update(s.Scaled()) // then record s.Event()
 //	}
 //	if !step.Scaled() && rollout.DeploymentComplete(d, d.Status) {
 //		deleteAll(rollout.Cleanup(d, olds))
@@ -66,7 +78,7 @@
 // [MaxSurge]; MaxUnavailable → [MaxUnavailable]; MinAvailable →
 // [MinAvailable]; NewRSNewReplicas → [NewRSNewReplicas]; IsSaturated →
 // [IsSaturated]; GetReplicaSetProportion → [Proportion];
-// getReplicaSetFraction → [Fraction]; Revision, MaxRevision, LastRevision,
+// getReplicaSetFraction → proportionOf; Revision, MaxRevision, LastRevision,
 // SetDeploymentRevision → same names; SetNewReplicaSetAnnotations,
 // SetReplicasAnnotations, ReplicasAnnotationsNeedUpdate,
 // SetDeploymentAnnotationsTo, EqualIgnoreHash, FindNewReplicaSet,
@@ -74,9 +86,9 @@
 // DeploymentComplete, DeploymentProgressing, DeploymentTimedOut,
 // HasProgressDeadline, HasRevisionHistoryLimit, IsRollingUpdate,
 // ReplicaSetToDeploymentCondition → same names;
-// copyDeploymentAnnotationsToReplicaSet → [CopyDeploymentAnnotations];
+// copyDeploymentAnnotationsToReplicaSet → copyDeploymentAnnotations;
 // GetDesiredReplicasAnnotation → [AnnotatedDesiredReplicas];
-// getMaxReplicasAnnotation → [AnnotatedMaxReplicas];
+// getMaxReplicasAnnotation → annotatedMaxReplicas;
 // Get{,Actual,Ready,Available,Terminating}ReplicaCountForReplicaSets →
 // [TotalReplicas], [TotalActualReplicas], [TotalReadyReplicas],
 // [TotalAvailableReplicas], [TotalTerminatingReplicas];
@@ -99,8 +111,8 @@
 // ([CalculateStatusWith] for a DeploymentReplicaSetTerminatingReplicas gate
 // switched off: [StatusOptions]); getReplicaFailures → [ReplicaFailures];
 // syncRolloutStatus → [SyncStatus] ([SyncStatusWith]);
-// requeueStuckDeployment → [NextProgressCheck]; checkPausedConditions →
-// [PausedConditions]; getNewReplicaSet → [NewReplicaSet],
+// requeueStuckDeployment → nextProgressCheck; checkPausedConditions →
+// [PauseCondition]; getNewReplicaSet → [NewReplicaSet],
 // [SetNewReplicaSetAnnotations], [IsHashCollision], [BumpCollisionCount];
 // generateReplicaSetName → [ReplicaSetName]; getRollbackTo → [RollbackTo].
 //

@@ -75,7 +75,7 @@ func Status(d *appsv1.Deployment, revision int64) (StatusResult, error) {
 	if d.Generation > st.ObservedGeneration {
 		return StatusResult{Message: "Waiting for deployment spec update to be observed...\n", Reason: StatusWaitingGeneration}, nil
 	}
-	if c := FindCondition(&st, appsv1.DeploymentProgressing); c != nil && c.Reason == ReasonProgressDeadlineExceeded {
+	if c := findCondition(&st, appsv1.DeploymentProgressing); c != nil && c.Reason == ReasonProgressDeadlineExceeded {
 		return StatusResult{Reason: StatusDeadlineExceeded}, fmt.Errorf("deployment %q exceeded its progress deadline", d.Name)
 	}
 	prefix := fmt.Sprintf("Waiting for deployment %q rollout to finish: ", d.Name)

@@ -48,7 +48,7 @@ func DeploymentTimedOut(d *appsv1.Deployment, st appsv1.DeploymentStatus, now ti
 	if !HasProgressDeadline(d) {
 		return false
 	}
-	c := FindCondition(&st, appsv1.DeploymentProgressing)
+	c := findCondition(&st, appsv1.DeploymentProgressing)
 	switch {
 	case c == nil, c.Reason == ReasonNewReplicaSetAvailable:
 		return false
@@ -95,14 +95,14 @@ func (p ProgressCheck) Upstream() time.Duration {
 	return p.Remaining
 }
 
-// NextProgressCheck computes the [ProgressCheck] for d given st, the status
+// nextProgressCheck computes the [ProgressCheck] for d given st, the status
 // just computed for it. Upstream runs it only when st equals d.Status;
 // [SyncStatus] does the same.
-func NextProgressCheck(d *appsv1.Deployment, st appsv1.DeploymentStatus, now time.Time) ProgressCheck {
+func nextProgressCheck(d *appsv1.Deployment, st appsv1.DeploymentStatus, now time.Time) ProgressCheck {
 	if !HasProgressDeadline(d) {
 		return ProgressCheck{}
 	}
-	cur := FindCondition(&d.Status, appsv1.DeploymentProgressing)
+	cur := findCondition(&d.Status, appsv1.DeploymentProgressing)
 	if cur == nil || DeploymentComplete(d, st) || cur.Reason == ReasonProgressDeadlineExceeded {
 		return ProgressCheck{}
 	}
@@ -138,7 +138,7 @@ type StatusUpdate struct {
 //     lastTransitionTime if it was True); [DeploymentTimedOut] → False/
 //     ProgressDeadlineExceeded.
 //  3. The first of [ReplicaFailures] is set, or ReplicaFailure is removed.
-//  4. If nothing changed, [NextProgressCheck] says when to look again.
+//  4. If nothing changed, nextProgressCheck says when to look again.
 //
 // Messages name newRS ("ReplicaSet %q ...") or, without one, d. The status
 // is computed from the ReplicaSets as given: upstream passes the objects
@@ -158,7 +158,7 @@ func SyncStatusWith(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *ap
 	if !hasDeadline {
 		st = RemoveCondition(st, appsv1.DeploymentProgressing)
 	}
-	cur := FindCondition(&d.Status, appsv1.DeploymentProgressing)
+	cur := findCondition(&d.Status, appsv1.DeploymentProgressing)
 	complete := st.Replicas == st.UpdatedReplicas && cur != nil && cur.Reason == ReasonNewReplicaSetAvailable
 	if hasDeadline && !complete {
 		subject := fmt.Sprintf("Deployment %q", d.Name)
@@ -188,7 +188,7 @@ func SyncStatusWith(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *ap
 	}
 	out := StatusUpdate{Status: st, Changed: !statusEqual(&d.Status, &st)}
 	if !out.Changed {
-		out.Check = NextProgressCheck(d, st, now)
+		out.Check = nextProgressCheck(d, st, now)
 	}
 	return out, err
 }

@@ -89,13 +89,13 @@ func Proportional(d *appsv1.Deployment, newRS *appsv1.ReplicaSet, oldRSs []*apps
 // Proportion is how many of toAdd replicas (negative: to remove) rs gets,
 // given that added have already been handed out (upstream
 // GetReplicaSetProportion): 0 for a nil or empty rs (it never grows from
-// zero) or when nothing is left; otherwise [Fraction] clamped to what is
+// zero) or when nothing is left; otherwise proportionOf clamped to what is
 // left — min when growing, max when shrinking.
 func Proportion(rs *appsv1.ReplicaSet, d *appsv1.Deployment, toAdd, added int32) (int32, error) {
 	if rs == nil || specReplicas(rs) == 0 || toAdd == 0 || toAdd == added {
 		return 0, nil
 	}
-	f, err := Fraction(rs, d)
+	f, err := proportionOf(rs, d)
 	left := toAdd - added
 	if toAdd > 0 {
 		return min(f, left), err
@@ -103,14 +103,14 @@ func Proportion(rs *appsv1.ReplicaSet, d *appsv1.Deployment, toAdd, added int32)
 	return max(f, left), err
 }
 
-// Fraction is rs's proportional share of a resize (upstream
+// proportionOf is rs's proportional share of a resize (upstream
 // getReplicaSetFraction): −spec when D = 0; otherwise
 // round(spec × (D + MaxSurge) / oldMax) − spec, where oldMax is rs's
 // max-replicas annotation, or d's status.replicas if that is missing,
 // invalid or 0 (and the share is 0 if that is 0 too). The product is taken
 // in int32 and the quotient in float64, rounded half away from zero, as
 // upstream. Annotation and maxSurge problems are reported as in [MaxSurge].
-func Fraction(rs *appsv1.ReplicaSet, d *appsv1.Deployment) (int32, error) {
+func proportionOf(rs *appsv1.ReplicaSet, d *appsv1.Deployment) (int32, error) {
 	spec := specReplicas(rs)
 	D := desired(d)
 	if D == 0 {
@@ -118,7 +118,7 @@ func Fraction(rs *appsv1.ReplicaSet, d *appsv1.Deployment) (int32, error) {
 	}
 	surge, serr := MaxSurge(d)
 	newMax := D + surge
-	oldMax, ok, aerr := AnnotatedMaxReplicas(rs)
+	oldMax, ok, aerr := annotatedMaxReplicas(rs)
 	if !ok || oldMax == 0 {
 		oldMax = d.Status.Replicas
 		if oldMax == 0 {

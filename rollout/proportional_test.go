@@ -169,11 +169,11 @@ func TestProportionAndFraction(t *testing.T) {
 			}
 		})
 	}
-	if f, _ := Fraction(r, deploy(0, "3", "2")); f != -8 {
-		t.Errorf("Fraction with D=0 = %d; want -8", f)
+	if f, _ := proportionOf(r, deploy(0, "3", "2")); f != -8 {
+		t.Errorf("proportionOf with D=0 = %d; want -8", f)
 	}
-	if f, _ := Fraction(rs("h", 0, 1, replicasAnn(2, 2)), deploy(5, "0", "1")); f != 2 {
-		t.Errorf("Fraction(1·5/2) = %d; want 2 (2.5 rounds half away from zero)", f)
+	if f, _ := proportionOf(rs("h", 0, 1, replicasAnn(2, 2)), deploy(5, "0", "1")); f != 2 {
+		t.Errorf("proportionOf(1·5/2) = %d; want 2 (2.5 rounds half away from zero)", f)
 	}
 }
 

@@ -198,15 +198,15 @@ func TestCopyAndRollbackAnnotations(t *testing.T) {
 	d.Annotations = map[string]string{"a": "1", "b": "2", RevisionAnnotation: "3", corev1.LastAppliedConfigAnnotation: "{}"}
 	r := rs("r", 0, 1, ann("b", "old"), ann("keep", "x"), rev("1"), replicasAnn(1, 2))
 
-	got, changed := CopyDeploymentAnnotations(d, r)
+	got, changed := copyDeploymentAnnotations(d, r)
 	want := map[string]string{"a": "1", "b": "2", "keep": "x", RevisionAnnotation: "1", DesiredReplicasAnnotation: "1", MaxReplicasAnnotation: "2"}
 	if diff := cmp.Diff(want, got.Annotations); diff != "" || !changed {
-		t.Errorf("CopyDeploymentAnnotations changed=%v, mismatch (-want +got):\n%s", changed, diff)
+		t.Errorf("copyDeploymentAnnotations changed=%v, mismatch (-want +got):\n%s", changed, diff)
 	}
-	if _, changed := CopyDeploymentAnnotations(d, got); changed {
+	if _, changed := copyDeploymentAnnotations(d, got); changed {
 		t.Error("second copy reported a change")
 	}
-	if got, changed := CopyDeploymentAnnotations(&appsv1.Deployment{}, rs("e", 0, 1)); changed || got.Annotations == nil {
+	if got, changed := copyDeploymentAnnotations(&appsv1.Deployment{}, rs("e", 0, 1)); changed || got.Annotations == nil {
 		t.Errorf("empty copy: changed=%v annotations=%v; want false, non-nil map", changed, got.Annotations)
 	}
 
@@ -255,7 +255,7 @@ func TestReplicasAnnotations(t *testing.T) {
 	} {
 		r := rs("r", 0, 1, ann(DesiredReplicasAnnotation, tc.value), ann(MaxReplicasAnnotation, tc.value))
 		n, ok, err := AnnotatedDesiredReplicas(r)
-		m, ok2, err2 := AnnotatedMaxReplicas(r)
+		m, ok2, err2 := annotatedMaxReplicas(r)
 		if diff := cmp.Diff(tc.want, result{n, ok, errKind(err)}); diff != "" || n != m || ok != ok2 || errKind(err2) != errKind(err) {
 			t.Errorf("AnnotatedDesiredReplicas(%q) mismatch (-want +got):\n%s", tc.value, diff)
 		}

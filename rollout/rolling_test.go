@@ -149,7 +149,7 @@ func TestRollingScaleCarriesAnnotations(t *testing.T) {
 	if diff := cmp.Diff(want, s); diff != "" {
 		t.Errorf("Scale mismatch (-want +got):\n%s", diff)
 	}
-	applied := s.Apply()
+	applied := s.Scaled()
 	if got := *applied.Spec.Replicas; got != 3 {
 		t.Errorf("Apply().Spec.Replicas = %d; want 3", got)
 	}

@@ -14,7 +14,7 @@ import (
 // refreshes the annotations.
 type Scale struct {
 	// ReplicaSet is the caller's object, as passed in; it is never
-	// modified. Use [Scale.Apply] for the object to send.
+	// modified. Use [Scale.Scaled] for the object to send.
 	ReplicaSet *appsv1.ReplicaSet
 	// From is spec.replicas before this update. It can differ from
 	// ReplicaSet's when an earlier Scale in the same list resized the same
@@ -52,9 +52,9 @@ func (s Scale) Event() (eventType, reason, message string, ok bool) {
 		fmt.Sprintf("Scaled %s replica set %s from %d to %d", dir, name(s.ReplicaSet), s.From, s.To), true
 }
 
-// Apply returns the object to send in the Update: a deep copy of
+// Scaled returns the object to send in the Update: a deep copy of
 // ReplicaSet with spec.replicas = To and the two annotations set.
-func (s Scale) Apply() *appsv1.ReplicaSet {
+func (s Scale) Scaled() *appsv1.ReplicaSet {
 	out := cloneRS(s.ReplicaSet)
 	to := s.To
 	out.Spec.Replicas = &to

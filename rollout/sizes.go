@@ -105,6 +105,10 @@ func FilterActive(rss []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
 // allRSs must include newRS. A nil newRS is an error (upstream panics).
 // Invalid but parseable maxSurge values (negative, beyond int32) give
 // upstream's number and an error wrapping [ErrIgnoredByUpstream].
+// errNilMaxSurge is upstream's error for a nil maxSurge, with the
+// function that sets the default.
+var errNilMaxSurge = errors.New("rollout: maxSurge: nil value for IntOrString (the API server's default, 25%, is set by defaults.Deployment)")
+
 func NewRSNewReplicas(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) (int32, error) {
 	if d == nil {
 		return 0, errors.New("rollout: nil Deployment")
@@ -114,13 +118,10 @@ func NewRSNewReplicas(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *
 		if newRS == nil {
 			return 0, errors.New("rollout: nil new ReplicaSet")
 		}
-		if d.Spec.Strategy.RollingUpdate == nil {
-			return 0, errors.New("rollout: maxSurge: nil value for IntOrString")
+		if d.Spec.Strategy.RollingUpdate == nil || d.Spec.Strategy.RollingUpdate.MaxSurge == nil {
+			return 0, errNilMaxSurge
 		}
 		ms := d.Spec.Strategy.RollingUpdate.MaxSurge
-		if ms == nil {
-			return 0, errors.New("rollout: maxSurge: nil value for IntOrString")
-		}
 		surge, raw, err := scaled(ms, desired(d), true)
 		if err != nil {
 			return 0, fmt.Errorf("rollout: maxSurge: %w", err)

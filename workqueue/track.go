@@ -24,6 +24,7 @@ type tracking struct {
 	waiting   int           // goroutines in Get
 	returning int           // workers that will call Get: after a Done, or announced by Serve
 	covered   int           // items at the head of ready that are tracked work
+	got       bool          // a worker has called Get: the queue is served
 }
 
 // pushReady queues e for Get. mu is held.
@@ -65,6 +66,10 @@ func (q *Queue[T]) coverLocked() {
 // enterGet counts a goroutine that starts waiting in Get. mu is held.
 func (q *Queue[T]) enterGet() {
 	t := &q.track
+	if !t.got {
+		t.got = true
+		t.src.Running()
+	}
 	if t.returning > 0 {
 		t.returning--
 	}
@@ -111,5 +116,10 @@ func (q *Queue[T]) Serve(n int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.track.returning += max(n, 0)
+	if !q.track.got {
+		// Until a worker comes, a simulation stuck on the items says that
+		// nobody serves this queue (clock.ErrNotRunning).
+		q.track.src.Expect()
+	}
 	q.coverLocked()
 }

@@ -28,6 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ctrlkit/ctrlkit/controllerruntime/crd"
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
@@ -240,7 +241,7 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	}
 	c.sched.onHalt = func(msg string) { c.fail(errors.New(msg)) }
 	c.sched.note = c.rec.note
-	c.sched.conflict = func(st memcluster.Step) { c.wg.Go(func() { c.conflictWrite(st) }) }
+	c.sched.conflict = func(st gate.Step) { c.wg.Go(func() { c.conflictWrite(st) }) }
 	builtinTypes := memcluster.LazyTypeConverter(func() managedfields.TypeConverter { return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme) })
 	c.mc = memcluster.New(memcluster.Config{
 		Seed: opts.Seed, Gate: c.sched, OnWrite: func(w memcluster.Write) {

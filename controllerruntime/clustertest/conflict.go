@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
-	"github.com/ctrlkit/ctrlkit/memcluster"
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 )
 
 // otherWriter is the client that changes objects for PerturbConflict,
@@ -36,7 +36,7 @@ func keyText(namespace, name string) string {
 // as another writer would: a merge patch of an annotation, which moves its
 // resourceVersion on. It runs in a goroutine of its own; the scheduler
 // waits for it before the next step.
-func (c *Cluster) conflictWrite(st memcluster.Step) {
+func (c *Cluster) conflictWrite(st gate.Step) {
 	c.rec.mu.Lock()
 	obj := c.rec.objs[st.Resource][types.NamespacedName{Namespace: st.Namespace, Name: st.Name}]
 	c.rec.mu.Unlock()

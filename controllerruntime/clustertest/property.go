@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 	"github.com/ctrlkit/ctrlkit/planner"
 )
@@ -213,7 +214,7 @@ func (k *checker) wrote(w memcluster.Write) {
 	out := Written{Write: w, Previous: prev, PreviousBy: prevBy}
 	if s := k.c.sched.cause(); s != nil {
 		out.By = s.client
-		if st := s.step; s.call != nil && st.Kind == memcluster.StepRequest && st.Resource == w.Resource &&
+		if st := s.step; s.call != nil && st.Kind == gate.StepRequest && st.Resource == w.Resource &&
 			st.Namespace == ref.key.Namespace && st.Name == ref.key.Name {
 			out.Verb, out.Precondition = st.Verb, s.call.precondition
 		}

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
@@ -101,7 +102,7 @@ func (q *pickQueue[T]) Get() (item T, shutdown bool) {
 		}
 		// The pick is a step: wait for the bench's turn.
 		q.mu.Unlock()
-		err := q.s.Enter(context.Background(), memcluster.Step{Kind: memcluster.StepRequest, Verb: pickVerb, Resource: "workqueue", Name: q.name})
+		err := q.s.Enter(context.Background(), gate.Step{Kind: gate.StepRequest, Verb: pickVerb, Resource: "workqueue", Name: q.name})
 		q.mu.Lock()
 		if err != nil || len(q.items) > 0 {
 			break // another worker may have taken what was ready: wait again

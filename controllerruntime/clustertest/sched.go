@@ -12,10 +12,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/ctrlkit/ctrlkit/memcluster"
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 )
 
-// scheduler is the cluster's memcluster.Gate. Inside a synctest bubble it
+// scheduler is the cluster's gate.Gate. Inside a synctest bubble it
 // lets the cluster's steps (requests, watch deliveries, kubelet syncs)
 // through one at a time: it waits until every other goroutine of the
 // bubble is durably blocked (synctest.Wait), then lets the first pending
@@ -62,7 +62,7 @@ type scheduler struct {
 	restartables []*restartable
 	// conflict starts the other writer's change of the object of a
 	// request, for PerturbConflict (called without mu).
-	conflict func(memcluster.Step)
+	conflict func(gate.Step)
 	// What Cluster.StartLeaderElected started, for PerturbHandover, and
 	// the clients it stalls (their steps wait), until when.
 	elected []*elected
@@ -91,7 +91,7 @@ const (
 var errLivelock = errors.New("clustertest: the cluster stopped serving after a livelock (see the test's failure)")
 
 type waiter struct {
-	step   memcluster.Step
+	step   gate.Step
 	client string // who takes the step (clientOf its context)
 	call   *call  // the REST request it belongs to, if any
 	seq    uint64 // arrival order, for a stable sort of equal steps
@@ -104,13 +104,13 @@ func newScheduler(serial bool) *scheduler {
 		watches: map[uint64]string{}}
 }
 
-var _ memcluster.Gate = (*scheduler)(nil)
+var _ gate.Gate = (*scheduler)(nil)
 
 // Enter waits for the step's turn.
-func (s *scheduler) Enter(ctx context.Context, step memcluster.Step) error {
+func (s *scheduler) Enter(ctx context.Context, step gate.Step) error {
 	client := clientOf(ctx)
 	s.mu.Lock()
-	if step.Kind == memcluster.StepDelivery {
+	if step.Kind == gate.StepDelivery {
 		s.changedLocked()
 		if _, ok := s.watches[step.Watch]; !ok {
 			s.watches[step.Watch] = client
@@ -356,12 +356,12 @@ func (s *scheduler) changedLocked() {
 func stepText(w *waiter) string {
 	st := w.step
 	switch st.Kind {
-	case memcluster.StepRequest:
+	case gate.StepRequest:
 		if st.Verb == pickVerb {
 			return fmt.Sprintf("a worker's pick from the queue of controller %s", st.Name)
 		}
 		return requestText(st.Verb, st.Resource, st.Namespace, st.Name, w.client, nil)
-	case memcluster.StepDelivery:
+	case gate.StepDelivery:
 		return fmt.Sprintf("delivery of %s %s@%s to watch %d", st.Event, st.Resource, st.ResourceVersion, st.Watch)
 	}
 	return "kubelet sync"

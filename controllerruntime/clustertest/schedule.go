@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
@@ -263,7 +264,7 @@ func (c Choice) keepsStep() bool {
 // an update or patch of one object.
 func conflictable(w *waiter) bool {
 	st := w.step
-	return st.Kind == memcluster.StepRequest && st.Name != "" && w.client != otherWriter &&
+	return st.Kind == gate.StepRequest && st.Name != "" && w.client != otherWriter &&
 		(st.Verb == memcluster.VerbUpdate || st.Verb == memcluster.VerbUpdateStatus || st.Verb == memcluster.VerbPatch)
 }
 
@@ -295,7 +296,7 @@ func (c *chooser) pick(step uint64, ready []*waiter, restartables int, leaders [
 		var deliveries, writes []int
 		if c.perturb != 0 {
 			for i, w := range ready {
-				if w.step.Kind == memcluster.StepDelivery {
+				if w.step.Kind == gate.StepDelivery {
 					deliveries = append(deliveries, i)
 				}
 				if c.perturb&PerturbConflict != 0 && conflictable(w) {
@@ -342,7 +343,7 @@ func (c *chooser) pick(step uint64, ready []*waiter, restartables int, leaders [
 			}
 		default:
 			ch.Index %= n
-			if ch.Perturb != 0 && ready[ch.Index].step.Kind != memcluster.StepDelivery {
+			if ch.Perturb != 0 && ready[ch.Index].step.Kind != gate.StepDelivery {
 				ch = Choice{Step: step}
 			}
 		}
@@ -390,7 +391,7 @@ func (s *scheduler) exploreLocked() bool {
 			delete(s.stalled, w.client)
 			s.changedLocked()
 		}
-		if w.step.Kind == memcluster.StepDelivery {
+		if w.step.Kind == gate.StepDelivery {
 			if until, ok := s.held[w.step.Watch]; ok {
 				if now.Before(until) {
 					if next.IsZero() || until.Before(next) {
@@ -457,7 +458,7 @@ func (s *scheduler) exploreLocked() bool {
 	if ch.Perturb == PerturbConflict {
 		// The other writer's request passes the gate at once (see
 		// ungated); its writes are its own.
-		s.current = &waiter{step: memcluster.Step{Kind: memcluster.StepRequest, Verb: memcluster.VerbPatch,
+		s.current = &waiter{step: gate.Step{Kind: gate.StepRequest, Verb: memcluster.VerbPatch,
 			Resource: w.step.Resource, Namespace: w.step.Namespace, Name: w.step.Name}, client: otherWriter}
 		conflict := s.conflict
 		s.mu.Unlock()
@@ -488,7 +489,7 @@ func (s *scheduler) exploreLocked() bool {
 		w.err = errWatchClosed
 		if ch.Perturb == PerturbRelist {
 			what = "expired (410): its client lists again"
-			w.err = memcluster.ErrWatchExpired
+			w.err = gate.ErrWatchExpired
 		}
 		s.mu.Unlock()
 		if note != nil {
@@ -613,7 +614,7 @@ func chooserFor(opts Options) (*chooser, error) {
 // choiceText describes a step for the report of a reordering: a delivery
 // names its watch's client.
 func choiceText(w *waiter) string {
-	if w.step.Kind == memcluster.StepDelivery && w.client != "" {
+	if w.step.Kind == gate.StepDelivery && w.client != "" {
 		return stepText(w) + " (" + w.client + ")"
 	}
 	return stepText(w)

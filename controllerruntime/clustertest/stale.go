@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
@@ -105,17 +106,17 @@ func (k *checker) stepped(w *waiter) {
 	}
 	st := w.step
 	switch {
-	case st.Kind == memcluster.StepDelivery && st.Event != watch.Deleted && st.Event != watch.Bookmark && st.Event != watch.Error:
+	case st.Kind == gate.StepDelivery && st.Event != watch.Deleted && st.Event != watch.Bookmark && st.Event != watch.Error:
 		rv, err := strconv.ParseUint(st.ResourceVersion, 10, 64)
 		if err == nil {
 			k.seen.saw(w.client, objectRef{st.Resource, types.NamespacedName{Namespace: st.Namespace, Name: st.Name}}, rv)
 		}
-	case st.Kind == memcluster.StepRequest && st.Verb == memcluster.VerbGet:
+	case st.Kind == gate.StepRequest && st.Verb == memcluster.VerbGet:
 		ref := objectRef{st.Resource, types.NamespacedName{Namespace: st.Namespace, Name: st.Name}}
 		if rv, ok := k.stored[ref]; ok {
 			k.seen.saw(w.client, ref, rv)
 		}
-	case st.Kind == memcluster.StepRequest && st.Verb == memcluster.VerbList:
+	case st.Kind == gate.StepRequest && st.Verb == memcluster.VerbList:
 		for ref, rv := range k.stored {
 			if ref.resource == st.Resource && (st.Namespace == "" || ref.key.Namespace == st.Namespace) {
 				k.seen.saw(w.client, ref, rv)

@@ -48,7 +48,7 @@ func plan(cfg config, d *appsv1.Deployment, errOut io.Writer) (result, error) {
 		}
 		current = []*appsv1.ReplicaSet{rs}
 	}
-	tl, err := planner.Plan(d, current, cfg.model, opts)
+	tl, err := planner.Simulate(d, current, cfg.model, opts)
 	if errors.Is(err, planner.ErrTooLarge) && *d.Spec.Replicas > opts.MaxReplicas {
 		return result{}, fmt.Errorf("%w (rolloutplan: -max-replicas %d)", err, *d.Spec.Replicas)
 	}

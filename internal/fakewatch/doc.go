@@ -7,7 +7,7 @@
 // test then needs to poll or to wait a wall-clock time for a change to
 // arrive, or to make sure that none does.
 //
-// A [Watch] implements informer.AckWatcher. Each event is tracked work
+// A [Watch] implements internal/watchproto.AckWatcher. Each event is tracked work
 // (clock.Source) from the moment it is fed until its consumer
 // acknowledges it, or, for a consumer that never calls AckEvents, until
 // it is received. The end of the watch ([Watch.Close], or an error event)

@@ -12,7 +12,7 @@ import (
 // Watch is a watch fed by a test. Create it with [New]. The producer's
 // methods (Add, Modify, Delete, Bookmark, Error, Action, Close) may be
 // called from any goroutine, before or while a consumer reads; the
-// consumer's are those of watch.Interface and informer.AckWatcher.
+// consumer's are those of watch.Interface and internal/watchproto.AckWatcher.
 type Watch struct {
 	src    *clock.Source // nil on clocks that keep no account
 	result chan watch.Event
@@ -140,7 +140,7 @@ func (w *Watch) Stopped() bool {
 }
 
 // AckEvents makes the work of each event last until its Ack rather than
-// until it is received; see informer.AckWatcher.
+// until it is received; see internal/watchproto.AckWatcher.
 func (w *Watch) AckEvents() {
 	w.mu.Lock()
 	w.acking = true

@@ -16,11 +16,12 @@ import (
 	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/internal/fakewatch"
+	"github.com/ctrlkit/ctrlkit/internal/watchproto"
 )
 
 var (
-	t0                     = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	_  informer.AckWatcher = (*fakewatch.Watch)(nil)
+	t0                       = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	_  watchproto.AckWatcher = (*fakewatch.Watch)(nil)
 )
 
 func pod(name, rv string) *corev1.Pod {

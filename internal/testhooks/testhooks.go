@@ -18,4 +18,15 @@ var (
 	// (deployment's unobservedAvailability): old ReplicaSets may then be
 	// scaled down below the availability bound.
 	TrustNewStatus atomic.Bool
+	// ForgetOwnCreates makes the next sync of a Deployment run without
+	// waiting for the cache to hold the ReplicaSets its last sync created
+	// (internal/writes.Tracker.Behind), as upstream does: with a new
+	// template by then, it may create a second new ReplicaSet.
+	ForgetOwnCreates atomic.Bool
+	// LowerFailedDeletes makes the ReplicaSet controller stop expecting a
+	// pod deletion that failed ambiguously (it may have happened) at once,
+	// as upstream does, instead of settling it with a live read first: it
+	// may then delete another pod while the first deletion's event is on
+	// its way.
+	LowerFailedDeletes atomic.Bool
 )

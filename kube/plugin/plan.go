@@ -106,7 +106,7 @@ func (r PlanReport) ExitCode() int {
 // PlanLive simulates the rollout w would start from the live state st: the
 // Deployment's ReplicaSets as they are, the pods behaving as measured on
 // the live pods ([ObservedModel]), the real controllers in virtual time
-// (planner.Plan). With no change it plans the current template: the rest
+// (planner.Simulate). With no change it plans the current template: the rest
 // of a rollout in progress, with the failure rate its new pods show. It
 // is deterministic for a given st, w and opts.Seed.
 func PlanLive(st *State, w WhatIf, now time.Time, opts PlanOptions) (PlanReport, error) {
@@ -142,7 +142,7 @@ func PlanLive(st *State, w WhatIf, now time.Time, opts PlanOptions) (PlanReport,
 			current = append(current, rs)
 		}
 	}
-	tl, err := planner.Plan(d, current, model.PodModel(), planner.Options{Seed: opts.Seed, Horizon: opts.Horizon,
+	tl, err := planner.Simulate(d, current, model.PodModel(), planner.Options{Seed: opts.Seed, Horizon: opts.Horizon,
 		InFlight: inFlight(current, st.Pods, model, now)})
 	if err != nil {
 		return PlanReport{}, err

@@ -1,4 +1,4 @@
-package replicaset
+package writes
 
 import (
 	"context"
@@ -13,9 +13,9 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 )
 
-// statusOnly is a Client whose status writes return err.
+// statusOnly is a ReplicaSetClient whose status writes return err.
 type statusOnly struct {
-	Client
+	ReplicaSetClient
 	err error
 }
 
@@ -36,20 +36,20 @@ func TestTrackingClientMarksTheCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	conflict := apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "replicasets"}, "rs", nil)
-	if _, err := (trackingClient{Client: statusOnly{err: conflict}, rss: c}).UpdateReplicaSetStatus(context.Background(), rs); err == nil {
+	if _, err := TrackReplicaSets(statusOnly{err: conflict}, Informers{ReplicaSets: c}).UpdateReplicaSetStatus(context.Background(), rs); err == nil {
 		t.Fatal("the failing write succeeded")
 	}
 	if c.Behind(key) {
 		t.Error("Behind after a failed write")
 	}
-	written, err := (trackingClient{Client: statusOnly{}, rss: c}).UpdateReplicaSetStatus(context.Background(), rs)
+	written, err := TrackReplicaSets(statusOnly{}, Informers{ReplicaSets: c}).UpdateReplicaSetStatus(context.Background(), rs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !c.Behind(key) {
 		t.Error("not Behind after a successful write the cache has not seen")
 	}
-	if err := c.Update(written); err != nil {
+	if err := c.Add(written); err != nil {
 		t.Fatal(err)
 	}
 	if c.Behind(key) {
@@ -57,10 +57,10 @@ func TestTrackingClientMarksTheCache(t *testing.T) {
 	}
 }
 
-// noop is a Client whose status writes change nothing: the stored version
+// noop is a ReplicaSetClient whose status writes change nothing: the stored version
 // keeps its resourceVersion, as an apiserver does for an update that
 // changes nothing.
-type noop struct{ Client }
+type noop struct{ ReplicaSetClient }
 
 func (noop) UpdateReplicaSetStatus(_ context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
 	return rs.DeepCopy(), nil
@@ -74,7 +74,7 @@ func TestTrackingClientIgnoresNoopWrites(t *testing.T) {
 	if err := c.Add(rs); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (trackingClient{Client: noop{}, rss: c}).UpdateReplicaSetStatus(context.Background(), rs); err != nil {
+	if _, err := TrackReplicaSets(noop{}, Informers{ReplicaSets: c}).UpdateReplicaSetStatus(context.Background(), rs); err != nil {
 		t.Fatal(err)
 	}
 	if c.Behind(types.NamespacedName{Namespace: "ns", Name: "rs"}) {
