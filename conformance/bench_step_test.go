@@ -35,7 +35,7 @@ func noWrites(c *fake.Clientset) {
 // ReplicaSets right after a template change: the new ReplicaSet is created
 // and the old one scaled down, with events and the status written. Both
 // sides write through a fake clientset whose writes store nothing, so each
-// iteration does the same work: impl=ctrlkit is Sync + Apply, impl=upstream
+// iteration does the same work: impl=ctrlkit is Sync + WritePlan, impl=upstream
 // is syncDeployment; impl=ctrlkit-sync is the decision alone.
 func BenchmarkDeploymentRolloutStep(b *testing.B) {
 	d, rss := completeDeployment()
@@ -53,7 +53,7 @@ func BenchmarkDeploymentRolloutStep(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := deployment.Apply(ctx, deployClient{client}, discard, p); err != nil {
+			if _, err := deployment.WritePlan(ctx, deployClient{client}, discard, p); err != nil {
 				b.Fatal(err)
 			}
 			client.ClearActions()

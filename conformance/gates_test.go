@@ -263,7 +263,7 @@ func (l *lockstep) step() {
 	case known != "":
 		l.known[known]++
 	}
-	if _, err := deployment.Apply(l.ctx, l.client, nil, plan); err != nil {
+	if _, err := deployment.WritePlan(l.ctx, l.client, nil, plan); err != nil {
 		l.t.Fatalf("step %d: applying ctrlkit's Deployment plan: %v", l.steps, err)
 	}
 	_, rss, pods = l.snapshot()

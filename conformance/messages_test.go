@@ -332,7 +332,7 @@ func oursDeployMessages(ctx context.Context, t *testing.T, w deployWorld, react 
 		t.Fatal(err)
 	}
 	var m messages
-	_, _ = deployment.Apply(ctx, deployClient{client}, deployment.EventRecorderFunc(func(_ runtime.Object, typ, reason, msg string) {
+	_, _ = deployment.WritePlan(ctx, deployClient{client}, deployment.EventRecorderFunc(func(_ runtime.Object, typ, reason, msg string) {
 		m.Events = append(m.Events, typ+" "+reason+" "+msg)
 	}), plan)
 	m.Conditions = deployConditions(client)

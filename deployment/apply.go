@@ -15,8 +15,8 @@ import (
 	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
-// Apply executes a plan with c, in order, and records its events with
-// events (nil discards them). It returns how many steps completed: the
+// WritePlan makes the writes of plan p with c, in order, and records its
+// events with events (nil discards them). It returns how many steps completed: the
 // actions, then the status write, which counts as one more step; on
 // success that is len(p.Actions), plus one if p.UpdateStatus is set.
 //
@@ -26,7 +26,7 @@ import (
 //     sync (the next snapshot decides afresh);
 //   - creating a ReplicaSet in a terminating namespace: [reconcile.Terminal];
 //   - creating a ReplicaSet that already exists: if it is ours, with our
-//     template, Apply goes on without the "Scaled up" event (upstream
+//     template, WritePlan goes on without the "Scaled up" event (upstream
 //     treats it as created); otherwise the AlreadyExists error is returned
 //     and the next sync, seeing the ReplicaSet in its snapshot, bumps the
 //     collision count;
@@ -40,7 +40,7 @@ import (
 // gone or invalid, count as success, as upstream. Objects that the plan
 // wrote earlier are written again with the resourceVersion the API
 // returned, so one plan never conflicts with itself.
-func Apply(ctx context.Context, c Client, events EventRecorder, p Plan) (applied int, err error) {
+func WritePlan(ctx context.Context, c Client, events EventRecorder, p Plan) (applied int, err error) {
 	if err := checkPlan(c, p); err != nil {
 		return 0, err
 	}
@@ -193,10 +193,10 @@ func checkPlan(c Client, p Plan) error {
 		return nil
 	}
 	if c == nil {
-		return errors.New("deployment: Apply: the Client is nil")
+		return errors.New("deployment: WritePlan: the Client is nil")
 	}
 	if p.Deployment == nil {
-		return errors.New("deployment: Apply: Plan.Deployment is nil")
+		return errors.New("deployment: WritePlan: Plan.Deployment is nil")
 	}
 	for i, act := range p.Actions {
 		var missing bool
@@ -213,7 +213,7 @@ func checkPlan(c Client, p Plan) error {
 			missing = true
 		}
 		if missing {
-			return fmt.Errorf("deployment: Apply: Plan.Actions[%d] (%T) has no object", i, act)
+			return fmt.Errorf("deployment: WritePlan: Plan.Actions[%d] (%T) has no object", i, act)
 		}
 	}
 	return nil

@@ -38,12 +38,12 @@ func rolloutPlan(t *testing.T) (*world, types.NamespacedName, deployment.Plan) {
 func TestApplyOrderAndStatusLast(t *testing.T) {
 	w, _, p := rolloutPlan(t)
 	w.writes, w.events = nil, nil
-	n, err := deployment.Apply(context.Background(), w, w, p)
+	n, err := deployment.WritePlan(context.Background(), w, w, p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := len(p.Actions) + 1; n != want {
-		t.Errorf("Apply() = %d; want %d", n, want)
+		t.Errorf("WritePlan() = %d; want %d", n, want)
 	}
 	want := []string{"create web-5fd4fd6f8c", "update web-6bff6466bb", "update-status web"}
 	if diff := cmp.Diff(want, w.writes); diff != "" {
@@ -81,12 +81,12 @@ func TestApplyPartial(t *testing.T) {
 				}
 				return nil
 			}
-			n, err := deployment.Apply(context.Background(), w, w, p)
+			n, err := deployment.WritePlan(context.Background(), w, w, p)
 			if !errors.Is(err, boom) {
-				t.Fatalf("Apply() error = %v; want boom", err)
+				t.Fatalf("WritePlan() error = %v; want boom", err)
 			}
 			if n != tt.wantN {
-				t.Errorf("Apply() = %d; want %d", n, tt.wantN)
+				t.Errorf("WritePlan() = %d; want %d", n, tt.wantN)
 			}
 			if diff := cmp.Diff(tt.wantWrites, w.writes); diff != "" {
 				t.Errorf("writes mismatch (-want +got):\n%s", diff)
@@ -108,8 +108,8 @@ func TestApplyCreateFailureCondition(t *testing.T) {
 		}
 		return nil
 	}
-	if _, err := deployment.Apply(context.Background(), w, w, p); !apierrors.IsForbidden(err) {
-		t.Fatalf("Apply() error = %v; want Forbidden", err)
+	if _, err := deployment.WritePlan(context.Background(), w, w, p); !apierrors.IsForbidden(err) {
+		t.Fatalf("WritePlan() error = %v; want Forbidden", err)
 	}
 	d, _ := w.Get(key)
 	c := rollout.GetCondition(d.Status, appsv1.DeploymentProgressing)
@@ -130,12 +130,12 @@ func TestApplyErrorClasses(t *testing.T) {
 			rs.ResourceVersion += "0"
 		}
 		w.mu.Unlock()
-		n, err := deployment.Apply(context.Background(), w, nil, p)
+		n, err := deployment.WritePlan(context.Background(), w, nil, p)
 		if !apierrors.IsConflict(err) || errors.Is(err, reconcile.ErrTerminal) {
-			t.Fatalf("Apply() error = %v; want a retriable Conflict", err)
+			t.Fatalf("WritePlan() error = %v; want a retriable Conflict", err)
 		}
 		if n != 2 {
-			t.Errorf("Apply() = %d; want 2 (create and its event)", n)
+			t.Errorf("WritePlan() = %d; want 2 (create and its event)", n)
 		}
 	})
 	t.Run("terminating namespace is terminal", func(t *testing.T) {
@@ -149,9 +149,9 @@ func TestApplyErrorClasses(t *testing.T) {
 			return err
 		}
 		w.events = nil
-		_, err := deployment.Apply(context.Background(), w, w, p)
+		_, err := deployment.WritePlan(context.Background(), w, w, p)
 		if !errors.Is(err, reconcile.ErrTerminal) {
-			t.Fatalf("Apply() error = %v; want terminal", err)
+			t.Fatalf("WritePlan() error = %v; want terminal", err)
 		}
 		if len(w.events) != 0 {
 			t.Errorf("events = %q; want none", w.events)
@@ -164,8 +164,8 @@ func TestApplyErrorClasses(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.events = nil
-		if _, err := deployment.Apply(context.Background(), w, w, p); err != nil {
-			t.Fatalf("Apply() error = %v; want nil", err)
+		if _, err := deployment.WritePlan(context.Background(), w, w, p); err != nil {
+			t.Fatalf("WritePlan() error = %v; want nil", err)
 		}
 		want := []string{"Normal ScalingReplicaSet Scaled down replica set web-6bff6466bb from 10 to 8"}
 		if diff := cmp.Diff(want, w.events); diff != "" {
@@ -179,8 +179,8 @@ func TestApplyErrorClasses(t *testing.T) {
 		other.OwnerReferences = nil
 		other.Spec.Template.Spec.Containers[0].Image = "other"
 		w.addReplicaSet(other)
-		if _, err := deployment.Apply(context.Background(), w, w, p); !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("Apply() error = %v; want AlreadyExists", err)
+		if _, err := deployment.WritePlan(context.Background(), w, w, p); !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("WritePlan() error = %v; want AlreadyExists", err)
 		}
 	})
 }
@@ -202,8 +202,8 @@ func TestApplyRollbackThenStatus(t *testing.T) {
 	if p.UpdateStatus == nil {
 		t.Fatalf("plan has no status write:\n%s", p)
 	}
-	if _, err := deployment.Apply(context.Background(), h.w, h.w, p); err != nil {
-		t.Fatalf("Apply() error = %v\nplan:\n%s", err, p)
+	if _, err := deployment.WritePlan(context.Background(), h.w, h.w, p); err != nil {
+		t.Fatalf("WritePlan() error = %v\nplan:\n%s", err, p)
 	}
 	d, _ := h.w.Get(h.key)
 	if img := d.Spec.Template.Spec.Containers[0].Image; img != "web:v1" {

@@ -40,22 +40,22 @@ func TestBadInput(t *testing.T) {
 				Pods: map[types.UID][]*corev1.Pod{"x": {nil}}}, t0)
 			return strings.Count(p.String(), "\n") > 0, err
 		}, "true"},
-		{"Apply(nil client)", func() (any, error) {
-			return nil, errOf(deployment.Apply(ctx, nil, nil, deployment.Plan{Deployment: d, Actions: []deployment.Action{deployment.Event{}}}))
-		}, "deployment: Apply: the Client is nil"},
-		{"Apply(empty plan, nil client)", func() (any, error) { return deployment.Apply(ctx, nil, nil, deployment.Plan{}) }, "0"},
-		{"Apply(nil Deployment)", func() (any, error) {
-			return nil, errOf(deployment.Apply(ctx, w, nil, deployment.Plan{Actions: []deployment.Action{deployment.Event{}}}))
-		}, "deployment: Apply: Plan.Deployment is nil"},
-		{"Apply(nil ReplicaSet to create)", func() (any, error) {
-			return nil, errOf(deployment.Apply(ctx, w, nil, deployment.Plan{Deployment: d, Actions: []deployment.Action{deployment.CreateReplicaSet{}}}))
-		}, "deployment: Apply: Plan.Actions[0] (deployment.CreateReplicaSet) has no object"},
-		{"Apply(nil ReplicaSet to scale)", func() (any, error) {
-			return nil, errOf(deployment.Apply(ctx, w, nil, deployment.Plan{Deployment: d, Actions: []deployment.Action{deployment.ScaleReplicaSet{}}}))
-		}, "deployment: Apply: Plan.Actions[0] (deployment.ScaleReplicaSet) has no object"},
-		{"Apply(nil action)", func() (any, error) {
-			return nil, errOf(deployment.Apply(ctx, w, nil, deployment.Plan{Deployment: d, Actions: []deployment.Action{nil}}))
-		}, "deployment: Apply: Plan.Actions[0] (<nil>) has no object"},
+		{"WritePlan(nil client)", func() (any, error) {
+			return nil, errOf(deployment.WritePlan(ctx, nil, nil, deployment.Plan{Deployment: d, Actions: []deployment.Action{deployment.Event{}}}))
+		}, "deployment: WritePlan: the Client is nil"},
+		{"WritePlan(empty plan, nil client)", func() (any, error) { return deployment.WritePlan(ctx, nil, nil, deployment.Plan{}) }, "0"},
+		{"WritePlan(nil Deployment)", func() (any, error) {
+			return nil, errOf(deployment.WritePlan(ctx, w, nil, deployment.Plan{Actions: []deployment.Action{deployment.Event{}}}))
+		}, "deployment: WritePlan: Plan.Deployment is nil"},
+		{"WritePlan(nil ReplicaSet to create)", func() (any, error) {
+			return nil, errOf(deployment.WritePlan(ctx, w, nil, deployment.Plan{Deployment: d, Actions: []deployment.Action{deployment.CreateReplicaSet{}}}))
+		}, "deployment: WritePlan: Plan.Actions[0] (deployment.CreateReplicaSet) has no object"},
+		{"WritePlan(nil ReplicaSet to scale)", func() (any, error) {
+			return nil, errOf(deployment.WritePlan(ctx, w, nil, deployment.Plan{Deployment: d, Actions: []deployment.Action{deployment.ScaleReplicaSet{}}}))
+		}, "deployment: WritePlan: Plan.Actions[0] (deployment.ScaleReplicaSet) has no object"},
+		{"WritePlan(nil action)", func() (any, error) {
+			return nil, errOf(deployment.WritePlan(ctx, w, nil, deployment.Plan{Deployment: d, Actions: []deployment.Action{nil}}))
+		}, "deployment: WritePlan: Plan.Actions[0] (<nil>) has no object"},
 		{"Plan.String(nil objects)", func() (any, error) {
 			return deployment.Plan{Actions: []deployment.Action{nil, deployment.CreateReplicaSet{}, deployment.ScaleReplicaSet{From: 1, To: 2},
 				deployment.UpdateReplicaSet{}, deployment.UpdateDeployment{}}, UpdateStatus: d}.String(), nil

@@ -9,7 +9,7 @@
 //     ReplicaSet controller and a kubelet, on an in-memory cluster;
 //   - [NewReconciler] and Reconciler.Reconcile: one sync of a key, for a
 //     shell of your own (controller-runtime's, say);
-//   - [Sync]: the pure decision, a [State] in and a [Plan] out; [Apply]
+//   - [Sync]: the pure decision, a [State] in and a [Plan] out; [WritePlan]
 //     makes its writes;
 //   - [EventRules]: which Deployments an informer event asks to sync;
 //   - [Workload]: the same controller for a custom resource.
@@ -36,14 +36,14 @@
 //
 // # Where the I/O happens
 //
-// Only [Apply], [Reconciler], [EventRules] and [Controller] talk to the
+// Only [WritePlan], [Reconciler], [EventRules] and [Controller] talk to the
 // world. They read through the context-taking interfaces shared by every
 // ctrlkit controller ([reconcile.Getter], [reconcile.Lister],
 // [reconcile.ByController]; [reconcile.FromCache] serves them from an
 // informer cache) and write through the small interfaces declared here
 // ([Client], [EventRecorder]).
 //
-//   - [Apply] executes a plan in order and reports how far it got.
+//   - [WritePlan] executes a plan in order and reports how far it got.
 //   - [Reconciler] reads a snapshot, calls Sync, re-checks the Deployment
 //     live before adopting ReplicaSets, and applies the plan. It returns a
 //     [reconcile.Result]; errors it must not retry are
@@ -94,7 +94,7 @@
 //	if err != nil {
 //		return err
 //	}
-//	_, err = deployment.Apply(ctx, client, recorder, plan)
+//	_, err = deployment.WritePlan(ctx, client, recorder, plan)
 //
 // One sync, reading informer caches:
 //

@@ -39,7 +39,7 @@ type DeploymentWriter interface {
 	UpdateDeploymentStatus(ctx context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error)
 }
 
-// Client is everything [Apply] writes with.
+// Client is everything [WritePlan] writes with.
 type Client interface {
 	ReplicaSetWriter
 	ReplicaSetPatcher

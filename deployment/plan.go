@@ -16,7 +16,7 @@ import (
 // it, comparing it with cmp.Diff and applying it are separate from
 // deciding it. The zero Plan means "nothing to do".
 //
-// The caller applies a plan in this order (see [Apply]):
+// The caller applies a plan in this order (see [WritePlan]):
 //
 //  1. execute Actions in order, stopping at the first failure; an [Event]
 //     is recorded only when every write before it succeeded;
@@ -91,7 +91,7 @@ type CreateReplicaSet struct {
 	// OnFailure is the Deployment to write through the status subresource
 	// if the create fails with anything but AlreadyExists or a terminating
 	// namespace: its Progressing condition is False/ReplicaSetCreateError
-	// and its message lacks only the error text, which [Apply] appends.
+	// and its message lacks only the error text, which [WritePlan] appends.
 	// Nil when the Deployment has no progress deadline.
 	OnFailure *appsv1.Deployment
 }

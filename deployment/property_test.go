@@ -116,8 +116,8 @@ func TestRandomRollouts(t *testing.T) {
 					t.Fatalf("Sync modified its input")
 				}
 				checkBounds(t, s, p)
-				if _, err := deployment.Apply(context.Background(), w, nil, p); err != nil {
-					t.Fatalf("Apply: %v\nplan:\n%s", err, p)
+				if _, err := deployment.WritePlan(context.Background(), w, nil, p); err != nil {
+					t.Fatalf("WritePlan: %v\nplan:\n%s", err, p)
 				}
 				w.settleWith(readiness)
 				w.now = w.now.Add(stepInterval)

@@ -90,7 +90,7 @@ func (c *ReconcilerConfig) validate() error {
 }
 
 // Reconciler syncs one Deployment per call: read a snapshot, [Sync],
-// [Apply] (upstream DeploymentController.syncDeployment). Create it with
+// [WritePlan] (upstream DeploymentController.syncDeployment). Create it with
 // [NewReconciler]. It holds no state between calls and is safe for
 // concurrent use by several workers on different keys.
 type Reconciler struct {
@@ -198,7 +198,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key types.NamespacedName) (r
 	if err := r.canAdopt(ctx, d, plan); err != nil {
 		return reconcile.Result{}, err
 	}
-	if _, err := Apply(ctx, r.cfg.Client, r.cfg.Events, plan); err != nil {
+	if _, err := WritePlan(ctx, r.cfg.Client, r.cfg.Events, plan); err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: plan.RequeueAfter}, nil

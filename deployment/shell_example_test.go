@@ -154,8 +154,8 @@ func ExampleReconciler() {
 	// NewReplicaSetCreated
 }
 
-// Decide with Sync, then execute the plan with Apply.
-func ExampleApply() {
+// Decide with Sync, then execute the plan with WritePlan.
+func ExampleWritePlan() {
 	ctx := context.Background()
 	c := memcluster.New(memcluster.Config{Clock: clock.NewFake(exampleStart)})
 	d, err := c.Deployments("default").Create(ctx, exampleDeployment(2, "nginx:1.27"), metav1.CreateOptions{})
@@ -170,7 +170,7 @@ func ExampleApply() {
 	rec := deployment.EventRecorderFunc(func(_ runtime.Object, typ, reason, msg string) {
 		events = append(events, typ+" "+reason+": "+msg)
 	})
-	applied, err := deployment.Apply(ctx, memcluster.ControllerClient{Cluster: c}, rec, plan)
+	applied, err := deployment.WritePlan(ctx, memcluster.ControllerClient{Cluster: c}, rec, plan)
 	fmt.Println("applied", applied, "steps, err", err)
 	printReplicaSets(ctx, c)
 	fmt.Println(events)

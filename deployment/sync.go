@@ -82,7 +82,7 @@ func (s *syncer) run() error {
 		s.syncDeploymentStatus()
 		return nil
 	}
-	if c, ok := rollout.PauseCondition(s.d, s.now.Time); ok { // rollout.PausedConditions, without a copy
+	if c, ok := rollout.PauseCondition(s.d, s.now.Time); ok { // upstream checkPausedConditions
 		s.setStatus(rollout.SetCondition(s.d.Status, c))
 	}
 	if d.Spec.Paused {

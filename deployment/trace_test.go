@@ -24,7 +24,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 const stepInterval = 10 * time.Second
 
 // harness drives a golden trace: each step prints the world and the plan
-// Sync decides, applies the plan to the world with Apply, lets the world
+// Sync decides, applies the plan to the world with WritePlan, lets the world
 // settle (every ReplicaSet gets its spec.replicas pods, available at once
 // unless their image is the unhealthy one) and advances the clock.
 type harness struct {
@@ -93,7 +93,7 @@ func (h *harness) sync() deployment.Plan {
 		return plan
 	}
 	fmt.Fprintf(&h.out, "plan:\n%s", indent(plan.String()))
-	if _, err := deployment.Apply(context.Background(), h.w, h.w, plan); err != nil {
+	if _, err := deployment.WritePlan(context.Background(), h.w, h.w, plan); err != nil {
 		fmt.Fprintf(&h.out, "apply error: %v\n", err)
 	}
 	h.w.settle()

@@ -123,7 +123,7 @@ func TestCacheBadInput(t *testing.T) {
 			c := informer.NewCache(informer.CacheConfig[*corev1.Pod]{})
 			mustAdd(t, c, pod("ns", "keep"))
 			for op, write := range map[string]func(*corev1.Pod) error{
-				"Add": c.Add, "Update": c.Update,
+				"Add":     c.Add,
 				"Replace": func(p *corev1.Pod) error { return c.Replace([]*corev1.Pod{pod("ns", "new"), p}) },
 			} {
 				err := write(tc.obj)

@@ -76,12 +76,12 @@ func TestCacheUserIndex(t *testing.T) {
 	mustAdd(t, c, a, pod("ns", "b", labeled("app", "web")), pod("ns", "c", labeled("app", "db", "tiers", "back")))
 
 	// An index error rejects the write and keeps the previous version.
-	err := c.Update(pod("ns", "a", labeled("app", "db", "fail", "1")))
+	err := c.Add(pod("ns", "a", labeled("app", "db", "fail", "1")))
 	if !errors.Is(err, failing) {
-		t.Fatalf("Update(with failing index) = %v; want an error wrapping %v", err, failing)
+		t.Fatalf("Add(with failing index) = %v; want an error wrapping %v", err, failing)
 	}
 	if got, _ := c.Get(nn("ns", "a")); got != a {
-		t.Errorf("after a failed Update, Get(ns/a) = %v; want the previous pod", got)
+		t.Errorf("after a failed Add over it, Get(ns/a) = %v; want the previous pod", got)
 	}
 
 	for _, tc := range []struct{ index, value string }{

@@ -18,13 +18,6 @@ func (c *Cache[T]) Add(obj T) error {
 	return c.writeErr("add", err)
 }
 
-// Update is [Cache.Add] under another name, so that code translating watch
-// events reads naturally: both store obj whether or not its key is present.
-func (c *Cache[T]) Update(obj T) error {
-	_, _, err := c.store(obj)
-	return c.writeErr("update", err)
-}
-
 // writeErr gives err the package and operation prefix, unless it is the
 // configuration error, which has its own.
 func (c *Cache[T]) writeErr(op string, err error) error {

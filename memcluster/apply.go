@@ -25,10 +25,10 @@ import (
 // written as a create, an update or a status update whose managedFields
 // are the apply's. It reports whether the object was created. view, if
 // set, returns the stored object as the apply sees it (a custom kind's,
-// in the version of the request).
-func (r *Resource[T]) applyLocked(ns, name string, data []byte, opts metav1.PatchOptions, sub string, view func(T) (T, error)) (T, bool, error) {
+// in the version of the request, version: "" for the kind's own).
+func (r *Resource[T]) applyLocked(ns, name string, data []byte, opts metav1.PatchOptions, sub, version string, view func(T) (T, error)) (T, bool, error) {
 	var zero T
-	t := r.trackerLocked()
+	t := r.versionTrackerLocked(version)
 	if t.main == nil {
 		return zero, false, noApply(t)
 	}
@@ -73,7 +73,7 @@ func (r *Resource[T]) applyLocked(ns, name string, data []byte, opts metav1.Patc
 	if sub == "scale" {
 		live = r.beforeFirstScaleApplyLocked(live)
 	}
-	obj, err := fm.Apply(r.withKind(live), patch, opts.FieldManager, force)
+	obj, err := fm.Apply(withKind(live, t.gvk), patch, opts.FieldManager, force)
 	if err != nil {
 		if sub == "scale" {
 			err = asScaleConflict(err, r.kind.GVK.GroupVersion().String())
@@ -142,7 +142,7 @@ func (r *Resource[T]) beforeFirstScaleApplyLocked(live T) T {
 	}
 	before := withoutReplicas(live).(T)
 	out := shallowCopy(live)
-	out.SetManagedFields(scaleEntries(r.recordUpdate(t.scale, t.mainReset, false, before, live, "before-first-apply")))
+	out.SetManagedFields(scaleEntries(r.recordUpdate(t, t.scale, t.mainReset, false, before, live, "before-first-apply")))
 	return out
 }
 

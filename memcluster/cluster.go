@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,8 +52,10 @@ type Config struct {
 	// Zero means bookmarks are sent only by [Cluster.Bookmark].
 	BookmarkInterval time.Duration
 	// Gate, if set, orders every request, watch delivery and kubelet
-	// sync; see [Gate]. Nil lets them happen as their goroutines run.
-	Gate Gate
+	// sync. Its type is internal: this repository's bench
+	// (controllerruntime/clustertest) sets it to replay a simulation
+	// exactly. Nil lets them happen as their goroutines run.
+	Gate gate.Gate
 	// OnWrite, if set, is told about every write the cluster stores, in
 	// the order of their resourceVersions, with the cluster's lock held:
 	// it must be quick and must not call the cluster. The object is the
@@ -102,6 +105,18 @@ type Config struct {
 	// converter is set), server-side apply is answered 415, and writes cost
 	// nothing more, which simulations at scale want.
 	TypeConverter managedfields.TypeConverter
+	// UntrackedManagers names field managers whose creates, updates,
+	// patches and status writes the cluster does not record in
+	// managedFields, which saves most of a write's cost: an update by one
+	// of them keeps the object's managedFields as they were (the fields it
+	// changes stay with their former managers) and an object it creates
+	// has none (so, as on kube-apiserver for an object without
+	// managedFields, later updates of it record none either, until an
+	// apply starts them). Their server-side applies are recorded as any.
+	// kube-apiserver records every writer: nil (the default) is exact.
+	// "kube-controller-manager" and "kubelet" are the cluster's own
+	// controllers' and kubelet's writes (see [ControllerClient]).
+	UntrackedManagers []string
 }
 
 func (c Config) withDefaults() Config {

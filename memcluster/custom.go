@@ -507,7 +507,11 @@ func (ck *customKind) strategy() Kind[*unstructured.Unstructured] {
 			}
 			return out
 		},
-		toStorage:         func(in *U) (*U, error) { return ck.spec.Load().toStorage(in) },
+		toStorage: func(in *U) (*U, error) { return ck.spec.Load().toStorage(in) },
+		servesVersion: func(version string) bool {
+			_, ok := ck.spec.Load().versions[version]
+			return ok
+		},
 		customFields:      ck.fieldSelection,
 		ValidatesMetadata: true,
 	}

@@ -572,13 +572,6 @@ func TestCustomKindSelectorsAndPages(t *testing.T) {
 		t.Errorf("watch with spec.size: %s; want 400", summary(resp.StatusCode, body))
 	}
 
-	// Server-side apply is served in the storage version only.
-	resp, body = rc.do(req{method: http.MethodPatch, path: v1 + "/g0?fieldManager=a", contentType: "application/apply-patch+yaml",
-		body: "apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g0}\nspec: {image: z}\n"})
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "storage version v2 only") {
-		t.Errorf("apply in v1: %s %s; want 400 naming the storage version", summary(resp.StatusCode, body), body)
-	}
-
 	var all []string
 	cont := ""
 	for page := 0; ; page++ {
@@ -637,5 +630,72 @@ func TestCustomKindScaleOfAppliedReplicas(t *testing.T) {
 	mf, _ := got["metadata"].(map[string]any)["managedFields"].([]any)
 	if len(mf) != 1 || mf[0].(map[string]any)["manager"] != "a" {
 		t.Errorf("managedFields after the scale write: %v; want the apply's only", mf)
+	}
+}
+
+// TestCustomKindApplyInAnotherVersion: server-side apply and updates in a
+// version other than the storage one are served, and recorded under the
+// request's version, as kube-apiserver records a custom resource's writes
+// per version; the field managers of both versions see each other's
+// fields (the versions convert by their apiVersion alone).
+func TestCustomKindApplyInAnotherVersion(t *testing.T) {
+	c, _ := newTestCluster(t)
+	k := gadgets(nil)
+	k.TypeConverter = managedfields.NewDeducedTypeConverter()
+	if _, err := AddCustomKind(c, k); err != nil {
+		t.Fatal(err)
+	}
+	rc := newRESTClient(t, c)
+	const v1 = "/apis/example.com/v1/namespaces/ns/gadgets/g"
+	const v2 = "/apis/example.com/v2/namespaces/ns/gadgets/g"
+	apply := func(path, manager, version, spec string, force bool) (int, map[string]any) {
+		t.Helper()
+		q := "?fieldManager=" + manager
+		if force {
+			q += "&force=true"
+		}
+		resp, body := rc.do(req{method: http.MethodPatch, path: path + q, contentType: "application/apply-patch+yaml",
+			body: "apiVersion: example.com/" + version + "\nkind: Gadget\nmetadata: {name: g}\nspec: " + spec + "\n"})
+		return resp.StatusCode, obj(t, body)
+	}
+	entries := func(o map[string]any) []string {
+		var out []string
+		mf, _ := o["metadata"].(map[string]any)["managedFields"].([]any)
+		for _, e := range mf {
+			e := e.(map[string]any)
+			out = append(out, fmt.Sprintf("%s/%s/%s", e["manager"], e["operation"], e["apiVersion"]))
+		}
+		return out
+	}
+	code, got := apply(v1, "a", "v1", "{image: x, size: 2}", false)
+	if code != http.StatusCreated {
+		t.Fatalf("apply in v1: %d %v", code, got)
+	}
+	if got["apiVersion"] != "example.com/v1" || !slices.Equal(entries(got), []string{"a/Apply/example.com/v1"}) {
+		t.Errorf("apply in v1 answered %v with managedFields %v; want v1, a's entry in v1", got["apiVersion"], entries(got))
+	}
+	// The stored object is v2's; read in v2, a's entry stays in v1.
+	resp, body := rc.do(req{method: http.MethodGet, path: v2})
+	if got := obj(t, body); resp.StatusCode != http.StatusOK || got["apiVersion"] != "example.com/v2" || !slices.Equal(entries(got), []string{"a/Apply/example.com/v1"}) {
+		t.Errorf("read in v2: %s %v %v", summary(resp.StatusCode, body), got["apiVersion"], entries(got))
+	}
+	// An apply in v2 of a's field conflicts with a.
+	code, got = apply(v2, "b", "v2", "{image: y}", false)
+	if code != http.StatusConflict || !strings.Contains(fmt.Sprint(got["message"]), `conflict with "a": .spec.image`) {
+		t.Errorf("apply of a's field in v2: %d %v; want 409 naming a", code, got["message"])
+	}
+	code, got = apply(v2, "b", "v2", "{image: y}", true)
+	if code != http.StatusOK || !slices.Equal(entries(got), []string{"a/Apply/example.com/v1", "b/Apply/example.com/v2"}) {
+		t.Errorf("forced apply in v2: %d %v", code, entries(got))
+	}
+	// A patch in v1 is recorded in v1.
+	resp, body = rc.do(req{method: http.MethodPatch, path: v1 + "?fieldManager=p", contentType: "application/merge-patch+json", body: `{"spec":{"size":3}}`})
+	if got := obj(t, body); resp.StatusCode != http.StatusOK || !slices.Contains(entries(got), "p/Update/example.com/v1") {
+		t.Errorf("merge patch in v1: %s %v", summary(resp.StatusCode, body), entries(got))
+	}
+	// A patch of another version's kind is refused, as kube-apiserver does.
+	if code, got := apply(v1, "a", "v2", "{image: x}", false); code != http.StatusBadRequest ||
+		!strings.Contains(fmt.Sprint(got["message"]), "invalid object type: example.com/v2, Kind=Gadget") {
+		t.Errorf("apply of v2 to the v1 endpoint: %d %v", code, got["message"])
 	}
 }

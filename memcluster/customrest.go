@@ -3,7 +3,6 @@ package memcluster
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -206,15 +205,10 @@ func (v customView) patch(ctx context.Context, ns, name string, pt types.PatchTy
 	if err := v.check(); err != nil {
 		return nil, false, err
 	}
-	if s := v.ck.spec.Load(); pt == types.ApplyYAMLPatchType && v.version.Name != s.storage {
-		// The field managers are built for the storage version.
-		return nil, false, apierrors.NewBadRequest(fmt.Sprintf("memcluster serves server-side apply to %s in its storage version %s only, not in %s: apply with apiVersion %s/%s",
-			s.groupResource(), s.storage, v.version.Name, s.Group, s.storage))
-	}
 	view := func(old *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		return v.ck.spec.Load().fromStorage(old, v.version.Name)
 	}
-	out, created, err := v.ck.res.Namespace(ns).patch(ctx, name, pt, data, opts, sub, view)
+	out, created, err := v.ck.res.Namespace(ns).patch(ctx, name, pt, data, opts, sub, v.version.Name, view)
 	if err != nil {
 		return nil, false, err
 	}

@@ -225,11 +225,25 @@
 //     answered 415, as by kube-apiserver v1.37 with its default features.
 //
 // Recording costs CPU on every write of a tracked kind, several times
-// what an untracked write costs (converting the objects to typed values
-// and comparing them): simulations at scale leave the converter nil.
-// Type information is built at the first write of a tracked kind (with
-// [Config.RequireNamespaces], the namespaces created by [New]): client-go's
-// schemas take a few hundred milliseconds to parse, once per process.
+// what an untracked write costs: the field manager types both objects
+// (validating them against the schema) and compares them. The cluster
+// records creates, updates and status writes with the comparison the
+// field manager makes (structured-merge-diff's), but keeps what it does
+// besides from one write to the next: the stored object's managedFields
+// stay parsed, and the entries a write does not change stay encoded.
+// Applies, the scale subresource, a request that sends managedFields of
+// its own, entries of another version and an object with ten writers by
+// update or more go through the field manager itself. Both give the same
+// managedFields: with MEMCLUSTER_CHECK_MANAGEDFIELDS=1 in its
+// environment (memcluster's own tests set it) the cluster computes every
+// update both ways and panics where they differ. What remains is most of
+// the cost of a write under -race: [Config.UntrackedManagers] leaves the
+// writes of the managers it names out of managedFields (for the built-in
+// controllers and the kubelet, those of a rollout), and simulations at
+// scale leave the converter nil. Type information is built at the first
+// write of a tracked kind (with [Config.RequireNamespaces], the
+// namespaces created by [New]): client-go's schemas take a few hundred
+// milliseconds to parse, once per process.
 //
 // # Time and simulation
 //
@@ -320,7 +334,11 @@
 // kube-apiserver does) managedFields are recorded and server-side apply
 // is served as kube-apiserver serves it for custom resources: lists of
 // type map merge by their keys, sets by value, the status subresource
-// resets all but the status. [AddCustomKind] adds one, [Tx.ServeCustom] changes it keeping its
+// resets all but the status; a write in a version other than the
+// storage one (an apply too) is recorded under the request's version, by
+// that version's field managers, which see the fields of every version's
+// managers (the versions convert by their apiVersion, as without a
+// conversion webhook). [AddCustomKind] adds one, [Tx.ServeCustom] changes it keeping its
 // objects, and [RemoveCustomKind] removes it as kube-apiserver does when a
 // CRD is deleted: creates are refused, every object is deleted (finalizers
 // hold theirs), and the kind goes when the last one has.
@@ -358,11 +376,8 @@
 // kind without it records none, and an apply to it is answered 415
 // saying how to give it; a kind of your Go type given deduced types (as
 // the test bench gives those without a schema) applies its lists whole,
-// where a CRD's schema merges them by key. A custom kind serves apply in
-// its storage version only (another version answers 400 saying so),
-// records the managedFields of writes in another version under the
-// storage version's apiVersion, and records none for writes of its scale
-// subresource. A status write takes the status,
+// where a CRD's schema merges them by key. A custom kind records no
+// managedFields for writes of its scale subresource. A status write takes the status,
 // labels and annotations of the object written (a Deployment's
 // annotations only), not its other metadata (kube-apiserver takes all but
 // what the kind's strategy resets); the watch history is per kind, and so

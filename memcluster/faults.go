@@ -2,6 +2,7 @@ package memcluster
 
 import (
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 
 	"context"
 	"errors"
@@ -14,7 +15,7 @@ import (
 )
 
 // Verb names a request type for fault rules.
-type Verb string
+type Verb = gate.Verb
 
 // The verbs of the client API.
 const (
@@ -140,7 +141,7 @@ func (c *Cluster) admit(ctx context.Context, verb Verb, gr schema.GroupResource,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	step := Step{Kind: StepRequest, Verb: verb, Resource: gr.Resource, Namespace: namespace, Name: name}
+	step := gate.Step{Kind: gate.StepRequest, Verb: verb, Resource: gr.Resource, Namespace: namespace, Name: name}
 	if err := c.enter(ctx, step); err != nil {
 		return nil, err
 	}

@@ -2,74 +2,15 @@ package memcluster
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 )
-
-// A Gate orders the cluster's work. When [Config.Gate] is set, every
-// request, every watch event delivered to a watcher and every kubelet sync
-// first calls Enter, and takes effect only once Enter has returned (a
-// request with injected latency calls it again once the latency has
-// passed). A scheduler that lets one [Step] through at a time, in an
-// order that does not depend on how goroutines happened to run, makes a
-// simulation replay exactly; package controllerruntime/clustertest has
-// one, for code that runs in a testing/synctest bubble with the cluster on
-// the real clock (inside a bubble, the real clock is the bubble's virtual
-// one).
-//
-// Enter is called with no lock of the cluster held. It returns ctx's
-// error if ctx ends first; the step then does not happen.
-type Gate interface {
-	Enter(ctx context.Context, s Step) error
-}
-
-// StepKind says what a [Step] is.
-type StepKind uint8
-
-// The kinds of steps.
-const (
-	StepRequest  StepKind = iota // a client request (any verb)
-	StepDelivery                 // a watch event on its way to a watcher
-	StepKubelet                  // a pass of the simulated kubelet
-)
-
-// Step is a piece of the cluster's work waiting at a [Gate].
-type Step struct {
-	Kind StepKind
-	// Verb, Resource, Namespace and Name describe a request (Name is
-	// empty for lists, watches and creates with generateName). Resource
-	// is the plural name, e.g. "pods".
-	Verb      Verb
-	Resource  string
-	Namespace string
-	Name      string
-	// Watch is the number of the watch a delivery is for (watches are
-	// numbered in the order they are opened), ResourceVersion its event's
-	// version and Event its type.
-	Watch           uint64
-	ResourceVersion string
-	Event           watch.EventType
-}
-
-// String describes s in one line.
-func (s Step) String() string {
-	switch s.Kind {
-	case StepDelivery:
-		return fmt.Sprintf("deliver %s %s@%s to watch %d", s.Event, s.Resource, s.ResourceVersion, s.Watch)
-	case StepKubelet:
-		return "kubelet sync"
-	}
-	key := s.Name
-	if s.Namespace != "" {
-		key = s.Namespace + "/" + s.Name
-	}
-	return fmt.Sprintf("%s %s %s", s.Verb, s.Resource, key)
-}
 
 // enter waits at the cluster's gate, if any.
-func (c *Cluster) enter(ctx context.Context, s Step) error {
+func (c *Cluster) enter(ctx context.Context, s gate.Step) error {
 	if c.cfg.Gate == nil {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +21,7 @@ type recordingGate struct {
 	steps []string
 }
 
-func (g *recordingGate) Enter(_ context.Context, s Step) error {
+func (g *recordingGate) Enter(_ context.Context, s gate.Step) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.steps = append(g.steps, s.String())
@@ -66,7 +67,7 @@ func TestGateSeesEveryStep(t *testing.T) {
 // closedGate refuses every step as a gate does whose context ended.
 type closedGate struct{}
 
-func (closedGate) Enter(context.Context, Step) error { return context.Canceled }
+func (closedGate) Enter(context.Context, gate.Step) error { return context.Canceled }
 
 func TestGateRefusalStopsTheStep(t *testing.T) {
 	c := New(Config{Clock: clock.NewFake(t0), Seed: 1, Gate: closedGate{}})
@@ -131,5 +132,41 @@ func TestWriteOfNilObjectIsBadRequest(t *testing.T) {
 	}
 	if _, err := c.Pods("ns").UpdateStatus(ctxT(t), nil, metav1.UpdateOptions{}); !apierrors.IsBadRequest(err) {
 		t.Errorf("UpdateStatus(nil) error = %v; want BadRequest", err)
+	}
+}
+
+// expiringGate expires every watch at its first delivery.
+type expiringGate struct{}
+
+func (expiringGate) Enter(_ context.Context, s gate.Step) error {
+	if s.Kind == gate.StepDelivery {
+		return gate.ErrWatchExpired
+	}
+	return nil
+}
+
+func TestGateExpiresAWatch(t *testing.T) {
+	c := New(Config{Clock: clock.NewFake(t0), Seed: 1, Gate: expiringGate{}})
+	ctx := ctxT(t)
+	w, err := c.Pods("ns").Watch(ctx, metav1.ListOptions{ResourceVersion: c.ResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	p := must(c.Pods("ns").Create(ctx, pod("a", "", ""), metav1.CreateOptions{}))(t)
+	ev, ok := <-w.ResultChan()
+	if !ok || ev.Type != watch.Error {
+		t.Fatalf("first event = %v %v; want an ERROR event", ev.Type, ok)
+	}
+	if err := apierrors.FromObject(ev.Object); !apierrors.IsResourceExpired(err) {
+		t.Fatalf("ERROR event = %v; want 410 Expired", err)
+	}
+	if _, ok := <-w.ResultChan(); ok {
+		t.Fatal("the watch went on after its 410")
+	}
+	// The object is stored: only the watch lost it.
+	got := must(c.Pods("ns").Get(ctx, "a", metav1.GetOptions{}))(t)
+	if got.ResourceVersion != p.ResourceVersion {
+		t.Errorf("stored pod at %s; want %s", got.ResourceVersion, p.ResourceVersion)
 	}
 }

@@ -93,7 +93,7 @@ type Kind[T Object] struct {
 	// modify it). It runs with the cluster's lock held, inside the request
 	// that wrote, and may write more through tx: what it writes is stored
 	// before that request returns, without admission (no faults, no
-	// [Gate]), as kube-apiserver's own controllers would have written it
+	// [Config.Gate]), as kube-apiserver's own controllers would have written it
 	// soon after. Hooks of writes made by hooks run after the hook that
 	// made them returns, in the order of the writes.
 	Stored func(tx *Tx, ev watch.EventType, obj T)
@@ -145,6 +145,10 @@ type Kind[T Object] struct {
 	// served version, to the stored one.
 	asVersionOf func(old, in T) T
 	toStorage   func(in T) (T, error)
+	// servesVersion, if set, reports whether the kind is served in
+	// version too: its writes in that version are recorded in
+	// managedFields under that version, by that version's field managers.
+	servesVersion func(version string) bool
 	// customFields, if set, answers the field selectors of a request in
 	// version ("": the storage version) instead of the kind's fixed ones.
 	customFields func(version string) fieldSelection[T]

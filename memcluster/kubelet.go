@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -218,7 +219,7 @@ func (k *Kubelet) Run(ctx context.Context) {
 		k.woken, k.ready, k.wakeW = false, false, clock.Work{}
 		k.mu.Unlock()
 
-		if err := k.c.enter(ctx, Step{Kind: StepKubelet}); err != nil {
+		if err := k.c.enter(ctx, gate.Step{Kind: gate.StepKubelet}); err != nil {
 			w.Done()
 			return
 		}

@@ -39,11 +39,16 @@ import (
 // type information), guarded by the cluster's lock.
 type tracker struct {
 	resolved bool
+	// gvk is the kind and version whose writes it records.
+	gvk schema.GroupVersionKind
 	// main, status and scale record the writes of the resource and of
 	// its status and scale subresources, finalize (namespaces only) those
 	// of namespaces/<name>/finalize; main is nil when the kind is not
 	// tracked.
 	main, status, scale, finalize *managedfields.FieldManager
+	// fast computes the updates of main, status and finalize the cheap
+	// way (see managedfields_fast.go), keyed by their field manager.
+	fast map[*managedfields.FieldManager]*fastRecorder
 	// mainReset and statusReset are the top-level fields (spec, status)
 	// that a write of the resource or of its status resets: the field
 	// manager ignores their changes, so they are left out of both objects
@@ -56,11 +61,44 @@ type tracker struct {
 // trackerLocked returns the field managers of the kind, resolving them
 // at the first call.
 func (r *Resource[T]) trackerLocked() *tracker {
-	t := &r.track
-	if t.resolved {
-		return t
+	if !r.track.resolved {
+		r.resolveTracker(&r.track, r.kind.GVK)
 	}
-	t.resolved = true
+	return &r.track
+}
+
+// trackerOfLocked returns the field managers that record a write of obj:
+// those of its version for a custom kind served in several (as
+// kube-apiserver records a custom resource's writes under the version of
+// the request, with that version's field managers), else the kind's.
+func (r *Resource[T]) trackerOfLocked(obj T) *tracker {
+	return r.versionTrackerLocked(obj.GetObjectKind().GroupVersionKind().Version)
+}
+
+// versionTrackerLocked returns the field managers of the kind's version
+// ("" or an unknown one: the kind's own).
+func (r *Resource[T]) versionTrackerLocked(version string) *tracker {
+	if version == "" || version == r.kind.GVK.Version || r.kind.servesVersion == nil || !r.kind.servesVersion(version) {
+		return r.trackerLocked()
+	}
+	t := r.versionTracks[version]
+	if t == nil {
+		if r.versionTracks == nil {
+			r.versionTracks = map[string]*tracker{}
+		}
+		t = &tracker{}
+		gvk := r.kind.GVK
+		gvk.Version = version
+		r.resolveTracker(t, gvk)
+		r.versionTracks[version] = t
+	}
+	return t
+}
+
+// resolveTracker builds t, the field managers of gvk (the kind's, or
+// another version of a custom kind).
+func (r *Resource[T]) resolveTracker(t *tracker, gvk schema.GroupVersionKind) {
+	t.resolved, t.gvk = true, gvk
 	tc, from := r.kind.TypeConverter, "Kind.TypeConverter"
 	if tc == nil {
 		tc, from = r.c.cfg.TypeConverter, "Config.TypeConverter"
@@ -68,52 +106,54 @@ func (r *Resource[T]) trackerLocked() *tracker {
 	if tc == nil {
 		t.missing = fmt.Sprintf("memcluster has no type information for %s, so it neither tracks managedFields nor serves server-side apply for it: "+
 			"set memcluster.Config.TypeConverter (for instance k8s.io/client-go/applyconfigurations.NewTypeConverter(scheme) for the built-in kinds; "+
-			"controllerruntime/clustertest sets it) or this kind's Kind.TypeConverter", r.kind.GVK)
-		return t
+			"controllerruntime/clustertest sets it) or this kind's Kind.TypeConverter", gvk)
+		return
 	}
 	empty := r.kind.New()
-	empty.GetObjectKind().SetGroupVersionKind(r.kind.GVK)
+	empty.GetObjectKind().SetGroupVersionKind(gvk)
 	tc, err := typeConverterFor(tc, empty)
 	if err != nil {
 		t.missing = fmt.Sprintf("memcluster: the type converter of %s (%s) has no type for it (%v), so memcluster neither tracks managedFields nor serves server-side apply for it: "+
-			"set Kind.TypeConverter for this kind (for example managedfields.NewDeducedTypeConverter())", from, r.kind.GVK, err)
-		return t
+			"set Kind.TypeConverter for this kind (for example managedfields.NewDeducedTypeConverter())", from, gvk, err)
+		return
 	}
 	tc = withoutManagedFields{tc}
-	conv := kindConversions[T]{kind: &r.kind}
+	conv := kindConversions[T]{kind: &r.kind, gvk: gvk}
 	custom := r.kind.NoStrategicMerge
 	newManager := managedfields.NewDefaultFieldManager
 	if custom {
 		newManager = managedfields.NewDefaultCRDFieldManager
 	}
-	gv := r.kind.GVK.GroupVersion()
+	gv := gvk.GroupVersion()
 	hasStatus := r.kind.CopyStatus != nil
+	t.fast = map[*managedfields.FieldManager]*fastRecorder{}
 	build := func(subresource string) (*managedfields.FieldManager, []string) {
-		reset := resetFields(r.kind.GVK, custom, hasStatus, subresource)
-		fm, err := newManager(tc, conv, conv, conv, r.kind.GVK, gv, subresource, fieldpath.NewExcludeFilterSetMap(reset))
+		reset := resetFields(gvk, custom, hasStatus, subresource)
+		filters := fieldpath.NewExcludeFilterSetMap(reset)
+		fm, err := newManager(tc, conv, conv, conv, gvk, gv, subresource, filters)
 		if err != nil { // the converter is not nil: this cannot fail
-			panic(fmt.Sprintf("memcluster: field manager of %s: %v", r.kind.GVK, err))
+			panic(fmt.Sprintf("memcluster: field manager of %s: %v", gvk, err))
 		}
+		t.fast[fm] = &fastRecorder{tc: tc, version: gv.String(), subresource: subresource, reset: filters[fieldpath.APIVersion(gv.String())]}
 		return fm, topLevel(reset[fieldpath.APIVersion(gv.String())], empty)
 	}
 	t.main, t.mainReset = build("")
 	if hasStatus {
 		t.status, t.statusReset = build("status")
 	}
-	if r.kind.GVK.GroupKind() == namespaceGK {
+	if gvk.GroupKind() == namespaceGK {
 		t.finalize, _ = build("finalize") // resets what the main resource resets
 	}
-	if scaleKind(r.kind.GVK) {
+	if scaleKind(gvk) {
 		// A write of the scale is one of spec.replicas: the parent's
 		// field manager, for the subresource, records nothing else.
 		only := map[fieldpath.APIVersion]fieldpath.Filter{fieldpath.APIVersion(gv.String()): fieldpath.NewIncludeMatcherFilter(fieldpath.MakePrefixMatcherOrDie("spec", "replicas"))}
-		fm, err := newManager(tc, conv, conv, conv, r.kind.GVK, gv, "scale", only)
+		fm, err := newManager(tc, conv, conv, conv, gvk, gv, "scale", only)
 		if err != nil {
-			panic(fmt.Sprintf("memcluster: field manager of %s/scale: %v", r.kind.GVK, err))
+			panic(fmt.Sprintf("memcluster: field manager of %s/scale: %v", gvk, err))
 		}
 		t.scale = fm
 	}
-	return t
 }
 
 // topLevel returns the top-level fields of set, other than metadata,
@@ -198,6 +238,12 @@ const (
 	kubeletManager    = "kubelet"
 )
 
+// untracked reports whether a's write is not recorded: an update by one
+// of Config.UntrackedManagers.
+func (c *Cluster) untracked(a author) bool {
+	return !a.applied && slices.Contains(c.cfg.UntrackedManagers, a.manager)
+}
+
 // managerOf returns the field manager of a typed client's write: the
 // options' one, else the program's name, as client-go's default
 // User-Agent gives it to kube-apiserver.
@@ -246,12 +292,15 @@ func userAgentManager(userAgent string) string {
 // its defaults), before its strategy resets the status or allocates
 // anything.
 func (r *Resource[T]) recordCreateLocked(in T, a author) []metav1.ManagedFieldsEntry {
-	t := r.trackerLocked()
+	t := r.trackerOfLocked(in)
 	if t.main == nil {
 		return nil
 	}
 	if a.applied {
 		return in.GetManagedFields()
+	}
+	if r.c.untracked(a) {
+		return nil
 	}
 	obj := deepCopy(in)
 	if r.kind.Default != nil {
@@ -261,7 +310,7 @@ func (r *Resource[T]) recordCreateLocked(in T, a author) []metav1.ManagedFieldsE
 		r.kind.fieldManagerView(obj)
 	}
 	live := r.kind.New()
-	return r.recordUpdate(t.main, t.mainReset, false, live, obj, a.manager)
+	return r.recordUpdate(t, t.main, t.mainReset, false, live, obj, a.manager)
 }
 
 // recordUpdateAsSentLocked returns the managedFields of an update of old
@@ -276,8 +325,11 @@ func (r *Resource[T]) recordUpdateAsSentLocked(old, in T, a author) (managed []m
 	if r.kind.PrepareUpdate == nil && r.kind.fieldManagerView == nil || a.applied {
 		return nil, false
 	}
-	if r.trackerLocked().main == nil {
+	if r.trackerOfLocked(in).main == nil {
 		return nil, false
+	}
+	if r.c.untracked(a) {
+		return old.GetManagedFields(), true
 	}
 	obj := deepCopy(in)
 	if r.kind.Default != nil {
@@ -295,37 +347,55 @@ func (r *Resource[T]) recordUpdateAsSentLocked(old, in T, a author) (managed []m
 // by a: the library's record of the update, or, when a is an apply, what
 // in already carries. Without tracking, in has none.
 func (r *Resource[T]) recordUpdateLocked(old, in T, a author, sub string) {
-	t := r.trackerLocked()
+	t := r.trackerOfLocked(in)
 	switch {
 	case t.main == nil:
 		in.SetManagedFields(nil)
 	case a.applied:
+	case r.c.untracked(a):
+		in.SetManagedFields(old.GetManagedFields())
 	case a.scale && (t.scale == nil || !r.scaleTracked(old)):
 		// kube-apiserver's Scale has no managedFields then, and its field
 		// manager does not start tracking on an update. (A custom kind's
 		// scale has no field manager here: its writes are not recorded.)
 		in.SetManagedFields(old.GetManagedFields())
 	case a.scale:
-		in.SetManagedFields(scaleEntries(r.recordUpdate(t.scale, t.mainReset, false, old, in, a.manager)))
+		in.SetManagedFields(scaleEntries(r.recordUpdate(t, t.scale, t.mainReset, false, old, in, a.manager)))
 	case sub == "status":
-		in.SetManagedFields(r.recordUpdate(t.status, t.statusReset, a.statusOnly, old, in, a.manager))
+		in.SetManagedFields(r.recordUpdate(t, t.status, t.statusReset, a.statusOnly, old, in, a.manager))
 	case sub == "finalize" && t.finalize != nil:
-		in.SetManagedFields(r.recordUpdate(t.finalize, t.mainReset, false, old, in, a.manager))
+		in.SetManagedFields(r.recordUpdate(t, t.finalize, t.mainReset, false, old, in, a.manager))
 	default:
-		in.SetManagedFields(r.recordUpdate(t.main, t.mainReset, false, old, in, a.manager))
+		in.SetManagedFields(r.recordUpdate(t, t.main, t.mainReset, false, old, in, a.manager))
 	}
 }
 
-// recordUpdate runs fm's update of live into obj by manager and returns
+// recordUpdate runs fm's update (one of t's) of live into obj by manager and returns
 // the resulting managedFields, with the times of the entries it wrote
 // from the cluster's clock. As kube-apiserver does, a failure keeps the
 // live object's entries. The top-level fields reset, which the write
 // resets (live and obj have the same), are left out of both, and so is
 // the rest of the metadata if bare (which the write does not change
 // either).
-func (r *Resource[T]) recordUpdate(fm *managedfields.FieldManager, reset []string, bare bool, live, obj T, manager string) []metav1.ManagedFieldsEntry {
+func (r *Resource[T]) recordUpdate(t *tracker, fm *managedfields.FieldManager, reset []string, bare bool, live, obj T, manager string) []metav1.ManagedFieldsEntry {
+	liveView, objView := r.forTracking(live, t.gvk, reset, bare), r.forTracking(obj, t.gvk, reset, bare)
+	if f := t.fast[fm]; f != nil {
+		entries, sets, ok := r.fastUpdateLocked(f, liveView, objView, manager, r.c.now())
+		if ok {
+			if checkManagedFields {
+				crossCheck(t.gvk, manager, entries, r.libraryUpdate(fm, r.forTracking(live, t.gvk, reset, bare), r.forTracking(obj, t.gvk, reset, bare), manager))
+			}
+			r.rememberLocked(objectKey(obj), entries, sets)
+			return entries
+		}
+	}
+	return r.libraryUpdate(fm, liveView, objView, manager)
+}
+
+// libraryUpdate is [Resource.recordUpdate] by the field manager itself.
+func (r *Resource[T]) libraryUpdate(fm *managedfields.FieldManager, live, obj T, manager string) []metav1.ManagedFieldsEntry {
 	sent := obj.GetManagedFields()
-	out, err := fm.Update(r.forTracking(live, reset, bare), r.forTracking(obj, reset, bare), manager)
+	out, err := fm.Update(live, obj, manager)
 	if err != nil {
 		return live.GetManagedFields()
 	}
@@ -420,26 +490,26 @@ func managedFieldsEqual(a, b metav1.Object) bool {
 	return semanticEqual(a.GetManagedFields(), b.GetManagedFields())
 }
 
-// withKind returns obj with its apiVersion and kind set to the kind's,
-// which the type converter needs: obj itself if they are set, else a
-// shallow copy (the cluster's objects are stored without them, and a
-// stored snapshot is never modified).
-func (r *Resource[T]) withKind(obj T) T {
-	if obj.GetObjectKind().GroupVersionKind() == r.kind.GVK {
+// withKind returns obj with its apiVersion and kind set to gvk, which
+// the type converter needs: obj itself if they are set, else a shallow
+// copy (the cluster's objects are stored without them, and a stored
+// snapshot is never modified).
+func withKind[T Object](obj T, gvk schema.GroupVersionKind) T {
+	if obj.GetObjectKind().GroupVersionKind() == gvk {
 		return obj
 	}
 	out := shallowCopy(obj)
-	out.GetObjectKind().SetGroupVersionKind(r.kind.GVK)
+	out.GetObjectKind().SetGroupVersionKind(gvk)
 	return out
 }
 
-// forTracking returns a shallow copy of obj with the kind's apiVersion
-// and kind, without the top-level fields named in without, and, if bare,
+// forTracking returns a shallow copy of obj with gvk's apiVersion and
+// kind, without the top-level fields named in without, and, if bare,
 // without its metadata but what the field manager reads (the name,
 // namespace, uid and managedFields).
-func (r *Resource[T]) forTracking(obj T, without []string, bare bool) T {
+func (r *Resource[T]) forTracking(obj T, gvk schema.GroupVersionKind, without []string, bare bool) T {
 	out := shallowCopy(obj)
-	out.GetObjectKind().SetGroupVersionKind(r.kind.GVK)
+	out.GetObjectKind().SetGroupVersionKind(gvk)
 	if len(without) == 0 && !bare {
 		return out
 	}
@@ -487,12 +557,17 @@ func shallowCopy[T Object](obj T) T {
 }
 
 // kindConversions is the scheme of one kind for the field manager: its
-// converter, defaulter and creater. A kind has one version, so
-// converting is setting the apiVersion and kind (and, for the merged
-// object of an apply, which the library returns as unstructured,
-// decoding it into the kind's Go type); defaults are applied by the
-// write itself, as for any write.
-type kindConversions[T Object] struct{ kind *Kind[T] }
+// converter, defaulter and creater, for the version gvk. A built-in kind
+// has one version, so converting is setting the apiVersion and kind
+// (and, for the merged object of an apply, which the library returns as
+// unstructured, decoding it into the kind's Go type); a custom kind
+// served in several versions converts between them as kube-apiserver
+// does without a webhook, by setting the apiVersion. Defaults are
+// applied by the write itself, as for any write.
+type kindConversions[T Object] struct {
+	kind *Kind[T]
+	gvk  schema.GroupVersionKind
+}
 
 var (
 	_ runtime.ObjectConvertor = kindConversions[*corev1.Pod]{}
@@ -504,9 +579,15 @@ func (k kindConversions[T]) Convert(in, out, _ any) error {
 	return fmt.Errorf("memcluster: cannot convert %T to %T", in, out)
 }
 
+// ours reports whether gvk is the converter's version, or another one
+// of its custom kind.
+func (k kindConversions[T]) ours(gvk schema.GroupVersionKind) bool {
+	return gvk == k.gvk || gvk.GroupKind() == k.gvk.GroupKind() && k.kind.servesVersion != nil && k.kind.servesVersion(gvk.Version)
+}
+
 func (k kindConversions[T]) ConvertToVersion(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
-	gvk, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{k.kind.GVK})
-	if !ok || gvk != k.kind.GVK {
+	gvk, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{k.gvk})
+	if !ok || !k.ours(gvk) {
 		return nil, runtime.NewNotRegisteredGVKErrForTarget("memcluster", in.GetObjectKind().GroupVersionKind(), target)
 	}
 	switch obj := in.(type) {
@@ -536,7 +617,7 @@ func (k kindConversions[T]) ConvertFieldLabel(gvk schema.GroupVersionKind, label
 func (k kindConversions[T]) Default(runtime.Object) {}
 
 func (k kindConversions[T]) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
-	if gvk != k.kind.GVK {
+	if !k.ours(gvk) {
 		return nil, runtime.NewNotRegisteredErrForKind("memcluster", gvk)
 	}
 	obj := k.kind.New()

@@ -49,16 +49,17 @@ func (cl Client[T]) Patch(ctx context.Context, name string, pt types.PatchType, 
 		var zero T
 		return zero, apierrors.NewNotFound(schema.GroupResource{Group: cl.r.kind.GVK.Group, Resource: cl.r.kind.Resource + "/" + strings.Join(subresources, "/")}, name)
 	}
-	out, _, err := cl.patch(ctx, name, pt, data, opts, strings.Join(subresources, ""), nil)
+	out, _, err := cl.patch(ctx, name, pt, data, opts, strings.Join(subresources, ""), "", nil)
 	return out, err
 }
 
 // patch is Patch of the resource or its subresource sub ("status", or
 // "scale" for an apply of spec.replicas that [api.patchScale] made),
-// telling also whether an apply created the object. view, if set, returns
-// the stored object as the patch sees it (a custom kind's, in the version
-// of the request).
-func (cl Client[T]) patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub string, view func(T) (T, error)) (T, bool, error) {
+// telling also whether an apply created the object. version is the
+// version of the request ("": the kind's own), whose field managers
+// record it; view, if set, returns the stored object as the patch sees
+// it (a custom kind's, in the version of the request).
+func (cl Client[T]) patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub, version string, view func(T) (T, error)) (T, bool, error) {
 	var zero T
 	c := cl.r.c
 	verb := VerbPatch
@@ -85,7 +86,7 @@ func (cl Client[T]) patch(ctx context.Context, name string, pt types.PatchType, 
 	var created bool
 	c.mu.Lock()
 	if pt == types.ApplyYAMLPatchType {
-		out, created, err = cl.r.applyLocked(cl.ns, name, data, opts, sub, view)
+		out, created, err = cl.r.applyLocked(cl.ns, name, data, opts, sub, version, view)
 	} else {
 		out, err = cl.r.patchLocked(cl.key(cl.ns, name), pt, data, status, managerOf(opts.FieldManager), view)
 	}

@@ -9,9 +9,9 @@ import (
 // admitted, with the faults injected into it, or a watch the cluster ended
 // to inject a dropped watch.
 type Request struct {
-	// Verb, Resource, Namespace and Name are those of the request's
-	// [Step] (Name is empty for lists, watches and creates with
-	// generateName).
+	// Verb, Resource, Namespace and Name describe the request (Name is
+	// empty for lists, watches and creates with generateName). Resource
+	// is the plural name, e.g. "pods".
 	Verb      Verb
 	Resource  string
 	Namespace string
@@ -23,7 +23,8 @@ type Request struct {
 	// With Fault.AfterWrite the request takes effect before failing.
 	Fault *FaultRule
 	// Dropped reports a watch ended instead of delivering an event
-	// ([Faults.WatchDropRate]); Watch is its number, as in [Step].
+	// ([Faults.WatchDropRate]); Watch is its number (watches are numbered
+	// in the order they are opened).
 	Dropped bool
 	Watch   uint64
 }

@@ -32,6 +32,12 @@ type Resource[T Object] struct {
 	gcPolicy gcPolicy                   // the default propagation of deletes
 	fields   fieldSelection[T]          // how field selectors are answered
 	track    tracker                    // guarded by c.mu; see managedfields.go
+	// decoded caches the parsed managedFields of stored objects; guarded
+	// by c.mu, see managedfields_fast.go.
+	decoded map[types.NamespacedName]decodedFields
+	// versionTracks are the field managers of a custom kind's other
+	// versions, by version; guarded by c.mu.
+	versionTracks map[string]*tracker
 }
 
 // NewResource adds a kind to the cluster and returns its storage. Adding a

@@ -200,7 +200,7 @@ func (r *Resource[T]) update(ctx context.Context, ns string, obj runtime.Object,
 }
 
 func (r *Resource[T]) patch(ctx context.Context, ns, name string, pt types.PatchType, data []byte, sub string, opts metav1.PatchOptions) (runtime.Object, bool, error) {
-	return r.Namespace(ns).patch(ctx, name, pt, data, opts, sub, nil)
+	return r.Namespace(ns).patch(ctx, name, pt, data, opts, sub, "", nil)
 }
 
 func (r *Resource[T]) remove(ctx context.Context, ns, name string, opts metav1.DeleteOptions) (runtime.Object, bool, error) {

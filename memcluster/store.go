@@ -303,6 +303,7 @@ func (r *Resource[T]) commitLocked(typ watch.EventType, obj T) T {
 	prev, had := r.objs[key]
 	if typ == watch.Deleted {
 		delete(r.objs, key)
+		delete(r.decoded, key)
 		delete(r.c.uids, obj.GetUID())
 	} else {
 		r.objs[key] = obj

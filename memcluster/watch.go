@@ -3,6 +3,7 @@ package memcluster
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -451,6 +453,9 @@ func (w *watcher[T]) run(ctx context.Context) {
 		}
 		if err := w.r.c.enter(gctx, w.step(p.ev)); err != nil {
 			p.work.Done()
+			if errors.Is(err, gate.ErrWatchExpired) {
+				w.sendExpired(ctx, w.step(p.ev).ResourceVersion)
+			}
 			return
 		}
 		ev := p.ev
@@ -519,8 +524,8 @@ func materialize(ev watch.Event) watch.Event {
 }
 
 // step describes the delivery of ev for the cluster's Gate.
-func (w *watcher[T]) step(ev watch.Event) Step {
-	s := Step{Kind: StepDelivery, Resource: w.r.kind.Resource, Watch: w.id, Event: ev.Type}
+func (w *watcher[T]) step(ev watch.Event) gate.Step {
+	s := gate.Step{Kind: gate.StepDelivery, Resource: w.r.kind.Resource, Watch: w.id, Event: ev.Type}
 	if m, ok := ev.Object.(metav1.Object); ok && !isNil(m) {
 		s.ResourceVersion, s.Namespace, s.Name = m.GetResourceVersion(), m.GetNamespace(), m.GetName()
 	}

@@ -161,7 +161,7 @@ func (a *api) Event(obj runtime.Object, eventType, reason, message string) {
 }
 
 // rsEvents keeps the ReplicaSet controller's warnings (FailedCreate and
-// the like), which may arrive from several goroutines of one Apply.
+// the like), which may arrive from several goroutines of one WritePods.
 type rsEvents struct{ a *api }
 
 func (r rsEvents) Event(obj runtime.Object, eventType, reason, message string) {

@@ -38,7 +38,7 @@ func epoch() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 // rolls from it to d's template. Neither d nor current is modified.
 //
 // The real controllers run: package deployment's Reconciler (Sync +
-// Apply) and package replicaset's Reconciler, against an in-memory API
+// WritePlan) and package replicaset's Reconciler, against an in-memory API
 // server (package memcluster) with a simulated kubelet whose pods follow
 // model. The loop is single-threaded and deterministic — no informers, no
 // queues, no goroutines of its own:

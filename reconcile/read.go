@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/indexes"
 )
 
 // Getter reads one object by key. A missing object is an error for which
@@ -89,26 +90,23 @@ type CacheReader[T informer.Object] struct {
 	c *informer.Cache[T]
 }
 
-// OrphanIndex is the index [FromCache] adds to a cache: objects without a
-// controller reference, by namespace.
-const OrphanIndex = "ctrlkit.io/orphans"
-
-// FromCache returns a [CacheReader] over c, adding [OrphanIndex] to c
-// unless it is there (on a cache that already holds objects, adding an
+// FromCache returns a [CacheReader] over c, adding to c an index of the
+// objects without a controller reference, by namespace (for
+// [CacheReader.ListByController] with an empty uid), unless it is there (on a cache that already holds objects, adding an
 // index indexes each of them once).
 func FromCache[T informer.Object](c *informer.Cache[T]) (*CacheReader[T], error) {
 	if c == nil {
 		return nil, fmt.Errorf("reconcile: FromCache: nil cache")
 	}
-	if !slices.Contains(c.IndexNames(), OrphanIndex) {
-		err := c.AddIndex(OrphanIndex, func(obj T) ([]string, error) {
+	if !slices.Contains(c.IndexNames(), indexes.Orphans) {
+		err := c.AddIndex(indexes.Orphans, func(obj T) ([]string, error) {
 			if metav1.GetControllerOfNoCopy(obj) != nil {
 				return nil, nil
 			}
 			return []string{obj.GetNamespace()}, nil
 		})
 		// Two callers may race to add it; losing that race is fine.
-		if err != nil && !slices.Contains(c.IndexNames(), OrphanIndex) {
+		if err != nil && !slices.Contains(c.IndexNames(), indexes.Orphans) {
 			return nil, fmt.Errorf("reconcile: FromCache: %w", err)
 		}
 	}
@@ -132,7 +130,7 @@ func (r *CacheReader[T]) List(_ context.Context, namespace string, selector labe
 // namespace), or with an empty uid the orphans of namespace.
 func (r *CacheReader[T]) ListByController(_ context.Context, namespace string, uid types.UID) ([]T, error) {
 	if uid == "" {
-		return r.c.ByIndex(OrphanIndex, namespace)
+		return r.c.ByIndex(indexes.Orphans, namespace)
 	}
 	return r.c.ByIndex(informer.IndexControllerUID, string(uid))
 }

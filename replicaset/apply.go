@@ -13,10 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Applied reports how far [Apply] got. The caller uses it to correct the
-// expectations it recorded for the plan: creations that were never made
-// and deletions that failed will never be observed.
-type Applied struct {
+// PodWrites reports how far [WritePods] got. The caller uses it to
+// correct the expectations it recorded for the plan: creations that were
+// never made and deletions that failed will never be observed.
+type PodWrites struct {
 	// Created counts successful creations. A creation refused because the
 	// namespace is terminating counts as a success, as upstream.
 	Created int
@@ -33,14 +33,15 @@ type Applied struct {
 	DeletesFailed []types.UID
 	// DeletesUnsettled are the UIDs of the pods whose deletion failed and
 	// may have happened all the same: no live read could tell (see
-	// [Apply]). Keep expecting them: if the deletion happened, its event
+	// [WritePods]). Keep expecting them: if the deletion happened, its event
 	// comes; if not, the expectation expires.
 	DeletesUnsettled []types.UID
 }
 
-// Apply executes the actions of p for rs, in order, and emits the pod
-// events upstream's pod control emits (nil events discards them). It does
-// not record expectations or write the status: see [Plan] for the order.
+// WritePods makes the pod writes of p for rs (its actions, in order) and
+// emits the pod events upstream's pod control emits (nil events discards
+// them). It does not record expectations or write the status: see [Plan]
+// for the order.
 //
 //   - [CreatePods]: pods from [NewPod], created in slow-start batches
 //     ([SlowStartBatches] with slowStartInitialBatchSize); the calls of a
@@ -66,31 +67,31 @@ type Applied struct {
 // It returns the first error, in pod order, of the first failing action;
 // later actions are not executed. A nil c or rs, or a nil pod to delete,
 // is an error before anything is written.
-func Apply(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, p Plan) (Applied, error) {
-	return apply(ctx, c, events, rs, p, false)
+func WritePods(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, p Plan) (PodWrites, error) {
+	return writePods(ctx, c, events, rs, p, false)
 }
 
-// apply is Apply; sequential makes the calls of a batch one after another,
+// writePods is WritePods; sequential makes the calls of a batch one after another,
 // in order, for simulations that must replay exactly (the calls of a batch
 // would otherwise reach the API server in any order).
-func apply(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, p Plan, sequential bool) (Applied, error) {
+func writePods(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, p Plan, sequential bool) (PodWrites, error) {
 	if c == nil {
-		return Applied{}, errors.New("replicaset: Apply: the PodWriter is nil")
+		return PodWrites{}, errors.New("replicaset: WritePods: the PodWriter is nil")
 	}
-	if err := checkRS("Apply", rs); err != nil {
-		return Applied{}, err
+	if err := checkRS("WritePods", rs); err != nil {
+		return PodWrites{}, err
 	}
 	for _, a := range p.Actions {
 		if d, ok := a.(DeletePods); ok {
-			if err := checkPods("Apply", "DeletePods.Pods", d.Pods); err != nil {
-				return Applied{}, err
+			if err := checkPods("WritePods", "DeletePods.Pods", d.Pods); err != nil {
+				return PodWrites{}, err
 			}
 		}
 	}
 	if events == nil {
 		events = discardEvents{}
 	}
-	var res Applied
+	var res PodWrites
 	for _, a := range p.Actions {
 		var err error
 		switch a := a.(type) {
@@ -108,7 +109,7 @@ func apply(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.Re
 	return res, nil
 }
 
-func createPods(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, count int, res *Applied, sequential bool) error {
+func createPods(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, count int, res *PodWrites, sequential bool) error {
 	tpl, err := NewPod(rs)
 	if err != nil {
 		res.CreatesSkipped += count
@@ -160,7 +161,7 @@ func createPod(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv
 	return created, nil
 }
 
-func deletePods(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, pods []*corev1.Pod, res *Applied, sequential bool) error {
+func deletePods(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, pods []*corev1.Pod, res *PodWrites, sequential bool) error {
 	outcomes := make([]deleteOutcome, len(pods))
 	live, _ := c.(PodGetter)
 	each(len(pods), sequential, func(i int) { outcomes[i] = deletePod(ctx, c, live, events, rs, pods[i]) })

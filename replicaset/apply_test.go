@@ -20,8 +20,8 @@ func TestApply(t *testing.T) {
 		rs         *appsv1.ReplicaSet
 		seed       []*corev1.Pod
 		plan       replicaset.Plan
-		want       replicaset.Applied
-		wantPods   []string // the names of Applied.CreatedPods, sorted
+		want       replicaset.PodWrites
+		wantPods   []string // the names of PodWrites.CreatedPods, sorted
 		wantErr    error
 		wantCalls  int
 		wantEvents []string
@@ -29,7 +29,7 @@ func TestApply(t *testing.T) {
 		name:       "creates in batches",
 		rs:         newRS("web", 3),
 		plan:       replicaset.Plan{Actions: []replicaset.Action{replicaset.CreatePods{Count: 3}}},
-		want:       replicaset.Applied{Created: 3},
+		want:       replicaset.PodWrites{Created: 3},
 		wantPods:   []string{"web-p001", "web-p002", "web-p003"},
 		wantCalls:  3,
 		wantEvents: []string{"Normal SuccessfulCreate Created pod: web-p001", "Normal SuccessfulCreate Created pod: web-p002", "Normal SuccessfulCreate Created pod: web-p003"},
@@ -39,14 +39,14 @@ func TestApply(t *testing.T) {
 			rs.Spec.Template.Labels = nil
 		}),
 		plan:    replicaset.Plan{Actions: []replicaset.Action{replicaset.CreatePods{Count: 3}}},
-		want:    replicaset.Applied{CreatesSkipped: 3},
+		want:    replicaset.PodWrites{CreatesSkipped: 3},
 		wantErr: replicaset.ErrNoLabels,
 	}, {
 		name:       "deleting a vanished pod is not an error",
 		rs:         newRS("web", 0),
 		seed:       []*corev1.Pod{newPod("here")},
 		plan:       replicaset.Plan{Actions: []replicaset.Action{replicaset.DeletePods{Pods: []*corev1.Pod{gone, newPod("here")}}}},
-		want:       replicaset.Applied{Deleted: 1, DeletesFailed: []types.UID{"uid-gone"}},
+		want:       replicaset.PodWrites{Deleted: 1, DeletesFailed: []types.UID{"uid-gone"}},
 		wantEvents: []string{"Normal SuccessfulDelete Deleted pod: here"},
 	}, {
 		name:       "events are recorded",
@@ -60,20 +60,20 @@ func TestApply(t *testing.T) {
 			for _, p := range tc.seed {
 				w.addPod(p)
 			}
-			got, err := replicaset.Apply(context.Background(), w, w, tc.rs, tc.plan)
+			got, err := replicaset.WritePods(context.Background(), w, w, tc.rs, tc.plan)
 			if !errors.Is(err, tc.wantErr) {
-				t.Errorf("Apply error = %v; want %v", err, tc.wantErr)
+				t.Errorf("WritePods error = %v; want %v", err, tc.wantErr)
 			}
 			var created []string
 			for _, p := range got.CreatedPods {
 				created = append(created, p.Name)
 			}
 			if diff := cmp.Diff(tc.wantPods, sortedCopy(created)); diff != "" {
-				t.Errorf("Applied.CreatedPods mismatch (-want +got):\n%s", diff)
+				t.Errorf("PodWrites.CreatedPods mismatch (-want +got):\n%s", diff)
 			}
 			got.CreatedPods = nil
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("Apply mismatch (-want +got):\n%s", diff)
+				t.Errorf("WritePods mismatch (-want +got):\n%s", diff)
 			}
 			if w.creates != tc.wantCalls {
 				t.Errorf("create calls = %d; want %d", w.creates, tc.wantCalls)

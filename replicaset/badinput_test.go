@@ -120,13 +120,13 @@ func TestBadInput(t *testing.T) {
 			"replicaset: ReleasePatch: the pod is nil"},
 		{"NewPod(nil)", func() (any, error) { return nil, errOf(replicaset.NewPod(nil)) },
 			"replicaset: NewPod: the ReplicaSet is nil"},
-		{"Apply(nil writer)", func() (any, error) { return nil, errOf(replicaset.Apply(ctx, nil, nil, rs, replicaset.Plan{})) },
-			"replicaset: Apply: the PodWriter is nil"},
-		{"Apply(nil rs)", func() (any, error) { return nil, errOf(replicaset.Apply(ctx, w, nil, nil, replicaset.Plan{})) },
-			"replicaset: Apply: the ReplicaSet is nil"},
-		{"Apply(nil pod to delete)", func() (any, error) {
-			return nil, errOf(replicaset.Apply(ctx, w, nil, rs, replicaset.Plan{Actions: []replicaset.Action{replicaset.DeletePods{Pods: withNil}}}))
-		}, "replicaset: Apply: DeletePods.Pods[1] is nil"},
+		{"WritePods(nil writer)", func() (any, error) { return nil, errOf(replicaset.WritePods(ctx, nil, nil, rs, replicaset.Plan{})) },
+			"replicaset: WritePods: the PodWriter is nil"},
+		{"WritePods(nil rs)", func() (any, error) { return nil, errOf(replicaset.WritePods(ctx, w, nil, nil, replicaset.Plan{})) },
+			"replicaset: WritePods: the ReplicaSet is nil"},
+		{"WritePods(nil pod to delete)", func() (any, error) {
+			return nil, errOf(replicaset.WritePods(ctx, w, nil, rs, replicaset.Plan{Actions: []replicaset.Action{replicaset.DeletePods{Pods: withNil}}}))
+		}, "replicaset: WritePods: DeletePods.Pods[1] is nil"},
 		{"NewPodCache(nil)", func() (any, error) { return nil, errOf(replicaset.NewPodCache(nil)) },
 			"replicaset: NewPodCache: the cache is nil"},
 

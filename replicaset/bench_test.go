@@ -156,7 +156,7 @@ func BenchmarkReconcileNoop(b *testing.B) {
 				i := 0
 				for b.Loop() {
 					if v.changePerSync {
-						if err := podCache.Update(versions[i/n%2][i%n]); err != nil {
+						if err := podCache.Add(versions[i/n%2][i%n]); err != nil {
 							b.Fatal(err)
 						}
 						i++

@@ -249,8 +249,8 @@ type PodCache struct {
 }
 
 // NewPodCache returns a PodCache over c, adding to c the indexes it reads
-// unless they are there: [reconcile.OrphanIndex] and one of
-// pod-template-hash.
+// unless they are there: [reconcile.FromCache]'s index of orphans and one
+// of pod-template-hash.
 func NewPodCache(c *informer.Cache[*corev1.Pod]) (*PodCache, error) {
 	if c == nil {
 		return nil, errors.New("replicaset: NewPodCache: the cache is nil")

@@ -10,7 +10,7 @@
 //     shell of your own;
 //   - [ManageReplicas]: the pure decision of a sync, an [Input] in and a
 //     [Plan] out (pods to create or delete, the expectation, the status,
-//     the requeue); [Apply] makes its writes;
+//     the requeue); [WritePods] makes its writes;
 //   - [EventRules] and [Expectations]: which ReplicaSets an informer event
 //     asks to sync, and what it tells the expectations.
 //
@@ -50,7 +50,7 @@
 //
 // The shell:
 //
-//   - [Apply] executes a plan with a [PodWriter]: creates in slow-start
+//   - [WritePods] executes a plan with a [PodWriter]: creates in slow-start
 //     batches, deletes in parallel, and emits the pod events.
 //   - [Reconciler] syncs one ReplicaSet key: read from caches, claim,
 //     decide, apply, record expectations, write status. It reads through the

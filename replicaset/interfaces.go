@@ -30,7 +30,7 @@ type PodWriter interface {
 	PatchPod(ctx context.Context, namespace, name string, patch []byte) error
 }
 
-// PodGetter reads one pod from the API server, not from a cache. [Apply]
+// PodGetter reads one pod from the API server, not from a cache. [WritePods]
 // uses it to settle a failed deletion: the error may hide a deletion that
 // happened (a lost response, a timeout). A missing pod is reported with an
 // error for which apierrors.IsNotFound is true.

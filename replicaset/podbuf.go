@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/informer"
-	"github.com/ctrlkit/ctrlkit/reconcile"
+	"github.com/ctrlkit/ctrlkit/internal/indexes"
 )
 
 // podAppender is what [PodCache] offers beyond [PodCache.ListByController]: the
@@ -23,7 +23,7 @@ var _ podAppender = (*PodCache)(nil)
 // appendByController is PodCache.ListByController, appending to dst.
 func (p *PodCache) appendByController(dst []*corev1.Pod, namespace string, uid types.UID) ([]*corev1.Pod, error) {
 	if uid == "" {
-		return p.c.AppendByIndex(dst, reconcile.OrphanIndex, namespace)
+		return p.c.AppendByIndex(dst, indexes.Orphans, namespace)
 	}
 	return p.c.AppendByIndex(dst, informer.IndexControllerUID, string(uid))
 }

@@ -52,7 +52,7 @@ func TestPodCacheListMatchesScan(t *testing.T) {
 		}
 		p := old.DeepCopy()
 		p.Labels = map[string]string{hashKey: "h9", "app": "a1"}
-		if err := c.Update(p); err != nil {
+		if err := c.Add(p); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -51,7 +51,7 @@ func cachedWorld(t *testing.T) (*world, *replicaset.PodCache) {
 		case old == nil:
 			err = c.Add(cur)
 		default:
-			err = c.Update(cur)
+			err = c.Add(cur)
 		}
 		if err != nil {
 			t.Errorf("pod cache: %v", err)
@@ -219,7 +219,7 @@ func replacePods(t *testing.T, c *informer.Cache[*corev1.Pod]) []weak.Pointer[co
 	old := make([]weak.Pointer[corev1.Pod], len(pods))
 	for i, p := range pods {
 		old[i] = weak.Make(p)
-		if err := c.Update(p.DeepCopy()); err != nil {
+		if err := c.Add(p.DeepCopy()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -103,7 +103,7 @@ func (c *ReconcilerConfig) validate() error {
 
 // Reconciler syncs one ReplicaSet per call: it reads the ReplicaSet and its
 // pods, claims pods, decides with [ManageReplicas], applies the plan with
-// [Apply], records expectations and writes the status (upstream
+// [WritePods], records expectations and writes the status (upstream
 // ReplicaSetController.syncReplicaSet). It is safe for concurrent use on
 // different keys; one key must not be reconciled concurrently (a workqueue
 // guarantees this).
@@ -349,7 +349,7 @@ func (r *Reconciler) act(ctx context.Context, key types.NamespacedName, in Input
 		v.Info("Managing replicas", "replicaSet", key, "plan", plan.Actions)
 	}
 	r.exp.Record(key, plan.Pending, now)
-	applied, err := apply(ctx, r.client, r.events, in.ReplicaSet, plan, clock.IsDeterministic(r.clock))
+	applied, err := writePods(ctx, r.client, r.events, in.ReplicaSet, plan, clock.IsDeterministic(r.clock))
 	if plan.Pending != nil && plan.Pending.Deletions == nil {
 		r.written.set(key, applied.CreatedPods)
 	}

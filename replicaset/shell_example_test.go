@@ -79,9 +79,9 @@ func ExampleNewController() {
 	// spec.replicas 1: 1 pods, 1 ready, 1 available
 }
 
-// Decide with ManageReplicas, then execute the plan with Apply; the
+// Decide with ManageReplicas, then execute the plan with WritePods; the
 // caller records the expectations and writes the status.
-func ExampleApply() {
+func ExampleWritePods() {
 	ctx := context.Background()
 	c := memcluster.New(memcluster.Config{Clock: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))})
 	rs := exampleRS(2)
@@ -95,7 +95,7 @@ func ExampleApply() {
 		panic(err)
 	}
 	fmt.Print(plan.Actions[0], "\n")
-	applied, err := replicaset.Apply(ctx, memcluster.ControllerClient{Cluster: c}, nil, rs, plan)
+	applied, err := replicaset.WritePods(ctx, memcluster.ControllerClient{Cluster: c}, nil, rs, plan)
 	pods, _, _ := c.Pods("default").List(ctx, metav1.ListOptions{})
 	fmt.Printf("created %d, err %v, %d pods owned by %s\n", applied.Created, err, len(pods), metav1.GetControllerOf(pods[0]).Name)
 	// Output:

@@ -12,7 +12,7 @@ import (
 
 // Bad input. The functions that decide something (ManageReplicas,
 // CalculateStatus, ClaimPods, PodsToDelete, RankForDeletion,
-// CoLocationRanks, AdoptPatch, ReleasePatch, NewPod, Apply) return an
+// CoLocationRanks, AdoptPatch, ReleasePatch, NewPod, WritePods) return an
 // error naming the argument for a nil ReplicaSet, a nil selector or a nil
 // entry in a pod list; they never panic, and never decide from a
 // substitute. ManageReplicas also refuses a ReplicaSet the API server

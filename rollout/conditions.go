@@ -143,26 +143,13 @@ func failedCreateCondition(rsName string, err error, now time.Time) appsv1.Deplo
 		fmt.Sprintf("Failed to create new replica set %q: %v", rsName, err), now)
 }
 
-// PausedConditions returns d's status with the Progressing condition that
-// records a pause or resume, and whether it changed (upstream
-// checkPausedConditions). Without a progress deadline, or when the
-// condition already says ProgressDeadlineExceeded, nothing changes.
-// Paused and no DeploymentPaused reason → Unknown/DeploymentPaused; not
-// paused but DeploymentPaused → Unknown/DeploymentResumed.
-func PausedConditions(d *appsv1.Deployment, now time.Time) (appsv1.DeploymentStatus, bool) {
-	if d == nil {
-		return appsv1.DeploymentStatus{}, false
-	}
-	st := *d.Status.DeepCopy()
-	if c, ok := PauseCondition(d, now); ok {
-		return SetCondition(st, c), true
-	}
-	return st, false
-}
-
-// PauseCondition returns the condition [PausedConditions] sets, and
-// whether it sets one, without copying d's status: set it with
-// [SetCondition].
+// PauseCondition returns the Progressing condition that records a pause
+// or resume of d, and whether there is one to set (upstream
+// checkPausedConditions, which sets it): set it with [SetCondition].
+// Without a progress deadline, or when the condition already says
+// ProgressDeadlineExceeded, there is none. Paused and no DeploymentPaused
+// reason → Unknown/DeploymentPaused; not paused but DeploymentPaused →
+// Unknown/DeploymentResumed.
 func PauseCondition(d *appsv1.Deployment, now time.Time) (appsv1.DeploymentCondition, bool) {
 	if d == nil || !HasProgressDeadline(d) {
 		return appsv1.DeploymentCondition{}, false

@@ -112,7 +112,7 @@
 // switched off: [StatusOptions]); getReplicaFailures → [ReplicaFailures];
 // syncRolloutStatus → [SyncStatus] ([SyncStatusWith]);
 // requeueStuckDeployment → nextProgressCheck; checkPausedConditions →
-// [PausedConditions]; getNewReplicaSet → [NewReplicaSet],
+// [PauseCondition]; getNewReplicaSet → [NewReplicaSet],
 // [SetNewReplicaSetAnnotations], [IsHashCollision], [BumpCollisionCount];
 // generateReplicaSetName → [ReplicaSetName]; getRollbackTo → [RollbackTo].
 //

@@ -164,7 +164,7 @@ func FuzzDecisions(f *testing.F) {
 		_, _ = NewRSNewReplicas(d, all, newRS)
 		_, _ = NewReplicaSet(d, olds)
 		_, _ = SyncStatus(d, all, newRS, t0)
-		_, _ = PausedConditions(d, t0)
+		_, _ = PauseCondition(d, t0)
 		_ = IsSaturated(d, newRS)
 		_ = FindActiveOrLatest(newRS, olds)
 		_, _ = FindOldReplicaSets(d, all)

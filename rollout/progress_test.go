@@ -208,7 +208,7 @@ func TestSyncStatus(t *testing.T) {
 	}
 }
 
-func TestPausedConditions(t *testing.T) {
+func TestPauseCondition(t *testing.T) {
 	paused := deploy(1, "1", "0")
 	paused.Spec.Paused = true
 	resumed := deploy(1, "1", "0")
@@ -231,9 +231,13 @@ func TestPausedConditions(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			st, changed := PausedConditions(tc.d, t1)
+			st := *tc.d.Status.DeepCopy()
+			c, changed := PauseCondition(tc.d, t1)
+			if changed {
+				st = SetCondition(st, c)
+			}
 			if diff := cmp.Diff(tc.want, st.Conditions); diff != "" || changed != tc.changed {
-				t.Errorf("PausedConditions changed=%v, mismatch (-want +got):\n%s", changed, diff)
+				t.Errorf("PauseCondition changed=%v, mismatch (-want +got):\n%s", changed, diff)
 			}
 		})
 	}

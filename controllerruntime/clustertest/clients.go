@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 )
 
@@ -84,6 +86,7 @@ func namedConfig(cfg *rest.Config, name string) *rest.Config {
 type call struct {
 	client       string
 	method       string
+	precondition string // the resourceVersion an update or a patch carried
 	subresource  string
 	userAgent    string
 	fieldManager string
@@ -117,6 +120,11 @@ func (cl *call) manager() string {
 type front struct {
 	rec  *recorder
 	next http.Handler
+	// decoder, if set, makes front read the precondition of updates and
+	// patches (for Explore's properties); it decodes protobuf bodies.
+	decoder runtime.Decoder
+	// filter, if set, sees each request once front has read it (tests).
+	filter *atomic.Pointer[func(*http.Request)]
 }
 
 func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -126,6 +134,14 @@ func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		subresource:  subresourceOf(r.URL.Path),
 		userAgent:    r.UserAgent(),
 		fieldManager: r.URL.Query().Get("fieldManager"),
+	}
+	if f.decoder != nil {
+		cl.precondition = precondition(r, f.decoder)
+	}
+	if f.filter != nil {
+		if fn := f.filter.Load(); fn != nil {
+			(*fn)(r)
+		}
 	}
 	cw := &codeWriter{ResponseWriter: w, cl: cl, f: f, path: r.URL.Path}
 	withoutWatchList{next: f.next}.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), callKey{}, cl)))

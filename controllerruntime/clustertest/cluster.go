@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,8 +16,10 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/applyconfigurations"
+	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ctrlkit/ctrlkit/controllerruntime/crd"
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
@@ -93,8 +98,18 @@ type Options struct {
 	// exactly as the bench that made it. It overrides Interleave.
 	Schedule string
 	// Perturb lets Seed, with Interleave, also perturb the cluster at any
-	// step: watches that lag, watches that close (see [Perturbations]).
+	// step: watches that lag, close, or expire and relist, restarts,
+	// conflicting writers, leader handovers (see [Perturbations]).
 	Perturb Perturbations
+	// UntrackedBuiltinWrites leaves the writes of the built-in controllers
+	// and of the kubelet out of metadata.managedFields: their updates keep
+	// an object's managedFields as they were, and the ReplicaSets and pods
+	// they create have none (see memcluster.Config.UntrackedManagers). It
+	// saves most of the CPU a rollout spends recording them (a bench
+	// under -race beside other busy processes may need it to meet short
+	// deadlines); your own writes and every server-side apply are recorded
+	// as before. Off (the default), managedFields are kube-apiserver's.
+	UntrackedBuiltinWrites bool
 
 	onWrite func(memcluster.Write) // Explore's properties: every stored write
 
@@ -142,6 +157,12 @@ type Cluster struct {
 	clOnce  sync.Once
 	clErr   error
 	stopped bool // stop has run
+
+	otherMu sync.Mutex
+	other   dynamic.Interface // PerturbConflict's other writer
+	otherN  int               // its changes so far
+
+	filter atomic.Pointer[func(*http.Request)] // tests: sees every REST request
 }
 
 // Test runs f in a testing/synctest bubble with a new Cluster, and stops
@@ -220,6 +241,7 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	}
 	c.sched.onHalt = func(msg string) { c.fail(errors.New(msg)) }
 	c.sched.note = c.rec.note
+	c.sched.conflict = func(st gate.Step) { c.wg.Go(func() { c.conflictWrite(st) }) }
 	builtinTypes := memcluster.LazyTypeConverter(func() managedfields.TypeConverter { return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme) })
 	c.mc = memcluster.New(memcluster.Config{
 		Seed: opts.Seed, Gate: c.sched, OnWrite: func(w memcluster.Write) {
@@ -236,7 +258,8 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 		RequireNamespaces: true,
 		// Server-side apply and managedFields: client-go's schemas, else
 		// deduced types.
-		TypeConverter: memcluster.TypeConverterChain(builtinTypes, managedfields.NewDeducedTypeConverter()),
+		TypeConverter:     memcluster.TypeConverterChain(builtinTypes, managedfields.NewDeducedTypeConverter()),
+		UntrackedManagers: untrackedManagers(opts),
 	})
 	if c.sched.serial {
 		c.wg.Go(func() { c.sched.run(ctx) })
@@ -270,12 +293,30 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	}
 	memcluster.AddBuiltinKinds(c.mc) // keeps a built-in kind given in Types or Kinds
 	c.mc.SetFaults(opts.Faults)
-	c.cfg = &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: front{rec: c.rec, next: memcluster.NewHandler(c.mc)}},
+	fr := front{rec: c.rec, next: memcluster.NewHandler(c.mc), filter: &c.filter}
+	if opts.onWrite != nil {
+		fr.decoder = serializer.NewCodecFactory(scheme).UniversalDeserializer() // Explore's properties judge preconditions
+	}
+	c.cfg = &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: fr},
 		QPS: -1} // no client-side throttling: the cluster answers at once, in virtual time
 	if err := c.startBuiltins(); err != nil {
 		return fail(err)
 	}
 	return c, nil
+}
+
+// builtinManagers are the field managers of the bench's own writers:
+// the built-in controllers (memcluster.ControllerClient's default) and
+// the kubelet.
+var builtinManagers = []string{"kube-controller-manager", "kubelet"}
+
+// untrackedManagers returns the managers whose writes opts leaves out of
+// managedFields.
+func untrackedManagers(opts Options) []string {
+	if opts.UntrackedBuiltinWrites {
+		return builtinManagers
+	}
+	return nil
 }
 
 // installCRDs serves CustomResourceDefinitions, installs
@@ -362,7 +403,8 @@ func (c *Cluster) Client() client.Client {
 // NewManager returns a controller-runtime Manager on the cluster, with
 // opts as given except what a test bench needs: the cluster's scheme
 // (unless opts sets one), no metrics server, no health probes, no leader
-// election, and controller names that need not be unique in the process
+// election (see [Cluster.StartLeaderElected] for replicas that elect a
+// leader), and controller names that need not be unique in the process
 // (each test builds its own). Its cache tells the bench which kinds its
 // controllers wait on, for [Cluster.RunUntil]'s answers. The trace names
 // its clients "manager" ("manager#2" for the second Manager). Start it
@@ -377,16 +419,22 @@ func (c *Cluster) NewManager(opts manager.Options) manager.Manager {
 }
 
 func (c *Cluster) newManager(opts manager.Options) (manager.Manager, error) {
+	return c.newManagerNamed(opts, namedConfig(c.cfg, c.names.next("manager")), false)
+}
+
+// newManagerNamed is newManager with its config, and leader election
+// (StartLeaderElected's) or none.
+func (c *Cluster) newManagerNamed(opts manager.Options, cfg *rest.Config, leaderElection bool) (manager.Manager, error) {
 	if opts.Scheme == nil {
 		opts.Scheme = c.scheme
 	}
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
 	opts.HealthProbeBindAddress = "0"
-	opts.LeaderElection = false
+	opts.LeaderElection = leaderElection
 	skip := true
 	opts.Controller.SkipNameValidation = &skip
 	opts.NewCache = c.kinds.newCache(opts.NewCache)
-	return manager.New(namedConfig(c.cfg, c.names.next("manager")), opts)
+	return manager.New(cfg, opts)
 }
 
 // fail records err as a failure of the bench: the test fails with it,

@@ -147,15 +147,41 @@
 // Every choice is one Kubernetes allows: each watch delivers its events in
 // order, and a goroutine's requests are served in order; requests in
 // flight from different goroutines, and events on their way to different
-// watches, may go in any order. [Options.Perturb] adds perturbations
-// drawn from the seed at any step: a watch held back for 50 ms to 10 s
-// (an informer behind the API server and behind its own client's
-// writes), a watch closed (its client watches again from the last
-// resourceVersion it saw), a restart of what [Cluster.StartRestartable]
-// started (your Manager, rebuilt from scratch: empty caches, queues and
-// memory). The seed still draws what it drew before
-// (faults, the kubelet's timing, names). A schedule is the list of the
-// choices that differ from the canonical order, "12:1,40:lag0=2s,41:close1,57:restart0"
+// watches, may go in any order. A controller whose workqueue is
+// [NewQueue]'s (controller.Options.NewQueue) also has its picks explored:
+// which of the keys ready in its queue a worker gets next, and so the
+// order in which keys whose timers fire at one instant (RequeueAfter, a
+// rate limiter's backoff) are handed out; a key is still never handed to
+// two workers at once. [Options.Perturb] adds perturbations drawn from
+// the seed at any step, each switched on by its flag:
+//
+//   - [PerturbLag] ("40:lag0=2s"): a watch held back for 50 ms to 10 s,
+//     an informer behind the API server and behind its own client's
+//     writes;
+//   - [PerturbWatchClose] ("41:close1"): a watch closed, its client
+//     watches again from the last resourceVersion it saw, losing nothing;
+//   - [PerturbRelist] ("41:relist1"): a watch ended with 410 Expired, its
+//     client (a reflector) lists again a second or so later: the events
+//     in between are lost, updates collapse into one, a deletion arrives
+//     as the delete of the last state the informer knew;
+//   - [PerturbRestart] ("57:restart0"): a restart of what
+//     [Cluster.StartRestartable] started (your Manager, rebuilt from
+//     scratch: empty caches, queues and memory);
+//   - [PerturbConflict] ("60:conflict2"): another writer ("other-writer"
+//     in the trace) changes an object just before an update or patch of
+//     it is served, which is answered 409 if it carries the
+//     resourceVersion it read;
+//   - [PerturbHandover] ("70:handover0=20s"): the leader of a
+//     [Cluster.StartLeaderElected] group (replicas of your operator with
+//     controller-runtime's leader election on a Lease, in virtual time)
+//     stalls 20 or 40 s: its renewals time out, it steps down and starts
+//     again as a standby, another instance takes the Lease over, and what
+//     it had in flight with a context that outlived its Manager lands
+//     afterwards.
+//
+// The seed still draws what it drew before (faults, the kubelet's timing,
+// names). A schedule is the list of the choices that differ from the
+// canonical order, "12:1,18:pick1@app#2,40:lag0=2s,41:relist1,57:restart0"
 // ([Schedule]); seed and schedule replay a bench exactly
 // ([Options.Schedule], [ExploreOptions.Replay], CLUSTERTEST_REPLAY).
 //
@@ -174,7 +200,15 @@
 // [DeploymentsCheck] (planner.Check as [Cluster.Check] runs it, at every
 // step that wrote a Deployment or its ReplicaSets), [NoExtraPods] and
 // [NoLostPods] (no pod created beyond, or deleted below, a ReplicaSet's
-// spec.replicas), [Converges]. A failure of the scenario itself
+// spec.replicas), [Converges], [NoStaleWrites] (no update or patch
+// accepted with a resourceVersion other than the stored one: a check of
+// the API model), the opt-in [NoLostUpdates] (no update without a
+// resourceVersion computed from a version older than the one it
+// replaced: Written says, for each write, the request's verb and
+// precondition, the version it replaced and who wrote that, and the
+// newest version its writer had seen), and [LeaderOnlyWrites] (no write
+// by an instance of [Cluster.StartLeaderElected] that does not hold the
+// Lease). A failure of the scenario itself
 // (t.Fatal, a MustRunUntil that gives up) is the violation of a property
 // named "scenario": scenarios take a testing.TB, whose failures Explore
 // records instead of failing the test.
@@ -199,9 +233,17 @@
 // in the trace by its resourceVersion ("modified deployments default/shop
 // rv=28"), then the reconcile's requests after the reordered delivery:
 // the write that breaks the property is the trace's last line. A
-// perturbation reads "the watch of … held back 500ms" or "… closed
-// instead"; the trace marks them too ("watch 5 of sites by manager held
-// back 500ms (explored)"). Shrinking keeps the seed (faults and the
+// perturbation reads "the watch of … held back 500ms", "… closed
+// instead", "… expired (410) instead: its client listed again",
+// "other-writer changed the object of …", "the leader of lease … stalled
+// 20s"; a queue's pick reads "step 18: queue app handed out
+// default/shop, before default/base". The trace marks them too ("watch 5
+// of sites by manager held back 500ms (explored)", "manager, the leader
+// of lease kube-system/op, stalls 20s …", "manager lost the lease …: it
+// stops and starts again as a standby", "request PATCH apps default/shop
+// from other-writer"); after a relist, look for the informer's list
+// ("GET apps (all namespaces) from manager") and what the reconciles
+// after it did not see. Shrinking keeps the seed (faults and the
 // kubelet's timing stay as they were) and drops choices, then lowers
 // what is left, while the same property still breaks: what remains is
 // needed, in that run, for that violation (not necessarily in any other:
@@ -209,18 +251,28 @@
 // schedule can keep a choice that only sets the stage).
 //
 // What a seed cannot reorder: steps that do not pass the gate. A
-// controller's workqueue hands keys to its workers in its own order, and
-// timers fire at their virtual time; the seed reorders what they cause
-// (requests, deliveries), not them. Benches of one Explore run at once
+// controller's workqueue other than [NewQueue]'s (controller-runtime's
+// default priority queue, say) hands keys to its workers in its own
+// order, and timers fire at their virtual time, in the order the Go
+// runtime fires them; the seed reorders what they cause (requests,
+// deliveries, and the keys of a NewQueue), not the timers themselves.
+// Benches of one Explore run at once
 // share math/rand's global source (client-go's jitter), so the seed that
 // breaks a property is first replayed alone; if it does not break it
 // alone, the report says so.
 //
 // How long to explore. A seed of a small scenario (an operator, two
-// objects, one rollout) costs 40 to 100 ms of CPU; [ExploreOptions.Parallel]
-// runs one bench per core (GOMAXPROCS), and the benches share nothing but
-// the process. Keep a test's Seeds in the default suite to what runs in a
-// few seconds (10 to 50), and run thousands before a release:
+// objects, one rollout) costs 30 to 45 ms of CPU. Measured with
+// TestExploreThroughput (CLUSTERTEST_THROUGHPUT=400 seeds, twice) on a
+// 2-core machine at a load average of 1.9 to 2.6 (other work on it):
+// 25 to 30 seeds per CPU-second, 31.5 to 32.6 seeds/s wall one bench at a
+// time and 44.4 to 55.9 two at a time (1.4 to 1.7 times as many); with
+// every perturbation on, 22 to 33 seeds per CPU-second, 24.2 to 34.8
+// seeds/s wall one at a time and 53.9 to 63.4 two at a time.
+// [ExploreOptions.Parallel] runs one bench per core (GOMAXPROCS), and the
+// benches share nothing but the process (math/rand's global source, the
+// garbage collector). Keep a test's Seeds in the default suite to what
+// runs in a few seconds (10 to 50), and run thousands before a release:
 // CLUSTERTEST_SEEDS=2000 go test -run TestExplore ./... takes minutes on
 // two cores. A race whose window is one event wide is usually found in
 // tens of seeds; one that needs a perturbation at the right step, and a
@@ -245,7 +297,9 @@
 // inside the bubble is virtual.)
 //
 // Determinism comes from a gate (memcluster.Config.Gate) in front of every
-// request, every watch event delivery and every kubelet pass. Once every
+// request, every watch event delivery and every kubelet pass (and every
+// worker's pick from a [NewQueue], so that the keys it picks among are
+// all in). Once every
 // goroutine of the bubble is blocked, the gate lets exactly one waiting
 // step through, the least in an order that depends only on the steps
 // (deliveries by resourceVersion and watch, requests by verb, resource,

@@ -63,10 +63,12 @@ type Environment struct {
 	// [Options].
 	Types []client.Object
 	Kinds []Kind
-	// Disable, Seed and Faults are as in [Options].
-	Disable Controllers
-	Seed    uint64
-	Faults  memcluster.Faults
+	// Disable, Seed, Faults and UntrackedBuiltinWrites are as in
+	// [Options].
+	Disable                Controllers
+	Seed                   uint64
+	Faults                 memcluster.Faults
+	UntrackedBuiltinWrites bool
 	// Kubelet configures the simulated kubelet. A nil Model makes pods
 	// start and become ready at once, and deleted pods go a millisecond
 	// later: a kubelet's seconds would eat Eventually's default timeout of
@@ -157,7 +159,7 @@ func (e *Environment) Start() (*rest.Config, error) {
 		}
 	}
 	c, err := start(nil, Options{Scheme: scheme, Types: e.Types, Kinds: e.Kinds, CRDDirectoryPaths: paths, CRDs: crds, Disable: e.Disable, Kubelet: kubelet,
-		Seed: e.Seed, Faults: e.Faults, Concurrent: true}, false)
+		Seed: e.Seed, Faults: e.Faults, UntrackedBuiltinWrites: e.UntrackedBuiltinWrites, Concurrent: true}, false)
 	if err != nil {
 		return nil, err
 	}

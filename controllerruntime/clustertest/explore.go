@@ -383,6 +383,11 @@ func runBench(t *testing.T, opts ExploreOptions, scenario Scenario, seed uint64,
 			p = &probe{TB: st, main: goroutineID()}
 			seedGlobal(seed)
 			checker := &checker{p: p, props: opts.Properties}
+			for _, prop := range opts.Properties {
+				if prop.needsBasis {
+					checker.seen = basis{}
+				}
+			}
 			bopts.onWrite = checker.wrote
 			c, err := start(p, bopts, true)
 			if err != nil {

@@ -122,7 +122,7 @@ func childOptions(t *testing.T) clustertest.ExploreOptions {
 		Options: clustertest.Options{Scheme: appScheme(t), Types: []client.Object{&App{}}},
 		Seeds:   40,
 		Properties: []clustertest.Property{oneChildPerApp, clustertest.DeploymentsCheck(), clustertest.NoExtraPods(),
-			clustertest.NoLostPods(), clustertest.Converges(time.Hour)},
+			clustertest.NoLostPods(), clustertest.NoStaleWrites(), clustertest.NoLostUpdates(), clustertest.Converges(time.Hour)},
 	}
 }
 
@@ -186,16 +186,19 @@ func TestExploreThroughput(t *testing.T) {
 	if n <= 0 {
 		t.Skip("CLUSTERTEST_THROUGHPUT=<seeds> measures exploration throughput")
 	}
-	for _, parallel := range []int{1, 2} {
-		opts := childOptions(t)
-		opts.Seeds, opts.Parallel = n, parallel
-		start, cpu := time.Now(), cpuSeconds()
-		if v := clustertest.Explore(t, opts, childScenario(false)); v != nil {
-			t.Fatal(v.Message)
+	for _, perturb := range []clustertest.Perturbations{0, clustertest.AllPerturbations} {
+		for _, parallel := range []int{1, 2} {
+			opts := childOptions(t)
+			opts.Seeds, opts.Parallel, opts.Options.Perturb = n, parallel, perturb
+			load := loadAverage()
+			start, cpu := time.Now(), cpuSeconds()
+			if v := clustertest.Explore(t, opts, childScenario(false)); v != nil {
+				t.Fatal(v.Message)
+			}
+			d, used := time.Since(start), cpuSeconds()-cpu
+			t.Logf("perturb %#x, parallel %d: %d seeds in %v wall, %.1fs CPU: %.1f seeds/s wall, %.1f seeds per CPU-second (load average before: %s, after: %s)",
+				perturb, parallel, n, d.Round(time.Millisecond), used, float64(n)/d.Seconds(), float64(n)/used, load, loadAverage())
 		}
-		d, used := time.Since(start), cpuSeconds()-cpu
-		t.Logf("parallel %d: %d seeds in %v wall, %.1fs CPU: %.1f seeds/s wall, %.1f seeds per CPU-second", parallel, n, d.Round(time.Millisecond),
-			used, float64(n)/d.Seconds(), float64(n)/used)
 	}
 }
 
@@ -238,4 +241,18 @@ func TestExploreReportsAFailingScenario(t *testing.T) {
 	if v.Property != "no namespace foo" || v.Step != 0 {
 		t.Errorf("got %q at step %d", v.Property, v.Step)
 	}
+}
+
+// loadAverage is the machine's load average (1, 5 and 15 minutes), where
+// the system tells it.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 	"github.com/ctrlkit/ctrlkit/planner"
 )
@@ -39,6 +40,8 @@ type Property struct {
 	Name   string
 	Always func(s *State) error
 	AtEnd  func(c *Cluster) error
+
+	needsBasis bool // NoLostUpdates: follow what each client has seen
 }
 
 // State is the cluster's stored state at a step, for [Property.Always].
@@ -54,6 +57,21 @@ type State struct {
 type Written struct {
 	memcluster.Write
 	By string
+	// Verb is the verb of the REST request whose object this is (an
+	// update, a patch, ...); "" for a write that is a consequence of a
+	// request (a garbage collection, say) or of a built-in controller.
+	Verb memcluster.Verb
+	// Precondition is the resourceVersion that request carried
+	// (metadata.resourceVersion of an update's or a patch's body), ""
+	// for none.
+	Precondition string
+	// Previous is the resourceVersion the object had before the write (0
+	// for a create), and PreviousBy the client that wrote it.
+	Previous   uint64
+	PreviousBy string
+	// Based is the newest version of the object By had seen before the
+	// write (see [NoLostUpdates]; 0 if unknown, or not followed).
+	Based uint64
 }
 
 // Step is the number of the step just taken.
@@ -107,6 +125,10 @@ type checker struct {
 	mu     sync.Mutex
 	c      *Cluster  // set once the cluster has started
 	writes []Written // since the last check
+	// The resourceVersion of every stored object, and who wrote it.
+	stored   map[objectRef]uint64
+	storedBy map[objectRef]string
+	seen     basis // nil unless a property needs it
 
 	// The spec.replicas of each ReplicaSet, and the range it took at the
 	// current instant (for NoExtraPods and NoLostPods: a controller's
@@ -166,6 +188,7 @@ func (k *checker) attach(c *Cluster) {
 	k.mu.Unlock()
 	c.sched.mu.Lock()
 	c.sched.quiet = k.quiet
+	c.sched.stepped = k.stepped
 	c.sched.mu.Unlock()
 }
 
@@ -174,14 +197,36 @@ func (k *checker) attach(c *Cluster) {
 func (k *checker) wrote(w memcluster.Write) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	ref := objectRef{w.Resource, types.NamespacedName{Namespace: w.Object.GetNamespace(), Name: w.Object.GetName()}}
+	if k.stored == nil {
+		k.stored, k.storedBy = map[objectRef]uint64{}, map[objectRef]string{}
+	}
+	prev, prevBy := k.stored[ref], k.storedBy[ref]
+	if w.Type == watch.Deleted {
+		delete(k.stored, ref)
+		delete(k.storedBy, ref)
+	} else {
+		k.stored[ref] = w.ResourceVersion
+	}
 	if k.c == nil {
 		return // the cluster is starting: no step yet
 	}
-	by := ""
+	out := Written{Write: w, Previous: prev, PreviousBy: prevBy}
 	if s := k.c.sched.cause(); s != nil {
-		by = s.client
+		out.By = s.client
+		if st := s.step; s.call != nil && st.Kind == gate.StepRequest && st.Resource == w.Resource &&
+			st.Namespace == ref.key.Namespace && st.Name == ref.key.Name {
+			out.Verb, out.Precondition = st.Verb, s.call.precondition
+		}
 	}
-	k.writes = append(k.writes, Written{Write: w, By: by})
+	if w.Type != watch.Deleted {
+		k.storedBy[ref] = out.By
+	}
+	if k.seen != nil && out.By != "" {
+		out.Based = k.seen[out.By][ref]
+		k.seen.saw(out.By, ref, w.ResourceVersion)
+	}
+	k.writes = append(k.writes, out)
 }
 
 // quiet checks the Always properties once the last step has settled.

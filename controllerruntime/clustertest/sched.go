@@ -12,10 +12,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/ctrlkit/ctrlkit/memcluster"
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 )
 
-// scheduler is the cluster's memcluster.Gate. Inside a synctest bubble it
+// scheduler is the cluster's gate.Gate. Inside a synctest bubble it
 // lets the cluster's steps (requests, watch deliveries, kubelet syncs)
 // through one at a time: it waits until every other goroutine of the
 // bubble is durably blocked (synctest.Wait), then lets the first pending
@@ -60,11 +60,21 @@ type scheduler struct {
 	note      func(text string)    // adds a line to the trace (called without mu)
 	// What Cluster.StartRestartable started, for PerturbRestart.
 	restartables []*restartable
+	// conflict starts the other writer's change of the object of a
+	// request, for PerturbConflict (called without mu).
+	conflict func(gate.Step)
+	// What Cluster.StartLeaderElected started, for PerturbHandover, and
+	// the clients it stalls (their steps wait), until when.
+	elected []*elected
+	stalled map[string]time.Time
 	// quiet, if set, is called by the scheduler's goroutine at every
 	// instant where everything is blocked, before the next step is let
 	// through (with no lock of the scheduler held): where Explore checks
 	// its properties. Set with mu held.
 	quiet func(step uint64)
+	// stepped, if set, is told of every step let through, just before
+	// it goes (called without mu).
+	stepped func(w *waiter)
 }
 
 // The scheduler declares a livelock after livelockSteps steps at one
@@ -81,7 +91,7 @@ const (
 var errLivelock = errors.New("clustertest: the cluster stopped serving after a livelock (see the test's failure)")
 
 type waiter struct {
-	step   memcluster.Step
+	step   gate.Step
 	client string // who takes the step (clientOf its context)
 	call   *call  // the REST request it belongs to, if any
 	seq    uint64 // arrival order, for a stable sort of equal steps
@@ -94,13 +104,13 @@ func newScheduler(serial bool) *scheduler {
 		watches: map[uint64]string{}}
 }
 
-var _ memcluster.Gate = (*scheduler)(nil)
+var _ gate.Gate = (*scheduler)(nil)
 
 // Enter waits for the step's turn.
-func (s *scheduler) Enter(ctx context.Context, step memcluster.Step) error {
+func (s *scheduler) Enter(ctx context.Context, step gate.Step) error {
 	client := clientOf(ctx)
 	s.mu.Lock()
-	if step.Kind == memcluster.StepDelivery {
+	if step.Kind == gate.StepDelivery {
 		s.changedLocked()
 		if _, ok := s.watches[step.Watch]; !ok {
 			s.watches[step.Watch] = client
@@ -114,6 +124,10 @@ func (s *scheduler) Enter(ctx context.Context, step memcluster.Step) error {
 		s.steps++
 		s.mu.Unlock()
 		return nil
+	}
+	if ctx.Value(ungatedKey{}) != nil {
+		s.mu.Unlock()
+		return nil // the other writer of PerturbConflict: now, before the step it beats
 	}
 	w := &waiter{step: step, client: client, call: callOf(ctx), seq: s.steps, go_: make(chan struct{})}
 	s.pending = append(s.pending, w)
@@ -179,7 +193,11 @@ func (s *scheduler) run(ctx context.Context) {
 				}
 				continue
 			}
+			stepped := s.stepped
 			s.mu.Unlock()
+			if stepped != nil {
+				stepped(w)
+			}
 			close(w.go_)
 			continue
 		}
@@ -338,9 +356,12 @@ func (s *scheduler) changedLocked() {
 func stepText(w *waiter) string {
 	st := w.step
 	switch st.Kind {
-	case memcluster.StepRequest:
+	case gate.StepRequest:
+		if st.Verb == pickVerb {
+			return fmt.Sprintf("a worker's pick from the queue of controller %s", st.Name)
+		}
 		return requestText(st.Verb, st.Resource, st.Namespace, st.Name, w.client, nil)
-	case memcluster.StepDelivery:
+	case gate.StepDelivery:
 		return fmt.Sprintf("delivery of %s %s@%s to watch %d", st.Event, st.Resource, st.ResourceVersion, st.Watch)
 	}
 	return "kubelet sync"

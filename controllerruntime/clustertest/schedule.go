@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
@@ -41,14 +42,33 @@ type Schedule []Choice
 //   - PerturbRestart: stop what [Cluster.StartRestartable] started
 //     (Index-th of them) and start it again from its build function; the
 //     step is then chosen as after a lag.
+//   - PerturbRelist: end the watch the ready delivery of index Index is
+//     for with a 410 Expired ERROR event instead of the delivery; its
+//     client (a reflector) lists again. This is the step.
+//   - PerturbConflict: before the ready request of index Index (an
+//     update or patch of one object) is served, another writer changes
+//     that object; the step is then chosen as after a lag.
+//   - PerturbHandover: stall the instance that leads the Index-th
+//     [Cluster.StartLeaderElected] group for Lag (its requests and its
+//     watches' deliveries wait), so that another takes its Lease over;
+//     the step is then chosen as after a lag.
+//
+// A Choice with a Queue is a pick of a workqueue made with [NewQueue]:
+// the Pop-th key that queue handed out was the one of index Index among
+// those ready (0 is the first in); Step is the pick's own step.
 type Choice struct {
 	Step    uint64
 	Index   int
 	Perturb Perturbations // one of them, or 0 for a reordering
-	Lag     time.Duration // PerturbLag's
+	Lag     time.Duration // PerturbLag's and PerturbHandover's
+	Queue   string        // a pick's controller
+	Pop     uint64        // a pick's number in its queue, from 1
 }
 
 func (c Choice) String() string {
+	if c.Queue != "" {
+		return fmt.Sprintf("%d:pick%d@%s", c.Step, c.Index, pickID(c.Queue, c.Pop))
+	}
 	switch c.Perturb {
 	case PerturbLag:
 		return fmt.Sprintf("%d:lag%d=%v", c.Step, c.Index, c.Lag)
@@ -56,6 +76,12 @@ func (c Choice) String() string {
 		return fmt.Sprintf("%d:close%d", c.Step, c.Index)
 	case PerturbRestart:
 		return fmt.Sprintf("%d:restart%d", c.Step, c.Index)
+	case PerturbRelist:
+		return fmt.Sprintf("%d:relist%d", c.Step, c.Index)
+	case PerturbConflict:
+		return fmt.Sprintf("%d:conflict%d", c.Step, c.Index)
+	case PerturbHandover:
+		return fmt.Sprintf("%d:handover%d=%v", c.Step, c.Index, c.Lag)
 	}
 	return fmt.Sprintf("%d:%d", c.Step, c.Index)
 }
@@ -78,9 +104,35 @@ const (
 	// operator's Manager) at a step: its caches, queues and memory start
 	// afresh, and what it was doing is cut short.
 	PerturbRestart
+	// PerturbRelist ends a watch before one of its deliveries with a 410
+	// Expired error, as kube-apiserver ends a watch whose resourceVersion
+	// was compacted: its client (a reflector) lists again, a second or so
+	// later, and watches from the list. The events in between are lost:
+	// the informer sees the difference between its cache and the list
+	// (several updates as one, an object created and deleted meanwhile
+	// not at all, a deletion as a delete of its last known state, as
+	// client-go's DeletedFinalStateUnknown).
+	PerturbRelist
+	// PerturbConflict makes another writer (the trace's client
+	// "other-writer": a user, another manager) change an object, by a
+	// merge patch of an annotation, just before an update or patch of
+	// that object is served: a request that carries the resourceVersion
+	// it read is answered 409 Conflict, as a real API server answers it,
+	// and the operator must read again and retry; one that does not
+	// overwrites the other writer's change (see [NoLostUpdates]).
+	PerturbConflict
+	// PerturbHandover stalls the leader of a [Cluster.StartLeaderElected]
+	// group for 20 or 40 s of virtual time, as a long garbage-collection
+	// pause, a frozen node or a partition would: its requests and its
+	// watches' events wait, its renewals time out, it steps down, and a
+	// standby takes the Lease over once it has expired. What it had in
+	// flight with a context that outlives its Manager is served when the
+	// stall ends: a write of a leader that lost its lease (see
+	// [LeaderOnlyWrites]).
+	PerturbHandover
 
 	// AllPerturbations is every perturbation.
-	AllPerturbations = PerturbLag | PerturbWatchClose | PerturbRestart
+	AllPerturbations = PerturbLag | PerturbWatchClose | PerturbRestart | PerturbRelist | PerturbConflict | PerturbHandover
 )
 
 // String is the form ParseSchedule reads: "12:1,40:lag0=2s,41:close1",
@@ -112,17 +164,36 @@ func ParseSchedule(text string) (Schedule, error) {
 		c := Choice{Step: n}
 		least := 1
 		switch {
-		case strings.HasPrefix(index, "lag"):
-			i, lag, ok := strings.Cut(strings.TrimPrefix(index, "lag"), "=")
+		case strings.HasPrefix(index, "pick"):
+			i, id, ok := strings.Cut(strings.TrimPrefix(index, "pick"), "@")
+			k := strings.LastIndex(id, "#")
+			if !ok || k <= 0 {
+				return nil, fmt.Errorf("clustertest: schedule %q: %q is not pick<index>@<controller>#<n>", text, part)
+			}
+			pop, err := strconv.ParseUint(id[k+1:], 10, 64)
+			if err != nil || pop == 0 {
+				return nil, fmt.Errorf("clustertest: schedule %q: %q is not pick<index>@<controller>#<n>", text, part)
+			}
+			c.Queue, c.Pop, index = id[:k], pop, i
+		case strings.HasPrefix(index, "lag"), strings.HasPrefix(index, "handover"):
+			kind, p := "lag", PerturbLag
+			if strings.HasPrefix(index, "handover") {
+				kind, p = "handover", PerturbHandover
+			}
+			i, lag, ok := strings.Cut(strings.TrimPrefix(index, kind), "=")
 			d, err := time.ParseDuration(lag)
 			if !ok || err != nil || d <= 0 {
-				return nil, fmt.Errorf("clustertest: schedule %q: %q is not lag<index>=<duration>", text, part)
+				return nil, fmt.Errorf("clustertest: schedule %q: %q is not %s<index>=<duration>", text, part, kind)
 			}
-			c.Perturb, c.Lag, index, least = PerturbLag, d, i, 0
+			c.Perturb, c.Lag, index, least = p, d, i, 0
 		case strings.HasPrefix(index, "close"):
 			c.Perturb, index, least = PerturbWatchClose, strings.TrimPrefix(index, "close"), 0
 		case strings.HasPrefix(index, "restart"):
 			c.Perturb, index, least = PerturbRestart, strings.TrimPrefix(index, "restart"), 0
+		case strings.HasPrefix(index, "relist"):
+			c.Perturb, index, least = PerturbRelist, strings.TrimPrefix(index, "relist"), 0
+		case strings.HasPrefix(index, "conflict"):
+			c.Perturb, index, least = PerturbConflict, strings.TrimPrefix(index, "conflict"), 0
 		}
 		i, err := strconv.Atoi(index)
 		if err != nil || i < least {
@@ -130,10 +201,10 @@ func ParseSchedule(text string) (Schedule, error) {
 		}
 		c.Index = i
 		if len(out) > 0 {
-			// Several choices of one step: lags and restarts first, then
-			// at most one that lets a step go.
+			// Several choices of one step: lags, restarts and conflicts
+			// first, then at most one that lets a step go.
 			last := out[len(out)-1]
-			if last.Step > n || (last.Step == n && last.Perturb != PerturbLag && last.Perturb != PerturbRestart) {
+			if last.Step > n || (last.Step == n && !last.keepsStep() && c.Queue == "") {
 				return nil, fmt.Errorf("clustertest: schedule %q: steps are not in order at %q", text, part)
 			}
 		}
@@ -147,11 +218,14 @@ func ParseSchedule(text string) (Schedule, error) {
 // records the choices it made that differ from the canonical order. The
 // scheduler calls it with its lock held.
 type chooser struct {
-	rnd     *rand.Rand // nil: replay fixed
-	rate    float64    // how often rnd departs from the canonical order
-	perturb Perturbations
-	fixed   map[uint64][]Choice // by step, in order
-	made    []made
+	rnd        *rand.Rand // nil: replay fixed
+	seed       uint64
+	rate       float64 // how often rnd departs from the canonical order
+	perturb    Perturbations
+	fixed      map[uint64][]Choice // by step, in order
+	fixedPicks map[string]int      // the picks of workqueues, by pickID
+	picks      map[string]*queuePicks
+	made       []made
 }
 
 // made is a choice the chooser made, and what it meant.
@@ -170,18 +244,44 @@ const (
 	lagRate     = 0.01
 	closeRate   = 0.005
 	restartRate = 0.003
+	relistRate  = 0.01
+	// per step with an update or patch ready
+	conflictRate = 0.01
+	// per step with a leader
+	handoverRate = 0.003
 )
+
+var stalls = []time.Duration{20 * time.Second, 40 * time.Second}
+
+// keepsStep reports whether the choice leaves its step to be chosen (a
+// further choice of the same step, or the canonical one).
+func (c Choice) keepsStep() bool {
+	p := c.Perturb
+	return c.Queue != "" || p == PerturbLag || p == PerturbRestart || p == PerturbConflict || p == PerturbHandover
+}
+
+// conflictable reports whether w is a request another writer may beat:
+// an update or patch of one object.
+func conflictable(w *waiter) bool {
+	st := w.step
+	return st.Kind == gate.StepRequest && st.Name != "" && w.client != otherWriter &&
+		(st.Verb == memcluster.VerbUpdate || st.Verb == memcluster.VerbUpdateStatus || st.Verb == memcluster.VerbPatch)
+}
 
 var lags = []time.Duration{50 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second, 10 * time.Second}
 
 func randomChooser(seed uint64, perturb Perturbations) *chooser {
 	rnd := rand.New(rand.NewPCG(seed, 0x636c7573746572)) // "cluster": not the seed's other streams
-	return &chooser{rnd: rnd, rate: interleaveRates[rnd.IntN(len(interleaveRates))], perturb: perturb}
+	return &chooser{rnd: rnd, seed: seed, rate: interleaveRates[rnd.IntN(len(interleaveRates))], perturb: perturb}
 }
 
 func fixedChooser(s Schedule) *chooser {
-	c := &chooser{fixed: map[uint64][]Choice{}}
+	c := &chooser{fixed: map[uint64][]Choice{}, fixedPicks: map[string]int{}}
 	for _, ch := range s {
+		if ch.Queue != "" {
+			c.fixedPicks[pickID(ch.Queue, ch.Pop)] = ch.Index
+			continue
+		}
 		c.fixed[ch.Step] = append(c.fixed[ch.Step], ch)
 	}
 	return c
@@ -189,15 +289,18 @@ func fixedChooser(s Schedule) *chooser {
 
 // pick chooses what to do at step number step, among ready (sorted
 // canonically, not empty): a Choice whose Index is in range.
-func (c *chooser) pick(step uint64, ready []*waiter, restartables int) Choice {
+func (c *chooser) pick(step uint64, ready []*waiter, restartables int, leaders []int) Choice {
 	n := len(ready)
 	ch := Choice{Step: step}
 	if c.rnd != nil {
-		var deliveries []int
+		var deliveries, writes []int
 		if c.perturb != 0 {
 			for i, w := range ready {
-				if w.step.Kind == memcluster.StepDelivery {
+				if w.step.Kind == gate.StepDelivery {
 					deliveries = append(deliveries, i)
+				}
+				if c.perturb&PerturbConflict != 0 && conflictable(w) {
+					writes = append(writes, i)
 				}
 			}
 		}
@@ -208,6 +311,14 @@ func (c *chooser) pick(step uint64, ready []*waiter, restartables int) Choice {
 			ch.Perturb, ch.Index = PerturbWatchClose, deliveries[c.rnd.IntN(len(deliveries))]
 		case restartables > 0 && c.perturb&PerturbRestart != 0 && r < lagRate+closeRate+restartRate:
 			ch.Perturb, ch.Index = PerturbRestart, c.rnd.IntN(restartables)
+		case len(deliveries) > 0 && c.perturb&PerturbRelist != 0 && r >= lagRate+closeRate+restartRate && r < lagRate+closeRate+restartRate+relistRate:
+			ch.Perturb, ch.Index = PerturbRelist, deliveries[c.rnd.IntN(len(deliveries))]
+		case len(writes) > 0 && c.perturb&PerturbConflict != 0 && r >= lagRate+closeRate+restartRate+relistRate &&
+			r < lagRate+closeRate+restartRate+relistRate+conflictRate:
+			ch.Perturb, ch.Index = PerturbConflict, writes[c.rnd.IntN(len(writes))]
+		case len(leaders) > 0 && c.perturb&PerturbHandover != 0 && r >= lagRate+closeRate+restartRate+relistRate+conflictRate &&
+			r < lagRate+closeRate+restartRate+relistRate+conflictRate+handoverRate:
+			ch.Perturb, ch.Index, ch.Lag = PerturbHandover, leaders[c.rnd.IntN(len(leaders))], stalls[c.rnd.IntN(len(stalls))]
 		case n > 1 && c.rnd.Float64() < c.rate:
 			ch.Index = 1 + c.rnd.IntN(n-1)
 		}
@@ -217,18 +328,27 @@ func (c *chooser) pick(step uint64, ready []*waiter, restartables int) Choice {
 		ch = fs[0]
 		c.fixed[step] = fs[1:]
 		switch {
+		case ch.Perturb == PerturbHandover:
+			if !slices.Contains(leaders, ch.Index) {
+				ch = Choice{Step: step}
+			}
 		case ch.Perturb == PerturbRestart && restartables == 0:
 			ch = Choice{Step: step}
 		case ch.Perturb == PerturbRestart:
 			ch.Index %= restartables
+		case ch.Perturb == PerturbConflict:
+			ch.Index %= n
+			if !conflictable(ready[ch.Index]) {
+				ch = Choice{Step: step}
+			}
 		default:
 			ch.Index %= n
-			if ch.Perturb != 0 && ready[ch.Index].step.Kind != memcluster.StepDelivery {
+			if ch.Perturb != 0 && ready[ch.Index].step.Kind != gate.StepDelivery {
 				ch = Choice{Step: step}
 			}
 		}
 	}
-	if ch.Perturb == PerturbRestart {
+	if ch.Perturb == PerturbRestart || ch.Perturb == PerturbHandover {
 		c.made = append(c.made, made{Choice: ch})
 		return ch
 	}
@@ -261,7 +381,17 @@ func (s *scheduler) exploreLocked() bool {
 	var ready []*waiter
 	var next time.Time // the end of the first hold with a delivery waiting
 	for _, w := range s.pending {
-		if w.step.Kind == memcluster.StepDelivery {
+		if until, ok := s.stalled[w.client]; ok {
+			if now.Before(until) {
+				if next.IsZero() || until.Before(next) {
+					next = until
+				}
+				continue
+			}
+			delete(s.stalled, w.client)
+			s.changedLocked()
+		}
+		if w.step.Kind == gate.StepDelivery {
 			if until, ok := s.held[w.step.Watch]; ok {
 				if now.Before(until) {
 					if next.IsZero() || until.Before(next) {
@@ -288,8 +418,33 @@ func (s *scheduler) exploreLocked() bool {
 	// the canonical step); stable, so that alike steps keep their arrival
 	// order, as in the canonical order.
 	slices.SortStableFunc(ready, compareSteps)
-	ch := s.choose.pick(s.steps+1, ready, len(s.restartables))
+	var leaders []int
+	for i, g := range s.elected {
+		if l := g.leaderClient(); l != "" {
+			if _, stalled := s.stalled[l]; !stalled {
+				leaders = append(leaders, i)
+			}
+		}
+	}
+	ch := s.choose.pick(s.steps+1, ready, len(s.restartables), leaders)
 	note := s.note
+	if ch.Perturb == PerturbHandover {
+		g := s.elected[ch.Index]
+		leader := g.leaderClient()
+		if leader == "" { // it stepped down meanwhile
+			s.mu.Unlock()
+			return true
+		}
+		if s.stalled == nil {
+			s.stalled = map[string]time.Time{}
+		}
+		s.stalled[leader] = now.Add(ch.Lag)
+		s.mu.Unlock()
+		if note != nil {
+			note(fmt.Sprintf("%s, the leader of lease %s/%s, stalls %v: its requests and watch events wait (explored)", leader, LeaseNamespace, g.id, ch.Lag))
+		}
+		return true
+	}
 	if ch.Perturb == PerturbRestart {
 		r := s.restartables[ch.Index]
 		s.mu.Unlock()
@@ -300,6 +455,21 @@ func (s *scheduler) exploreLocked() bool {
 		return true
 	}
 	w := ready[ch.Index]
+	if ch.Perturb == PerturbConflict {
+		// The other writer's request passes the gate at once (see
+		// ungated); its writes are its own.
+		s.current = &waiter{step: gate.Step{Kind: gate.StepRequest, Verb: memcluster.VerbPatch,
+			Resource: w.step.Resource, Namespace: w.step.Namespace, Name: w.step.Name}, client: otherWriter}
+		conflict := s.conflict
+		s.mu.Unlock()
+		if note != nil {
+			note(fmt.Sprintf("%s changes %s %s before %s (explored)", otherWriter, w.step.Resource, keyText(w.step.Namespace, w.step.Name), stepText(w)))
+		}
+		if conflict != nil {
+			conflict(w.step)
+		}
+		return true
+	}
 	if ch.Perturb == PerturbLag {
 		if s.held == nil {
 			s.held = map[uint64]time.Time{}
@@ -314,11 +484,16 @@ func (s *scheduler) exploreLocked() bool {
 	s.pending = slices.DeleteFunc(s.pending, func(p *waiter) bool { return p == w })
 	s.steps++
 	s.current = w
-	if ch.Perturb == PerturbWatchClose {
+	if ch.Perturb == PerturbWatchClose || ch.Perturb == PerturbRelist {
+		what := "closed"
 		w.err = errWatchClosed
+		if ch.Perturb == PerturbRelist {
+			what = "expired (410): its client lists again"
+			w.err = gate.ErrWatchExpired
+		}
 		s.mu.Unlock()
 		if note != nil {
-			note(fmt.Sprintf("watch %d of %s%s closed (explored)", w.step.Watch, w.step.Resource, byClient(w)))
+			note(fmt.Sprintf("watch %d of %s%s %s (explored)", w.step.Watch, w.step.Resource, byClient(w), what))
 		}
 		close(w.go_)
 		return true
@@ -333,7 +508,11 @@ func (s *scheduler) exploreLocked() bool {
 		}
 		return true
 	}
+	stepped := s.stepped
 	s.mu.Unlock()
+	if stepped != nil {
+		stepped(w)
+	}
 	close(w.go_)
 	return true
 }
@@ -386,14 +565,24 @@ func (c *Cluster) reorderings() []reordering {
 	for _, m := range c.sched.choose.made {
 		var text string
 		switch m.Perturb {
+		case 0:
+			if m.Queue != "" {
+				text = fmt.Sprintf("step %d: queue %s handed out %s, before %s", m.Step, m.Queue, m.chose, m.passed)
+				break
+			}
+			text = fmt.Sprintf("step %d: %s, before %s", m.Step, m.chose, m.passed)
 		case PerturbLag:
 			text = fmt.Sprintf("step %d: the watch of %s held back %v", m.Step, m.chose, m.Lag)
 		case PerturbWatchClose:
 			text = fmt.Sprintf("step %d: the watch of %s closed instead", m.Step, m.chose)
+		case PerturbRelist:
+			text = fmt.Sprintf("step %d: the watch of %s expired (410) instead: its client listed again", m.Step, m.chose)
+		case PerturbConflict:
+			text = fmt.Sprintf("step %d: %s changed the object of %s first", m.Step, otherWriter, m.chose)
 		case PerturbRestart:
 			text = fmt.Sprintf("step %d: restart of %s", m.Step, c.sched.restartables[m.Index].name)
-		default:
-			text = fmt.Sprintf("step %d: %s, before %s", m.Step, m.chose, m.passed)
+		case PerturbHandover:
+			text = fmt.Sprintf("step %d: the leader of lease %s/%s stalled %v", m.Step, LeaseNamespace, c.sched.elected[m.Index].id, m.Lag)
 		}
 		out = append(out, reordering{m.Step, text})
 	}
@@ -425,7 +614,7 @@ func chooserFor(opts Options) (*chooser, error) {
 // choiceText describes a step for the report of a reordering: a delivery
 // names its watch's client.
 func choiceText(w *waiter) string {
-	if w.step.Kind == memcluster.StepDelivery && w.client != "" {
+	if w.step.Kind == gate.StepDelivery && w.client != "" {
 		return stepText(w) + " (" + w.client + ")"
 	}
 	return stepText(w)

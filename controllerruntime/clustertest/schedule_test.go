@@ -217,3 +217,34 @@ func TestRestartReplays(t *testing.T) {
 	}
 	t.Fatal("no seed of 40 restarted the operator")
 }
+
+func TestParseScheduleNewChoices(t *testing.T) {
+	text := "3:pick2@app#4,7:conflict1,7:handover0=20s,7:pick1@my-ctrl#12,7:relist2,9:1"
+	s, err := clustertest.ParseSchedule(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := clustertest.Schedule{
+		{Step: 3, Index: 2, Queue: "app", Pop: 4},
+		{Step: 7, Index: 1, Perturb: clustertest.PerturbConflict},
+		{Step: 7, Index: 0, Perturb: clustertest.PerturbHandover, Lag: 20 * time.Second},
+		{Step: 7, Index: 1, Queue: "my-ctrl", Pop: 12},
+		{Step: 7, Index: 2, Perturb: clustertest.PerturbRelist},
+		{Step: 9, Index: 1},
+	}
+	if !slices.Equal(s, want) {
+		t.Fatalf("got %v, want %v", s, want)
+	}
+	if s.String() != text {
+		t.Fatalf("String: %q", s)
+	}
+	if r := clustertest.ReplayText(4, s); r != "seed=4 schedule="+text {
+		t.Fatalf("ReplayText: %q", r)
+	}
+	for _, bad := range []string{"7:relist", "7:relist1,7:1", "7:conflictx", "7:handover0", "7:handover0=x", "7:pick1", "7:pick1@app",
+		"7:pick1@app#0", "7:pickx@app#1", "7:pick1@#1"} {
+		if _, err := clustertest.ParseSchedule(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 	"github.com/ctrlkit/ctrlkit/planner"
 )
@@ -149,9 +150,9 @@ func (r *recorder) write(w memcluster.Write) {
 func (r *recorder) causeLocked(w memcluster.Write) string {
 	if s := r.sched.cause(); s != nil {
 		switch s.step.Kind {
-		case memcluster.StepKubelet:
+		case gate.StepKubelet:
 			return "the kubelet"
-		case memcluster.StepRequest:
+		case gate.StepRequest:
 			by := requestText(s.step.Verb, s.step.Resource, s.step.Namespace, s.step.Name, s.client, s.call)
 			if s.step.Resource != w.Resource || s.step.Namespace != w.Object.GetNamespace() ||
 				(s.step.Name != "" && s.step.Name != w.Object.GetName()) {

@@ -3,11 +3,8 @@
 package e2e
 
 import (
-	"fmt"
-	"net/http"
 	"testing"
 
-	gocmp "github.com/google/go-cmp/cmp"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -45,6 +42,11 @@ func crdSSASequences() []ssaSequence {
 	gadget := func(version, spec string) ssaStep {
 		return ssaStep{do: "apply", resource: crResource(version, "gadgets"), manager: "a",
 			body: "apiVersion: " + sbsGroup + "/" + version + "\nkind: Gadget\nmetadata:\n  name: NAME\nspec:\n" + indent(spec, "  ")}
+	}
+	gadgetBy := func(manager, version, spec string, force bool) ssaStep {
+		st := gadget(version, spec)
+		st.manager, st.force = manager, force
+		return st
 	}
 	blob := func(manager, body string) ssaStep {
 		return ssaStep{do: "apply", resource: "cluster:" + crResource("v1", "blobs"), manager: manager,
@@ -98,6 +100,18 @@ func crdSSASequences() []ssaSequence {
 		{"CR: update without a manager is the user agent's", []ssaStep{apply("a", base),
 			{do: "update", resource: webapps, edit: func(obj map[string]any) { setPath(obj, "backend", "spec", "tier") }}, get}},
 		{"CR: apply in the storage version of a two-version CRD", []ssaStep{gadget("v2", "size: 5\n"), gadget("v2", "size: 6\n")}},
+		{"CR: apply in a version other than the storage one", []ssaStep{gadget("v1", "size: 2\n"), gadget("v1", "size: 3\n"),
+			{do: "get", resource: crResource("v1", "gadgets")}, {do: "get", resource: crResource("v2", "gadgets")}}},
+		{"CR: apply in v1 with a field v2 lacks", []ssaStep{gadget("v1", "size: 2\ncolor: red\n"),
+			{do: "get", resource: crResource("v1", "gadgets")}, {do: "get", resource: crResource("v2", "gadgets")}}},
+		{"CR: managers of two versions conflict and force", []ssaStep{gadget("v1", "size: 2\n"),
+			gadgetBy("b", "v2", "size: 4\n", false), gadgetBy("b", "v2", "size: 4\n", true),
+			gadget("v1", "size: 3\n"), {do: "get", resource: crResource("v1", "gadgets")}}},
+		{"CR: update in v1, then apply in v2", []ssaStep{
+			{do: "create", resource: crResource("v1", "gadgets"), manager: "creator", body: "apiVersion: " + sbsGroup + "/v1\nkind: Gadget\nmetadata:\n  name: NAME\nspec:\n  size: 1\n"},
+			{do: "merge", resource: crResource("v1", "gadgets"), manager: "patcher", body: `{"spec":{"size":2}}`},
+			gadgetBy("b", "v2", "size: 5\n", false), gadgetBy("b", "v2", "size: 5\n", true),
+			{do: "get", resource: crResource("v2", "gadgets")}}},
 		{"CR: cluster-scoped, unknown fields kept", []ssaStep{blob("a", "data: {x: 1}\n"), blob("b", "data: {w: 2}\n"), blob("b", "data: {x: 3}\n")}},
 	}
 }
@@ -105,40 +119,8 @@ func crdSSASequences() []ssaSequence {
 // TestCRDSSASideBySide runs crdSSASequences on both sides.
 func TestCRDSSASideBySide(t *testing.T) {
 	crds := []*apiextensionsv1.CustomResourceDefinition{parseCRD(t, webAppsCRD), parseCRD(t, gadgetsCRD), parseCRD(t, blobsCRD)}
-	ss := crdSides(t, crds...)
 	ns := sideNamespace(t)
-	clients := make([]*sideClient, len(ss))
-	for i, s := range ss {
-		clients[i] = newSideClient(t, s)
-		if code, body := clients[i].raw(t, "POST", "/api/v1/namespaces", "", "application/json", []byte(`{"metadata":{"name":"`+ns+`"}}`)); code != http.StatusCreated {
-			t.Fatalf("%s: create namespace: %d %s", s.name, code, body)
-		}
-	}
 	seqs := crdSSASequences()
-	matched := 0
-	for i, seq := range seqs {
-		name := fmt.Sprintf("crssa-%02d", i)
-		ok := t.Run(seq.name, func(t *testing.T) {
-			var got [2][]outcome
-			for side, c := range clients {
-				last := ""
-				for _, st := range seq.steps {
-					o, rv := c.run(t, ns, name, st, last)
-					if rv != "" {
-						last = rv
-					}
-					got[side] = append(got[side], o)
-				}
-			}
-			for j := range seq.steps {
-				if d := gocmp.Diff(got[0][j], got[1][j]); d != "" {
-					t.Errorf("step %d (%s %s): kube-apiserver and memcluster differ (-kube-apiserver +memcluster):\n%s", j, seq.steps[j].do, seq.steps[j].sub, d)
-				}
-			}
-		})
-		if ok {
-			matched++
-		}
-	}
+	matched := runSSASequences(t, newSideClients(t, crdSides(t, crds...), ns), ns, "crssa", seqs)
 	t.Logf("%d of %d apply sequences to custom resources give the same answers and objects (managedFields included) on kube-apiserver and memcluster", matched, len(seqs))
 }

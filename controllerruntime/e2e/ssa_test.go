@@ -67,8 +67,15 @@ func TestSSASideBySide(t *testing.T) {
 	if len(seqs) < 30 {
 		t.Fatalf("%d sequences; the issue asks for at least 30", len(seqs))
 	}
-	ss := sides(t)
 	ns := sideNamespace(t)
+	matched := runSSASequences(t, newSideClients(t, sides(t), ns), ns, "ssa", seqs)
+	t.Logf("%d of %d apply sequences give the same answers and objects (managedFields included) on kube-apiserver and memcluster", matched, len(seqs))
+}
+
+// newSideClients returns a client of each side, with namespace ns
+// created on each.
+func newSideClients(t *testing.T, ss []side, ns string) []*sideClient {
+	t.Helper()
 	clients := make([]*sideClient, len(ss))
 	for i, s := range ss {
 		clients[i] = newSideClient(t, s)
@@ -76,9 +83,18 @@ func TestSSASideBySide(t *testing.T) {
 			t.Fatalf("%s: create namespace: %d %s", s.name, code, body)
 		}
 	}
+	return clients
+}
+
+// runSSASequences runs each sequence of seqs, as a subtest, on both
+// sides (clients: kube-apiserver's, then memcluster's), on an object of
+// namespace ns named prefix-<index>, compares the outcomes step by step,
+// and returns how many sequences gave the same on both.
+func runSSASequences(t *testing.T, clients []*sideClient, ns, prefix string, seqs []ssaSequence) int {
+	t.Helper()
 	matched := 0
 	for i, seq := range seqs {
-		name := fmt.Sprintf("ssa-%02d", i)
+		name := fmt.Sprintf("%s-%02d", prefix, i)
 		ok := t.Run(seq.name, func(t *testing.T) {
 			var got [2][]outcome
 			for side, c := range clients {
@@ -91,9 +107,9 @@ func TestSSASideBySide(t *testing.T) {
 					got[side] = append(got[side], o)
 				}
 			}
-			for j := range seq.steps {
+			for j, st := range seq.steps {
 				if d := gocmp.Diff(got[0][j], got[1][j]); d != "" {
-					t.Errorf("step %d (%s): kube-apiserver and memcluster differ (-kube-apiserver +memcluster):\n%s", j, seq.steps[j].do, d)
+					t.Errorf("step %d (%s %s %s): kube-apiserver and memcluster differ (-kube-apiserver +memcluster):\n%s", j, st.do, st.resource, st.sub, d)
 				}
 			}
 		})
@@ -101,7 +117,7 @@ func TestSSASideBySide(t *testing.T) {
 			matched++
 		}
 	}
-	t.Logf("%d of %d apply sequences give the same answers and objects (managedFields included) on kube-apiserver and memcluster", matched, len(seqs))
+	return matched
 }
 
 // sideClient sends raw requests to one side.

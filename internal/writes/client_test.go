@@ -49,7 +49,7 @@ func TestTrackingClientMarksTheCache(t *testing.T) {
 	if !c.Behind(key) {
 		t.Error("not Behind after a successful write the cache has not seen")
 	}
-	if err := c.Update(written); err != nil {
+	if err := c.Add(written); err != nil {
 		t.Fatal(err)
 	}
 	if c.Behind(key) {
