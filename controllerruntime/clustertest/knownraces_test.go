@@ -19,8 +19,9 @@ import (
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
-// The known races: ctrlkit's own Deployment controller has fixes for
-// races that stale caches cause. Each test here turns one fix off (a
+// The known races: ctrlkit's own Deployment and ReplicaSet controllers
+// have fixes for races that stale caches cause. Each test here turns one
+// fix off (a
 // test-only switch of internal/testhooks) and shows that Explore finds
 // the race, and that with the fix on the same exploration finds nothing.
 
@@ -127,7 +128,8 @@ type knownRace struct {
 	off      *atomic.Bool // the switch that turns the fix off
 	scenario clustertest.Scenario
 	perturb  clustertest.Perturbations
-	want     string // the property the race breaks
+	faults   memcluster.Faults // injected from the start
+	want     string            // the property the race breaks
 	// replay is what TestExploreFindsKnownRaces found with the fix off
 	// (on this bench, as it is: explore again after a change to it).
 	replay string
@@ -147,6 +149,26 @@ var knownRaces = []knownRace{
 		perturb: clustertest.PerturbLag,
 		want:    "planner.Check",
 		replay:  "seed=38 schedule=46:lag2=500ms,118:lag1=10s"},
+	// A second template change while the ReplicaSet watch lags behind the
+	// controller's own create of the first one's ReplicaSet: the sync that
+	// does not wait for it creates another new ReplicaSet, of the same
+	// revision, beside it (surge exceeded).
+	{name: "own creates awaited", off: &testhooks.ForgetOwnCreates,
+		scenario: rolloutScenario(appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: ptrTo(intstr.FromInt32(1)), MaxUnavailable: ptrTo(intstr.FromInt32(0))}}, 3,
+			change{2 * time.Second, "web:2"}, change{100 * time.Millisecond, "web:3"}),
+		perturb: clustertest.PerturbLag,
+		want:    "planner.Check",
+		replay:  "seed=101 schedule=19:1,27:lag0=10s"},
+	// A scale-down whose pod deletions happen but answer an error, while
+	// the pod watch lags: a deletion no longer expected, its pod still
+	// active in the cache, the next sync deletes another pod.
+	{name: "failed deletes settled", off: &testhooks.LowerFailedDeletes,
+		scenario: scaleDownScenario(5, 2),
+		perturb:  clustertest.PerturbLag,
+		faults:   ambiguousPodDeletes(),
+		want:     "no lost pods",
+		replay:   "seed=64 schedule=65:1,66:lag3=10s,68:2"},
 }
 
 func ptrTo[T any](v T) *T { return &v }
@@ -161,7 +183,7 @@ func TestExploreFindsKnownRaces(t *testing.T) {
 	for _, r := range knownRaces {
 		t.Run(r.name, func(t *testing.T) {
 			opts := knownRaceOptions(t, 2000)
-			opts.Options.Perturb = r.perturb
+			opts.Options.Perturb, opts.Options.Faults = r.perturb, r.faults
 			opts.ExpectViolation = true
 			r.off.Store(true)
 			start := time.Now()
@@ -191,6 +213,7 @@ func TestKnownRaceReplays(t *testing.T) {
 	for _, r := range knownRaces {
 		t.Run(r.name, func(t *testing.T) {
 			opts := knownRaceOptions(t, 1)
+			opts.Options.Perturb, opts.Options.Faults = r.perturb, r.faults
 			opts.Replay, opts.ExpectViolation = r.replay, true
 			opts.Logf = func(string, ...any) {}
 			r.off.Store(true)
