@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -354,15 +355,14 @@ func (r *Reconciler) act(ctx context.Context, key types.NamespacedName, in Input
 		r.written.set(key, applied.CreatedPods)
 	}
 	r.exp.Lower(key, applied.CreatesSkipped, 0)
-	for _, uid := range applied.DeletesFailed {
-		r.exp.DeletionObserved(key, uid)
-	}
+	observed := applied.DeletesFailed
 	if testhooks.LowerFailedDeletes.Load() {
-		for _, uid := range applied.DeletesUnsettled {
-			r.exp.DeletionObserved(key, uid)
-		}
+		observed = append(slices.Clip(observed), applied.DeletesUnsettled...)
 	} else {
 		r.unsettled.add(key, in.Active, applied.DeletesUnsettled)
+	}
+	for _, uid := range observed {
+		r.exp.DeletionObserved(key, uid)
 	}
 	return err
 }
