@@ -4,18 +4,14 @@ package e2e
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 )
 
 // colorsCRD has selectable fields: a string, an integer and a boolean.
@@ -67,32 +63,11 @@ func TestCustomLifecycleSideBySide(t *testing.T) {
 	ns := sideNamespace(t)
 	webapps := schema.GroupVersionResource{Group: sbsGroup, Version: "v1", Resource: "webapps"}
 	colors := schema.GroupVersionResource{Group: sbsGroup, Version: "v1", Resource: "colors"}
-	var steps []string
-	results := map[string][]crOutcome{}
-	var names []string
+	var log stepLog
 	for _, s := range crdSides(t, crds...) {
-		names = append(names, s.name)
 		ctx := t.Context()
-		cs, err := kubernetes.NewForConfig(s.cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dc, err := dynamic.NewForConfig(s.cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range []string{ns, ns + "-t"} {
-			if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{}); err != nil {
-				t.Fatalf("%s: %v", s.name, err)
-			}
-		}
-		first := len(steps) == 0
-		record := func(step string, o crOutcome) {
-			if first {
-				steps = append(steps, step)
-			}
-			results[s.name] = append(results[s.name], o)
-		}
+		cs, dc := sideClients(t, s, ns, ns+"-t")
+		record := log.side(s.name)
 		web := dc.Resource(webapps).Namespace(ns)
 		for i := 1; i <= 5; i++ {
 			obj, err := waitCreate(t, s.name, web, crObject("WebApp", fmt.Sprintf("p-%d", i), map[string]any{"image": "nginx"}))
@@ -177,18 +152,7 @@ func TestCustomLifecycleSideBySide(t *testing.T) {
 		obj, err = web.Patch(ctx, "owner", types.MergePatchType, []byte(`{"metadata":{"finalizers":["sbs.ctrlkit.dev/late"]}}`), metav1.PatchOptions{})
 		record("a new finalizer on the owner being deleted", outcomeOf(obj, err, ns))
 	}
-	real, mem := results[names[0]], results[names[1]]
-	var table strings.Builder
-	fmt.Fprintf(&table, "| step | kube-apiserver | memcluster | same |\n|---|---|---|---|\n")
-	for i, step := range steps {
-		mark := "yes"
-		if diff := cmp.Diff(real[i], mem[i]); diff != "" {
-			mark = "NO"
-			t.Errorf("%s: answers differ (-kube-apiserver +memcluster):\n%s", step, diff)
-		}
-		fmt.Fprintf(&table, "| %s | %s | %s | %s |\n", step, real[i].short(), mem[i].short(), mark)
-	}
-	t.Logf("custom resources' lifecycle\n%s", table.String())
+	log.compare(t, "custom resources' lifecycle")
 }
 
 // crObject is a custom resource of the side-by-side group's v1.
