@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ctrlkit/ctrlkit/controllerruntime/internal/memrest"
+	"github.com/ctrlkit/ctrlkit/controllerruntime/internal/testsupport"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
@@ -41,7 +41,7 @@ func newEnv(t *testing.T) env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := memrest.Config(memcluster.NewHandler(c))
+	cfg := testsupport.MemclusterConfig(memcluster.NewHandler(c))
 	sch := runtime.NewScheme()
 	if err := apiextensionsv1.AddToScheme(sch); err != nil {
 		t.Fatal(err)
