@@ -132,7 +132,7 @@
 //
 // # The REST API
 //
-// [Handler] serves the cluster over the Kubernetes REST API, and
+// [NewHandler] serves the cluster over the Kubernetes REST API, and
 // [Transport] carries requests to it in the calling process, so unchanged
 // client-go and controller-runtime code runs against the cluster without
 // a socket, a port or a binary:
