@@ -4,10 +4,8 @@ package e2e
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -177,18 +175,7 @@ func TestCustomLifecycleSideBySide(t *testing.T) {
 		obj, err = web.Patch(ctx, "owner", types.MergePatchType, []byte(`{"metadata":{"finalizers":["sbs.ctrlkit.dev/late"]}}`), metav1.PatchOptions{})
 		record("a new finalizer on the owner being deleted", outcomeOf(obj, err, ns))
 	}
-	real, mem := results[names[0]], results[names[1]]
-	var table strings.Builder
-	fmt.Fprintf(&table, "| step | kube-apiserver | memcluster | same |\n|---|---|---|---|\n")
-	for i, step := range steps {
-		mark := "yes"
-		if diff := cmp.Diff(real[i], mem[i]); diff != "" {
-			mark = "NO"
-			t.Errorf("%s: answers differ (-kube-apiserver +memcluster):\n%s", step, diff)
-		}
-		fmt.Fprintf(&table, "| %s | %s | %s | %s |\n", step, real[i].short(), mem[i].short(), mark)
-	}
-	t.Logf("custom resources' lifecycle\n%s", table.String())
+	compareSteps(t, "custom resources' lifecycle", steps, results[names[0]], results[names[1]])
 }
 
 // crObject is a custom resource of the side-by-side group's v1.
