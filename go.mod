@@ -2,6 +2,13 @@ module github.com/ctrlkit/ctrlkit
 
 go 1.26.0
 
+// k8s.io/kube-openapi, sigs.k8s.io/structured-merge-diff/v6 and
+// sigs.k8s.io/yaml are apimachinery's own requirements, at the versions it
+// pins: they add nothing to the module graph. memcluster names their types
+// because the API of apimachinery's managedfields is written in them
+// (TypeConverter's methods take structured-merge-diff's typed values,
+// NewTypeConverter takes kube-openapi schemas), and it decodes apply
+// patches with sigs.k8s.io/yaml as kube-apiserver does.
 require (
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-cmp v0.7.0

@@ -219,8 +219,8 @@ func randomModel(rnd *rand.Rand) memcluster.PodModel {
 // after the write took effect, delays requests and watch events, and drops
 // watches.
 func randomFaults(rnd *rand.Rand) memcluster.Faults {
-	errs := []memcluster.FaultError{memcluster.FaultInternal, memcluster.FaultUnavailable, memcluster.FaultConflict,
-		memcluster.FaultTimeout, memcluster.FaultTooManyRequests}
+	errs := []metav1.StatusReason{metav1.StatusReasonInternalError, metav1.StatusReasonServiceUnavailable, metav1.StatusReasonConflict,
+		metav1.StatusReasonServerTimeout, metav1.StatusReasonTooManyRequests}
 	var f memcluster.Faults
 	for _, v := range []memcluster.Verb{memcluster.VerbCreate, memcluster.VerbUpdate, memcluster.VerbUpdateStatus,
 		memcluster.VerbPatch, memcluster.VerbDelete, memcluster.VerbGet, memcluster.VerbList, memcluster.VerbWatch} {
@@ -228,7 +228,7 @@ func randomFaults(rnd *rand.Rand) memcluster.Faults {
 			continue
 		}
 		f.Rules = append(f.Rules, memcluster.FaultRule{
-			Verb: v, Rate: rnd.Float64() * 0.1, Error: errs[rnd.IntN(len(errs))],
+			Verb: v, Rate: rnd.Float64() * 0.1, Reason: errs[rnd.IntN(len(errs))],
 			AfterWrite: rnd.IntN(3) == 0, Latency: time.Duration(rnd.IntN(300)) * time.Millisecond,
 		})
 	}

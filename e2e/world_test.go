@@ -201,7 +201,7 @@ func (w *world) runFor(d time.Duration) {
 	until := w.fc.Now().Add(d)
 	// Stalling is expected here (nothing left to do): no second chances.
 	err := w.c.RunUntil(w.ctx, func() bool { return !w.fc.Now().Before(until) }, d)
-	if err != nil && !errors.Is(err, memcluster.ErrStalled) && !errors.Is(err, memcluster.ErrTimeLimit) {
+	if err != nil && !errors.Is(err, clock.ErrStalled) && !errors.Is(err, clock.ErrTimeLimit) {
 		w.tb.Fatal(err)
 	}
 }

@@ -114,29 +114,6 @@ func addKind[T Object](c *Cluster, k Kind[T]) {
 	}
 }
 
-// Serves returns nil if c serves gvk, and otherwise the error a request
-// for it gets: a NotFound naming it and saying how to add it. A test
-// harness can report with it an informer that never syncs because its
-// kind is not served.
-func (c *Cluster) Serves(gvk schema.GroupVersionKind) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var served []schema.GroupVersionKind
-	for _, k := range c.order {
-		if st, ok := k.(restStore); ok {
-			in := st.info()
-			if in.gvk == gvk {
-				return nil
-			}
-			if in.gvk.GroupKind() == gvk.GroupKind() {
-				served = append(served, in.gvk)
-			}
-		}
-	}
-	what := fmt.Sprintf("kind %s in %s", gvk.Kind, gvk.GroupVersion())
-	return unservedError(gvk.GroupVersion(), gvk.Kind, what, served, builtinKind(func(b builtin) bool { return b.gvk == gvk }))
-}
-
 // unserved is the answer to a request for a resource the API does not
 // serve.
 func (a *api) unserved(gvr schema.GroupVersionResource) error {

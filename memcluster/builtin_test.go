@@ -488,29 +488,6 @@ func TestUnserved(t *testing.T) {
 	}
 }
 
-func TestServes(t *testing.T) {
-	c, _ := newTestCluster(t)
-	sts := appsv1.SchemeGroupVersion.WithKind("StatefulSet")
-	if err := c.Serves(appsv1.SchemeGroupVersion.WithKind("Deployment")); err != nil {
-		t.Errorf("Serves(Deployment) = %v, want nil", err)
-	}
-	err := c.Serves(sts)
-	if err == nil || !strings.Contains(err.Error(), "kind StatefulSet in apps/v1: add the built-in kinds with memcluster.AddBuiltinKinds") {
-		t.Errorf("Serves(StatefulSet) before AddBuiltinKinds = %v", err)
-	}
-	AddBuiltinKinds(c)
-	if err := c.Serves(sts); err != nil {
-		t.Errorf("Serves(StatefulSet) = %v, want nil", err)
-	}
-	if err := c.Serves(schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "HorizontalPodAutoscaler"}); err == nil ||
-		!strings.Contains(err.Error(), "served in autoscaling v2 only") {
-		t.Errorf("Serves(autoscaling/v1 HPA) = %v", err)
-	}
-	if err := c.Serves(widgetGV.WithKind("Widget")); err == nil || !strings.Contains(err.Error(), "KindFor") {
-		t.Errorf("Serves(Widget) = %v", err)
-	}
-}
-
 // TestAddBuiltinKindsKeepsKinds: AddBuiltinKinds may follow AddCoreKinds,
 // run twice, and keeps a kind the cluster has already.
 func TestAddBuiltinKindsKeepsKinds(t *testing.T) {

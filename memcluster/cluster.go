@@ -204,7 +204,7 @@ func (c *Cluster) Pods(namespace string) Client[*corev1.Pod] { return c.pods.Nam
 
 // Namespaces returns a client for the namespaces. Namespaces have
 // kube-apiserver's lifecycle (see the package documentation): use
-// [Cluster.FinalizeNamespace] for namespaces/<name>/finalize.
+// the REST API ([NewHandler]) for namespaces/<name>/finalize.
 func (c *Cluster) Namespaces() Client[*corev1.Namespace] { return c.namespaces.Namespace("") }
 
 // ReplicaSets returns a client for the ReplicaSets of namespace; see [Cluster.Pods].

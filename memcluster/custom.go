@@ -295,7 +295,7 @@ func (s *customSpec) checkTypeMeta(obj *unstructured.Unstructured) (*CustomVersi
 
 // AddCustomKind adds a kind without a Go type to the cluster, and returns
 // its storage: its [Client] reads and writes objects as they are stored,
-// in the storage version (the REST [Handler] serves every served
+// in the storage version (the REST handler ([NewHandler]) serves every served
 // version). An object written through it is pruned, defaulted and
 // validated in the version of its apiVersion. Adding a kind served under
 // the same group and plural changes it (new versions, schemas, names but

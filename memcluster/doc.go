@@ -132,7 +132,7 @@
 //
 // # The REST API
 //
-// [Handler] serves the cluster over the Kubernetes REST API, and
+// [NewHandler] serves the cluster over the Kubernetes REST API, and
 // [Transport] carries requests to it in the calling process, so unchanged
 // client-go and controller-runtime code runs against the cluster without
 // a socket, a port or a binary:
@@ -234,9 +234,9 @@
 // Applies, the scale subresource, a request that sends managedFields of
 // its own, entries of another version and an object with ten writers by
 // update or more go through the field manager itself. Both give the same
-// managedFields: with MEMCLUSTER_CHECK_MANAGEDFIELDS=1 in its
-// environment (memcluster's own tests set it) the cluster computes every
-// update both ways and panics where they differ. What remains is most of
+// managedFields: memcluster's own tests (and the bench's, with
+// CTRLKIT_CHECK_MANAGEDFIELDS=1) compute every update both ways and fail
+// where they differ. What remains is most of
 // the cost of a write under -race: [Config.UntrackedManagers] leaves the
 // writes of the managers it names out of managedFields (for the built-in
 // controllers and the kubelet, those of a rollout), and simulations at

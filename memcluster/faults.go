@@ -7,10 +7,12 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net/http"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -29,25 +31,6 @@ const (
 	VerbDelete       Verb = "delete"
 )
 
-// FaultError selects the error an injected fault returns.
-type FaultError int
-
-// The injectable errors. Each is an *apierrors.StatusError, so callers
-// classify it with the usual apierrors predicates.
-const (
-	// FaultInternal is a 500 (apierrors.IsInternalError).
-	FaultInternal FaultError = iota
-	// FaultUnavailable is a 503 (apierrors.IsServiceUnavailable).
-	FaultUnavailable
-	// FaultConflict is a 409 (apierrors.IsConflict).
-	FaultConflict
-	// FaultTimeout is a server timeout: a 500 with reason ServerTimeout
-	// and a Retry-After of 1 s (apierrors.IsServerTimeout).
-	FaultTimeout
-	// FaultTooManyRequests is a 429 (apierrors.IsTooManyRequests).
-	FaultTooManyRequests
-)
-
 // FaultRule injects errors and latency into matching requests.
 type FaultRule struct {
 	// Verb matches one verb; "" matches every verb.
@@ -56,8 +39,14 @@ type FaultRule struct {
 	Resource string
 	// Rate is the probability, in [0, 1], that a matching request fails.
 	Rate float64
-	// Error is the error a failing request returns.
-	Error FaultError
+	// Reason is the reason of the error a failing request returns, an
+	// *apierrors.StatusError that the usual apierrors predicates classify:
+	// metav1.StatusReasonInternalError (a 500; "" means it),
+	// StatusReasonServiceUnavailable (503), StatusReasonConflict (409),
+	// StatusReasonServerTimeout (a 500 with a Retry-After of 1 s) or
+	// StatusReasonTooManyRequests (429, Retry-After 1 s). Any other reason
+	// is returned with code 500.
+	Reason metav1.StatusReason
 	// AfterWrite makes a failing request take effect before the error is
 	// returned, like a response lost on the way back: the client sees an
 	// error although the write happened.
@@ -159,25 +148,29 @@ func (c *Cluster) admit(ctx context.Context, verb Verb, gr schema.GroupResource,
 	if rule == nil {
 		return nil, nil
 	}
-	fault := rule.Error.err(verb, gr, name)
+	fault := injected(rule.Reason, verb, gr, name)
 	if rule.AfterWrite {
 		return fault, nil
 	}
 	return nil, fault
 }
 
-func (e FaultError) err(verb Verb, gr schema.GroupResource, name string) error {
+// injected returns the error of a request failed by a rule of reason.
+func injected(reason metav1.StatusReason, verb Verb, gr schema.GroupResource, name string) error {
 	cause := errors.New("memcluster: injected fault")
-	switch e {
-	case FaultUnavailable:
+	switch reason {
+	case "", metav1.StatusReasonInternalError:
+		return apierrors.NewInternalError(cause)
+	case metav1.StatusReasonServiceUnavailable:
 		return apierrors.NewServiceUnavailable(cause.Error())
-	case FaultConflict:
+	case metav1.StatusReasonConflict:
 		return apierrors.NewConflict(gr, name, cause)
-	case FaultTimeout:
+	case metav1.StatusReasonServerTimeout:
 		return apierrors.NewServerTimeout(gr, string(verb), 1)
-	case FaultTooManyRequests:
+	case metav1.StatusReasonTooManyRequests:
 		return apierrors.NewTooManyRequests(cause.Error(), 1)
 	default:
-		return apierrors.NewInternalError(cause)
+		return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
+			Reason: reason, Message: cause.Error()}}
 	}
 }

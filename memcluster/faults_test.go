@@ -17,7 +17,7 @@ import (
 func TestFaultsReproducible(t *testing.T) {
 	outcomes := func(seed uint64) []string {
 		c := New(Config{Seed: seed})
-		c.SetFaults(Faults{Rules: []FaultRule{{Verb: VerbCreate, Resource: "pods", Rate: 0.5, Error: FaultUnavailable}}})
+		c.SetFaults(Faults{Rules: []FaultRule{{Verb: VerbCreate, Resource: "pods", Rate: 0.5, Reason: metav1.StatusReasonServiceUnavailable}}})
 		var out []string
 		for i := range 20 {
 			_, err := c.Pods("ns").Create(ctxT(t), pod(fmt.Sprint("p", i), "", ""), metav1.CreateOptions{})
@@ -63,21 +63,27 @@ func countOf(s []string, v string) int {
 
 func TestFaultErrors(t *testing.T) {
 	tests := []struct {
-		kind FaultError
+		kind metav1.StatusReason
 		is   func(error) bool
 	}{
-		{FaultInternal, apierrors.IsInternalError},
-		{FaultUnavailable, apierrors.IsServiceUnavailable},
-		{FaultConflict, apierrors.IsConflict},
-		{FaultTimeout, apierrors.IsServerTimeout},
-		{FaultTooManyRequests, apierrors.IsTooManyRequests},
+		{"", apierrors.IsInternalError},
+		{metav1.StatusReasonInternalError, apierrors.IsInternalError},
+		{metav1.StatusReasonServiceUnavailable, apierrors.IsServiceUnavailable},
+		{metav1.StatusReasonConflict, apierrors.IsConflict},
+		{metav1.StatusReasonServerTimeout, apierrors.IsServerTimeout},
+		{metav1.StatusReasonTooManyRequests, apierrors.IsTooManyRequests},
+		// Any other reason is returned as asked, with code 500.
+		{metav1.StatusReasonGone, func(err error) bool {
+			return apierrors.IsGone(err) && apierrors.ReasonForError(err) == metav1.StatusReasonGone &&
+				err.(apierrors.APIStatus).Status().Code == 500
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.kind), func(t *testing.T) {
 			c, _ := newTestCluster(t)
-			c.SetFaults(Faults{Rules: []FaultRule{{Rate: 1, Error: tt.kind}}})
+			c.SetFaults(Faults{Rules: []FaultRule{{Rate: 1, Reason: tt.kind}}})
 			if _, err := c.Deployments("ns").Get(ctxT(t), "x", metav1.GetOptions{}); !tt.is(err) {
-				t.Errorf("Get() error = %v; want class %d", err, tt.kind)
+				t.Errorf("Get() error = %v; want reason %q", err, tt.kind)
 			}
 		})
 	}
@@ -85,7 +91,7 @@ func TestFaultErrors(t *testing.T) {
 
 func TestFaultAfterWrite(t *testing.T) {
 	c, _ := newTestCluster(t)
-	c.SetFaults(Faults{Rules: []FaultRule{{Verb: VerbCreate, Rate: 1, Error: FaultTimeout, AfterWrite: true}}})
+	c.SetFaults(Faults{Rules: []FaultRule{{Verb: VerbCreate, Rate: 1, Reason: metav1.StatusReasonServerTimeout, AfterWrite: true}}})
 	if _, err := c.Pods("ns").Create(ctxT(t), pod("p", "", ""), metav1.CreateOptions{}); !apierrors.IsServerTimeout(err) {
 		t.Fatalf("Create() error = %v; want a timeout", err)
 	}

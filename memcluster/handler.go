@@ -15,11 +15,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Handler serves the Kubernetes REST API of a [Cluster] over HTTP:
-// discovery, and get, list, watch, create, update, patch, delete and
-// deletecollection of every kind the cluster stores (those of [New],
-// [AddCoreKinds] and [AddBuiltinKinds], and yours from [KindFor]), with
-// their status and scale subresources, pods/eviction and
+// handler is the REST API of a cluster; see [NewHandler].
+type handler struct {
+	c *Cluster
+
+	mu  sync.Mutex
+	api *api // guarded by mu; rebuilt when the cluster has more kinds
+}
+
+// NewHandler returns a handler that serves the Kubernetes REST API of c
+// over HTTP: discovery, and get, list, watch, create, update, patch,
+// delete and deletecollection of every kind the cluster stores (those of
+// [New], [AddCoreKinds] and [AddBuiltinKinds], and yours from [KindFor]),
+// with their status and scale subresources, pods/eviction and
 // namespaces/finalize, in JSON, YAML and, for the k8s.io/api types,
 // protobuf. Unchanged client-go clientsets, the dynamic and metadata
 // clients, discovery, informers, and controller-runtime's client, cache
@@ -43,23 +51,15 @@ import (
 // Two kinds that would be served at the same group, version and resource
 // are a programming error: every request is then answered 500, naming them.
 //
-// A Handler is safe for concurrent use, and serves kinds added to the
+// The handler is safe for concurrent use, and serves kinds added to the
 // cluster after it was created.
-type Handler struct {
-	c *Cluster
-
-	mu  sync.Mutex
-	api *api // guarded by mu; rebuilt when the cluster has more kinds
-}
-
-// NewHandler returns a handler serving c.
-func NewHandler(c *Cluster) *Handler { return &Handler{c: c} }
+func NewHandler(c *Cluster) http.Handler { return &handler{c: c} }
 
 // maxBody bounds request bodies, as kube-apiserver's 3 MiB limit does.
 const maxBody = 3 << 20
 
 // current returns the REST view of the cluster's kinds.
-func (h *Handler) current() (*api, error) {
+func (h *handler) current() (*api, error) {
 	h.c.mu.Lock()
 	changed := h.c.kindsChanged
 	h.c.mu.Unlock()
@@ -99,7 +99,7 @@ type request struct {
 }
 
 // ServeHTTP serves one request.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a, err := h.current()
 	if err != nil {
 		writeError(w, nil, representation{}, apierrors.NewInternalError(err))

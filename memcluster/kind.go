@@ -66,7 +66,7 @@ type Kind[T Object] struct {
 	// without a resourceVersion). Nil: nothing.
 	PrepareUpdate func(obj, old T) field.ErrorList
 	// NewList returns an empty list of this kind, e.g. *appsv1.DeploymentList;
-	// [Handler] serves lists in it. Nil: lists are served as JSON only.
+	// [NewHandler] serves lists in it. Nil: lists are served as JSON only.
 	NewList func() runtime.Object
 	// NoStrategicMerge refuses strategic merge patches with 415
 	// Unsupported Media Type, as kube-apiserver does for custom resources.

@@ -1,6 +1,8 @@
 package memcluster
 
 import (
+	"github.com/ctrlkit/ctrlkit/clock"
+
 	"context"
 	"errors"
 	"sync"
@@ -197,7 +199,7 @@ func TestRunUntilKubeletReady(t *testing.T) {
 	if got := fc.Now().Sub(t0); got != time.Hour+30*time.Second {
 		t.Errorf("virtual time at the end = %v; want 1h0m30s", got)
 	}
-	if err := c.RunUntil(ctx, func() bool { return false }, time.Hour); !errors.Is(err, ErrStalled) {
+	if err := c.RunUntil(ctx, func() bool { return false }, time.Hour); !errors.Is(err, clock.ErrStalled) {
 		t.Errorf("RunUntil(never) = %v; want ErrStalled", err)
 	}
 	if err := New(Config{}).RunUntil(ctx, allReady, time.Hour); !errors.Is(err, ErrNotFake) {

@@ -1,6 +1,8 @@
 package memcluster
 
 import (
+	"github.com/ctrlkit/ctrlkit/internal/testhooks"
+
 	"bytes"
 	"cmp"
 	"fmt"
@@ -381,10 +383,14 @@ func (r *Resource[T]) recordUpdate(t *tracker, fm *managedfields.FieldManager, r
 	liveView, objView := r.forTracking(live, t.gvk, reset, bare), r.forTracking(obj, t.gvk, reset, bare)
 	if f := t.fast[fm]; f != nil {
 		entries, sets, ok := r.fastUpdateLocked(f, liveView, objView, manager, r.c.now())
-		if ok {
-			if checkManagedFields {
-				crossCheck(t.gvk, manager, entries, r.libraryUpdate(fm, r.forTracking(live, t.gvk, reset, bare), r.forTracking(obj, t.gvk, reset, bare), manager))
+		if ok && testhooks.CheckManagedFields.Load() {
+			slow := r.libraryUpdate(fm, r.forTracking(live, t.gvk, reset, bare), r.forTracking(obj, t.gvk, reset, bare), manager)
+			if diff := managedFieldsDiff(t.gvk, manager, entries, slow); diff != "" {
+				testhooks.ManagedFieldsMismatch(diff)
+				return slow
 			}
+		}
+		if ok {
 			r.rememberLocked(objectKey(obj), entries, sets)
 			return entries
 		}

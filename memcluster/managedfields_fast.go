@@ -3,7 +3,6 @@ package memcluster
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -251,15 +250,11 @@ func (r *Resource[T]) fastUpdateLocked(f *fastRecorder, live, obj T, manager str
 	return sortedEntries, sortedSets, true
 }
 
-// checkManagedFields, set by MEMCLUSTER_CHECK_MANAGEDFIELDS=1 (and by
-// memcluster's own tests), computes every update's managedFields both
-// ways and panics when the cheap one differs from the field manager's.
-var checkManagedFields = os.Getenv("MEMCLUSTER_CHECK_MANAGEDFIELDS") == "1"
-
-// crossCheck panics if fast, the cheap road's entries, are not slow, the
-// field manager's. Times are compared as instants (their location is not
-// encoded).
-func crossCheck(gvk fmt.Stringer, manager string, fast, slow []metav1.ManagedFieldsEntry) {
+// managedFieldsDiff describes how fast, the cheap road's entries of an
+// update of gvk by manager, differ from slow, the field manager's, or
+// returns "" if they do not. Times are compared as instants (their
+// location is not encoded).
+func managedFieldsDiff(gvk fmt.Stringer, manager string, fast, slow []metav1.ManagedFieldsEntry) string {
 	same := len(fast) == len(slow)
 	for i := 0; same && i < len(fast); i++ {
 		p, q := fast[i], slow[i]
@@ -267,10 +262,11 @@ func crossCheck(gvk fmt.Stringer, manager string, fast, slow []metav1.ManagedFie
 		p.Time, q.Time = nil, nil
 		same = same && reflect.DeepEqual(p, q)
 	}
-	if !same {
-		panic(fmt.Sprintf("memcluster: the managedFields of an update of %s by %q differ from the field manager's:\ncheap: %s\nfield manager: %s",
-			gvk, manager, entriesString(fast), entriesString(slow)))
+	if same {
+		return ""
 	}
+	return fmt.Sprintf("memcluster: the managedFields of an update of %s by %q differ from the field manager's:\ncheap: %s\nfield manager: %s",
+		gvk, manager, entriesString(fast), entriesString(slow))
 }
 
 func entriesString(entries []metav1.ManagedFieldsEntry) string {

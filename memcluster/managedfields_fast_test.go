@@ -3,16 +3,13 @@ package memcluster
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
-
-// Every test of the package computes managedFields both ways: the cheap
-// road of managedfields_fast.go panics where it differs from the field
-// manager's.
-func init() { checkManagedFields = true }
 
 func TestUntrackedManagers(t *testing.T) {
 	c := newTrackedCluster(t, Config{UntrackedManagers: []string{controllerManager}})
@@ -83,5 +80,33 @@ func TestCheapRoadIsTaken(t *testing.T) {
 	// has the labels it changed, not the spec it created.
 	if got := fieldsOf(d.ManagedFields); len(got) != 2 || !strings.HasPrefix(got[1], "user/Update: ") || strings.Contains(got[1], "f:spec") {
 		t.Errorf("the update's own list was not taken: %v", got)
+	}
+}
+
+func TestManagedFieldsDiff(t *testing.T) {
+	at := func(loc *time.Location) *metav1.Time {
+		return &metav1.Time{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).In(loc)}
+	}
+	entry := func(manager string, tm *metav1.Time, fields string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1",
+			Time: tm, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+	}
+	gvk := appsv1.SchemeGroupVersion.WithKind("Deployment")
+	same := []metav1.ManagedFieldsEntry{entry("a", at(time.UTC), `{"f:spec":{}}`)}
+	sameElsewhere := []metav1.ManagedFieldsEntry{entry("a", at(time.FixedZone("x", 3600)), `{"f:spec":{}}`)}
+	if diff := managedFieldsDiff(gvk, "a", same, sameElsewhere); diff != "" {
+		t.Errorf("one instant in two locations: %s", diff)
+	}
+	for name, other := range map[string][]metav1.ManagedFieldsEntry{
+		"fields":  {entry("a", at(time.UTC), `{"f:status":{}}`)},
+		"time":    {entry("a", &metav1.Time{Time: at(time.UTC).Add(time.Second)}, `{"f:spec":{}}`)},
+		"no time": {entry("a", nil, `{"f:spec":{}}`)},
+		"manager": {entry("b", at(time.UTC), `{"f:spec":{}}`)},
+		"more":    {same[0], entry("b", at(time.UTC), `{"f:spec":{}}`)},
+	} {
+		diff := managedFieldsDiff(gvk, "a", same, other)
+		if !strings.Contains(diff, `of apps/v1, Kind=Deployment by "a" differ`) || !strings.Contains(diff, "field manager:") {
+			t.Errorf("%s: %q", name, diff)
+		}
 	}
 }

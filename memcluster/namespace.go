@@ -243,14 +243,14 @@ func (c *Cluster) deleteNamespaceLocked(key types.NamespacedName, opts metav1.De
 	return r.storeDeleteLocked(old, opts)
 }
 
-// FinalizeNamespace writes a namespace's spec.finalizers (and metadata)
+// finalizeNamespace writes a namespace's spec.finalizers (and metadata)
 // as PUT namespaces/<name>/finalize does: the status is kept, and a
 // namespace being deleted with no finalizer left leaves storage. The
 // namespace controller calls it once the namespace is empty; with the
 // controller off (see Config.NoNamespaceController), so can you. The
 // field manager is opts.FieldManager, as for [Client.Update], recorded
 // for the subresource "finalize".
-func (c *Cluster) FinalizeNamespace(ctx context.Context, ns *corev1.Namespace, opts metav1.UpdateOptions) (*corev1.Namespace, error) {
+func (c *Cluster) finalizeNamespace(ctx context.Context, ns *corev1.Namespace, opts metav1.UpdateOptions) (*corev1.Namespace, error) {
 	if ns == nil {
 		return nil, apierrors.NewBadRequest("memcluster: finalize of a nil namespace")
 	}
@@ -529,7 +529,7 @@ func (a *api) serveFinalize(w http.ResponseWriter, r *http.Request, rq request, 
 		return
 	}
 	opts.FieldManager = requestManager(opts.FieldManager, r)
-	out, err := a.c.FinalizeNamespace(r.Context(), obj.(*corev1.Namespace), opts)
+	out, err := a.c.finalizeNamespace(r.Context(), obj.(*corev1.Namespace), opts)
 	if err != nil {
 		writeError(w, a, rep, err)
 		return

@@ -219,7 +219,7 @@ func TestNamespaceControllerOff(t *testing.T) {
 		}
 		// Finalizing by hand, as a test against envtest would.
 		ns.Spec.Finalizers = nil
-		if _, err := c.FinalizeNamespace(ctx, ns, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.finalizeNamespace(ctx, ns, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := c.Namespaces().Get(ctx, "ns", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -261,7 +261,7 @@ func TestNamespaceREST(t *testing.T) {
 	}
 	ns := must(c.Namespaces().Get(ctxT(t), "quick", metav1.GetOptions{}))(t)
 	ns.Spec.Finalizers = nil
-	must(c.FinalizeNamespace(ctxT(t), ns, metav1.UpdateOptions{}))(t)
+	must(c.finalizeNamespace(ctxT(t), ns, metav1.UpdateOptions{}))(t)
 	if _, err := c.Namespaces().Get(ctxT(t), "quick", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("finalized namespace: %v; want gone", err)
 	}

@@ -57,8 +57,8 @@ type PodBehavior struct {
 	// exits. Zero means 5s.
 	CrashAfter time.Duration
 	// Rejection is the kubelet's rejection of a [PodRejected] pod; the
-	// zero value is [KubeletRejection] of the pod's
-	// [RejectionReasonAnnotation], or OutOfcpu.
+	// zero value rejects it for the pod's [RejectionReasonAnnotation], or
+	// OutOfcpu, with the kubelet's message.
 	Rejection Rejection
 }
 

@@ -1,6 +1,7 @@
 package memcluster
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -12,31 +13,36 @@ import (
 // Rejection is a kubelet's refusal to admit a pod: what the kubelet
 // writes is phase Failed, status.reason Reason, status.message
 // "Pod was rejected: " + Message, and a Warning event on the pod with the
-// same reason and Message (kubelet rejectPod). Use [KubeletRejection] for
-// the reasons and messages a real kubelet gives.
+// same reason and Message (kubelet rejectPod).
 type Rejection struct {
-	// Reason is the kubelet's reason: OutOfcpu, OutOfmemory, OutOfpods,
-	// NodeAffinity, UnexpectedAdmissionError, SysctlForbidden, ...
+	// Reason is the kubelet's reason. Those whose message the simulated
+	// kubelet knows are OutOfcpu ("Node didn't have enough resource: cpu,
+	// requested: 2500, used: 0, capacity: 2000": the pod's requests, at
+	// least one more than the node has), OutOfmemory and OutOfpods (alike),
+	// NodeAffinity ("Predicate NodeAffinity failed: node(s) didn't match
+	// Pod's node affinity/selector") and UnexpectedAdmissionError (a device
+	// plugin's allocation error); any other reason (SysctlForbidden, ...)
+	// gets "Pod was rejected by the simulated kubelet".
 	Reason string
 	// Message says why, without the "Pod was rejected: " prefix the
-	// status message has.
+	// status message has. Empty means the v1.37 kubelet's message for
+	// Reason, as listed above.
 	Message string
 }
 
-// The reasons [KubeletRejection] knows the kubelet's message of.
-const (
-	RejectOutOfCPU                 = "OutOfcpu"
-	RejectOutOfMemory              = "OutOfmemory"
-	RejectOutOfPods                = "OutOfpods"
-	RejectNodeAffinity             = "NodeAffinity"
-	RejectUnexpectedAdmissionError = "UnexpectedAdmissionError"
-)
-
 // RejectionReasonAnnotation, set on a pod (or a pod template) whose
-// [FailureAnnotation] is [PodRejected], names the reason of the
-// rejection ([KubeletRejection]); without it the kubelet rejects the pod
-// with OutOfcpu.
+// [FailureAnnotation] is [PodRejected], names the [Rejection.Reason];
+// without it the kubelet rejects the pod with OutOfcpu.
 const RejectionReasonAnnotation = "memcluster.ctrlkit.io/rejection-reason"
+
+// The reasons whose messages kubeletMessage knows.
+const (
+	rejectOutOfCPU                 = "OutOfcpu"
+	rejectOutOfMemory              = "OutOfmemory"
+	rejectOutOfPods                = "OutOfpods"
+	rejectNodeAffinity             = "NodeAffinity"
+	rejectUnexpectedAdmissionError = "UnexpectedAdmissionError"
+)
 
 // nodeCPU and nodeMemory are the allocatable resources of a simulated
 // node, as the kubelet's OutOf* messages report them.
@@ -46,31 +52,23 @@ const (
 	nodePods   = 110
 )
 
-// KubeletRejection returns the rejection a v1.37 kubelet gives pod for
-// reason, with the kubelet's message: "Node didn't have enough resource:
-// cpu, requested: 2500, used: 0, capacity: 2000" for OutOfcpu (the pod's
-// requests, at least one more than the node has), "Predicate NodeAffinity
-// failed: node(s) didn't match Pod's node affinity/selector" for
-// NodeAffinity, an admission plugin's error for
-// UnexpectedAdmissionError, and for any other reason "Pod was rejected by
-// the simulated kubelet".
-func KubeletRejection(reason string, pod *corev1.Pod) Rejection {
-	r := Rejection{Reason: reason}
+// kubeletMessage is the message a v1.37 kubelet gives when it rejects pod
+// for reason (see [Rejection.Reason]).
+func kubeletMessage(reason string, pod *corev1.Pod) string {
 	switch reason {
-	case RejectOutOfCPU:
-		r.Message = insufficient(corev1.ResourceCPU, max(requested(pod, corev1.ResourceCPU, true), nodeCPU+500), nodeCPU)
-	case RejectOutOfMemory:
-		r.Message = insufficient(corev1.ResourceMemory, max(requested(pod, corev1.ResourceMemory, false), nodeMemory+1<<20), nodeMemory)
-	case RejectOutOfPods:
-		r.Message = fmt.Sprintf("Node didn't have enough resource: %s, requested: 1, used: %d, capacity: %d", corev1.ResourcePods, nodePods, nodePods)
-	case RejectNodeAffinity:
-		r.Message = "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
-	case RejectUnexpectedAdmissionError:
-		r.Message = "Allocate failed due to no healthy devices present; cannot allocate unhealthy devices example.com/gpu, which is unexpected"
+	case rejectOutOfCPU:
+		return insufficient(corev1.ResourceCPU, max(requested(pod, corev1.ResourceCPU, true), nodeCPU+500), nodeCPU)
+	case rejectOutOfMemory:
+		return insufficient(corev1.ResourceMemory, max(requested(pod, corev1.ResourceMemory, false), nodeMemory+1<<20), nodeMemory)
+	case rejectOutOfPods:
+		return fmt.Sprintf("Node didn't have enough resource: %s, requested: 1, used: %d, capacity: %d", corev1.ResourcePods, nodePods, nodePods)
+	case rejectNodeAffinity:
+		return "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
+	case rejectUnexpectedAdmissionError:
+		return "Allocate failed due to no healthy devices present; cannot allocate unhealthy devices example.com/gpu, which is unexpected"
 	default:
-		r.Message = "Pod was rejected by the simulated kubelet"
+		return "Pod was rejected by the simulated kubelet"
 	}
-	return r
 }
 
 func insufficient(name corev1.ResourceName, requested, capacity int64) string {
@@ -99,11 +97,10 @@ func requested(pod *corev1.Pod, name corev1.ResourceName, milli bool) int64 {
 func rejectionOf(p *corev1.Pod, b PodBehavior) Rejection {
 	r := b.Rejection
 	if r.Reason == "" {
-		reason := p.Annotations[RejectionReasonAnnotation]
-		if reason == "" {
-			reason = RejectOutOfCPU
-		}
-		r = KubeletRejection(reason, p)
+		r = Rejection{Reason: cmp.Or(p.Annotations[RejectionReasonAnnotation], rejectOutOfCPU)}
+	}
+	if r.Message == "" {
+		r.Message = kubeletMessage(r.Reason, p)
 	}
 	return r
 }

@@ -31,10 +31,16 @@ func TestKubeletRejectsPods(t *testing.T) {
 	}{
 		{name: "OutOfcpu by annotation, from the pod's requests", annotate: map[string]string{FailureAnnotation: string(PodRejected)}, mod: cpu,
 			reason: "OutOfcpu", message: "Node didn't have enough resource: cpu, requested: 3000, used: 0, capacity: 2000"},
-		{name: "NodeAffinity by annotation", annotate: map[string]string{FailureAnnotation: string(PodRejected), RejectionReasonAnnotation: RejectNodeAffinity},
+		{name: "NodeAffinity by annotation", annotate: map[string]string{FailureAnnotation: string(PodRejected), RejectionReasonAnnotation: "NodeAffinity"},
 			reason: "NodeAffinity", message: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"},
-		{name: "UnexpectedAdmissionError by the model", behavior: PodBehavior{Failure: PodRejected, Rejection: Rejection{Reason: RejectUnexpectedAdmissionError, Message: "boom"}},
+		{name: "UnexpectedAdmissionError by the model", behavior: PodBehavior{Failure: PodRejected, Rejection: Rejection{Reason: "UnexpectedAdmissionError", Message: "boom"}},
 			reason: "UnexpectedAdmissionError", message: "boom"},
+		{name: "OutOfpods by the model, with the kubelet's message", behavior: PodBehavior{Failure: PodRejected, Rejection: Rejection{Reason: "OutOfpods"}},
+			reason: "OutOfpods", message: "Node didn't have enough resource: pods, requested: 1, used: 110, capacity: 110"},
+		{name: "OutOfmemory by annotation", annotate: map[string]string{FailureAnnotation: string(PodRejected), RejectionReasonAnnotation: "OutOfmemory"},
+			reason: "OutOfmemory", message: "Node didn't have enough resource: memory, requested: 4296015872, used: 0, capacity: 4294967296"},
+		{name: "a reason the kubelet has no message for", behavior: PodBehavior{Failure: PodRejected, Rejection: Rejection{Reason: "SysctlForbidden"}},
+			reason: "SysctlForbidden", message: "Pod was rejected by the simulated kubelet"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, fc := newTestCluster(t)

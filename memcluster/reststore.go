@@ -42,7 +42,7 @@ func (in restInfo) listGVK() schema.GroupVersionKind {
 	return in.gvk.GroupVersion().WithKind(in.gvk.Kind + "List")
 }
 
-// restStore is the type-erased view of a [Resource] that [Handler]
+// restStore is the type-erased view of a [Resource] that [NewHandler]
 // serves. Every method but peek goes through the cluster's admission
 // (fault injection), as the typed [Client] does.
 type restStore interface {

@@ -17,17 +17,9 @@ import (
 	"github.com/ctrlkit/ctrlkit/clock"
 )
 
-// Errors returned by [Cluster.RunUntil]. They are the clock's own, so
-// errors.Is matches either name.
-var (
-	// ErrNotFake means the cluster does not run on a *clock.Fake.
-	ErrNotFake = errors.New("memcluster: RunUntil needs a cluster on a *clock.Fake")
-	// ErrStalled means the condition does not hold, no tracked work is
-	// left and no timer is pending: nothing will ever happen again.
-	ErrStalled = clock.ErrStalled
-	// ErrTimeLimit means the next timer lies beyond the virtual time limit.
-	ErrTimeLimit = clock.ErrTimeLimit
-)
+// ErrNotFake is returned by [Cluster.RunUntil] and [Cluster.Settle] on a
+// cluster that does not run on a *clock.Fake.
+var ErrNotFake = errors.New("memcluster: RunUntil needs a cluster on a *clock.Fake")
 
 // RunUntil runs a simulation on the cluster's fake clock until cond holds:
 // it is [clock.Fake.RunUntil] (see there), with a description of the
@@ -39,9 +31,9 @@ var (
 // from [clock.NewDeterministic] does exactly the same things, however
 // busy the machine is.
 //
-// It returns nil once cond holds, an error wrapping [ErrTimeLimit] when
-// the next timer is more than maxVirtual past the start, an error wrapping
-// [ErrStalled] at once when nothing is left to do and no timer is pending
+// It returns nil once cond holds, an error wrapping [clock.ErrTimeLimit]
+// when the next timer is more than maxVirtual past the start, an error
+// wrapping [clock.ErrStalled] at once when nothing is left to do and no timer is pending
 // (the error lists the Deployments that are not rolled out and the pods
 // that are not ready, the usual reasons), or, if ctx ends first, its error
 // with the work that is still unfinished.

@@ -1,6 +1,8 @@
 package memcluster
 
 import (
+	"github.com/ctrlkit/ctrlkit/clock"
+
 	"context"
 	"errors"
 	"strings"
@@ -23,7 +25,7 @@ func TestRunUntilReportsAStallAtOnce(t *testing.T) {
 	must(c.Pods("ns").Create(ctx, pod("p", "", ""), metav1.CreateOptions{}))(t)
 
 	err := c.RunUntil(ctx, func() bool { return false }, time.Hour)
-	if !errors.Is(err, ErrStalled) {
+	if !errors.Is(err, clock.ErrStalled) {
 		t.Fatalf("RunUntil = %v; want ErrStalled", err)
 	}
 	if !strings.Contains(err.Error(), "pod ns/p: Pending, app ImagePullBackOff") {

@@ -120,7 +120,7 @@ func TestNamespaceWritesAreRecorded(t *testing.T) {
 	other := must(c.Namespaces().Get(ctxT(t), "other", metav1.GetOptions{}))(t)
 	other.Labels["x"] = "1"
 	other.Spec.Finalizers = nil
-	other = must(c.FinalizeNamespace(ctxT(t), other, metav1.UpdateOptions{FieldManager: "fintool"}))(t)
+	other = must(c.finalizeNamespace(ctxT(t), other, metav1.UpdateOptions{FieldManager: "fintool"}))(t)
 	want = []string{
 		`creator/Update: {"f:metadata":{"f:labels":{".":{},"f:kubernetes.io/metadata.name":{}}}}`,
 		`fintool/Update/finalize: {"f:metadata":{"f:labels":{"f:x":{}}}}`,

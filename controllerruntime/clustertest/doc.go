@@ -57,7 +57,7 @@
 //     election). Requests never touch a socket: the config's transport
 //     calls memcluster's REST handler in process (JSON, YAML and protobuf,
 //     watches, patches of every type, status and scale subresources; see
-//     memcluster.Handler for what it serves and how it differs from
+//     memcluster.NewHandler for what it serves and how it differs from
 //     kube-apiserver).
 //   - Your own kinds ([Options.Types]): any Go type registered in the scheme
 //     is served with CustomResourceDefinition semantics: generation,

@@ -221,16 +221,16 @@ func startEveryClientOperator(t *testing.T, c *clustertest.Cluster) {
 func faultsOnEveryClient() memcluster.Faults {
 	return memcluster.Faults{
 		Rules: []memcluster.FaultRule{
-			{Verb: memcluster.VerbGet, Rate: 0.15, Error: memcluster.FaultTooManyRequests},
+			{Verb: memcluster.VerbGet, Rate: 0.15, Reason: metav1.StatusReasonTooManyRequests},
 			{Verb: memcluster.VerbGet, Latency: 20 * time.Millisecond},
-			{Verb: memcluster.VerbList, Rate: 0.1, Error: memcluster.FaultInternal},
-			{Verb: memcluster.VerbWatch, Rate: 0.1, Error: memcluster.FaultUnavailable},
-			{Verb: memcluster.VerbCreate, Rate: 0.1, Error: memcluster.FaultUnavailable},
+			{Verb: memcluster.VerbList, Rate: 0.1, Reason: metav1.StatusReasonInternalError},
+			{Verb: memcluster.VerbWatch, Rate: 0.1, Reason: metav1.StatusReasonServiceUnavailable},
+			{Verb: memcluster.VerbCreate, Rate: 0.1, Reason: metav1.StatusReasonServiceUnavailable},
 			{Verb: memcluster.VerbCreate, Latency: 50 * time.Millisecond},
-			{Verb: memcluster.VerbUpdate, Rate: 0.15, Error: memcluster.FaultConflict},
-			{Verb: memcluster.VerbUpdateStatus, Rate: 0.1, Error: memcluster.FaultTimeout},
-			{Verb: memcluster.VerbPatch, Rate: 0.15, Error: memcluster.FaultInternal},
-			{Verb: memcluster.VerbDelete, Rate: 0.2, Error: memcluster.FaultTooManyRequests, AfterWrite: true},
+			{Verb: memcluster.VerbUpdate, Rate: 0.15, Reason: metav1.StatusReasonConflict},
+			{Verb: memcluster.VerbUpdateStatus, Rate: 0.1, Reason: metav1.StatusReasonServerTimeout},
+			{Verb: memcluster.VerbPatch, Rate: 0.15, Reason: metav1.StatusReasonInternalError},
+			{Verb: memcluster.VerbDelete, Rate: 0.2, Reason: metav1.StatusReasonTooManyRequests, AfterWrite: true},
 		},
 		WatchLag:      10 * time.Millisecond,
 		WatchDropRate: 0.02,
@@ -288,11 +288,11 @@ var matrixVerbs = []memcluster.Verb{memcluster.VerbGet, memcluster.VerbList, mem
 // request of a verb (at a rate, and always), latency on every request of
 // a verb, or a watch fault.
 var matrixFaults = map[string]func(memcluster.Verb, float64) memcluster.Faults{
-	"409":     errorRule(memcluster.FaultConflict),
-	"429":     errorRule(memcluster.FaultTooManyRequests),
-	"500":     errorRule(memcluster.FaultInternal),
-	"503":     errorRule(memcluster.FaultUnavailable),
-	"timeout": errorRule(memcluster.FaultTimeout),
+	"409":     errorRule(metav1.StatusReasonConflict),
+	"429":     errorRule(metav1.StatusReasonTooManyRequests),
+	"500":     errorRule(metav1.StatusReasonInternalError),
+	"503":     errorRule(metav1.StatusReasonServiceUnavailable),
+	"timeout": errorRule(metav1.StatusReasonServerTimeout),
 	"latency": func(v memcluster.Verb, rate float64) memcluster.Faults {
 		return memcluster.Faults{Rules: []memcluster.FaultRule{{Verb: v, Latency: time.Duration(rate * float64(2*time.Second))}}}
 	},
@@ -302,9 +302,9 @@ var matrixFaults = map[string]func(memcluster.Verb, float64) memcluster.Faults{
 	"drop": func(_ memcluster.Verb, rate float64) memcluster.Faults { return memcluster.Faults{WatchDropRate: rate} },
 }
 
-func errorRule(e memcluster.FaultError) func(memcluster.Verb, float64) memcluster.Faults {
+func errorRule(e metav1.StatusReason) func(memcluster.Verb, float64) memcluster.Faults {
 	return func(v memcluster.Verb, rate float64) memcluster.Faults {
-		return memcluster.Faults{Rules: []memcluster.FaultRule{{Verb: v, Rate: rate, Error: e}}}
+		return memcluster.Faults{Rules: []memcluster.FaultRule{{Verb: v, Rate: rate, Reason: e}}}
 	}
 }
 

@@ -227,7 +227,7 @@ func (r *recorder) request(ctx context.Context, q memcluster.Request) {
 		}
 		kind := requestText(q.Verb, q.Resource, q.Namespace, "", clientOf(ctx), nil)
 		if failed {
-			r.failedLocked(kind, fmt.Sprintf("%s%s (injected) at %s", namePrefix(q), faultName(q.Fault.Error), r.at()))
+			r.failedLocked(kind, fmt.Sprintf("%s%s (injected) at %s", namePrefix(q), faultName(q.Fault.Reason), r.at()))
 		} else {
 			delete(r.failing, kind)
 		}
@@ -311,7 +311,7 @@ func faultText(q memcluster.Request) string {
 		parts = append(parts, "latency "+q.Latency.String())
 	}
 	if f := q.Fault; f != nil {
-		p := faultName(f.Error)
+		p := faultName(f.Reason)
 		if f.AfterWrite {
 			p += " after the write"
 		}
@@ -323,18 +323,20 @@ func faultText(q memcluster.Request) string {
 	return " (injected " + strings.Join(parts, ", ") + ")"
 }
 
-func faultName(e memcluster.FaultError) string {
-	switch e {
-	case memcluster.FaultUnavailable:
+// faultName is the code and reason of the error a fault of reason
+// injects ("409 Conflict").
+func faultName(reason metav1.StatusReason) string {
+	switch reason {
+	case metav1.StatusReasonServiceUnavailable:
 		return "503 ServiceUnavailable"
-	case memcluster.FaultConflict:
+	case metav1.StatusReasonConflict:
 		return "409 Conflict"
-	case memcluster.FaultTimeout:
-		return "500 ServerTimeout"
-	case memcluster.FaultTooManyRequests:
+	case metav1.StatusReasonTooManyRequests:
 		return "429 TooManyRequests"
+	case "":
+		return "500 InternalError"
 	}
-	return "500 InternalError"
+	return "500 " + string(reason)
 }
 
 // eventText is the reason and message of an Event object, for the trace.

@@ -335,6 +335,24 @@ type crOutcome struct {
 	Object  map[string]any `json:"object,omitempty"`
 }
 
+// compareSteps fails t for each step whose answers differ between
+// kube-apiserver (real) and memcluster (mem), and logs the answers as a
+// table under title.
+func compareSteps(t *testing.T, title string, steps []string, real, mem []crOutcome) {
+	t.Helper()
+	var table strings.Builder
+	fmt.Fprintf(&table, "| step | kube-apiserver | memcluster | same |\n|---|---|---|---|\n")
+	for i, step := range steps {
+		mark := "yes"
+		if diff := cmp.Diff(real[i], mem[i]); diff != "" {
+			mark = "NO"
+			t.Errorf("%s: answers differ (-kube-apiserver +memcluster):\n%s", step, diff)
+		}
+		fmt.Fprintf(&table, "| %s | %s | %s | %s |\n", step, real[i].short(), mem[i].short(), mark)
+	}
+	t.Logf("%s\n%s", title, table.String())
+}
+
 func (o crOutcome) short() string {
 	if o.Code != 0 {
 		return fmt.Sprintf("%d %s", o.Code, o.Reason)
@@ -707,7 +725,7 @@ func TestSideBySideCRDs(t *testing.T) {
 		obj, err = crs.Patch(ctx, "held", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 		record("release the held CR", outcomeOf(obj, err, ns))
 		waitGone(t, s.name, crds, crdName)
-		_, err = crs.List(ctx, metav1.ListOptions{})
+		err = waitUnserved(t, crs)
 		// kube-apiserver answers an unserved resource with a plain "404
 		// page not found", memcluster with a Status that also names the
 		// resource and how to serve it (issue 26 item 3): the code and
@@ -783,6 +801,20 @@ func waitGone(t *testing.T, side string, crds dynamic.NamespaceableResourceInter
 	if err != nil {
 		t.Fatalf("%s: waiting for CRD %s to go: %v", side, name, err)
 	}
+}
+
+// waitUnserved lists rc until its kind is no longer served, up to a
+// minute (kube-apiserver stops serving a deleted CRD's kind a moment after
+// the CRD is gone: its handler learns of it from a watch), and returns the
+// last list's error: nil if the kind is still served after a minute.
+func waitUnserved(t *testing.T, rc dynamic.ResourceInterface) error {
+	t.Helper()
+	var last error
+	_ = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, last = rc.List(ctx, metav1.ListOptions{})
+		return apierrors.IsNotFound(last), nil
+	})
+	return last
 }
 
 // waitCreate creates obj once its kind is served (kube-apiserver serves a

@@ -3,11 +3,8 @@
 package e2e
 
 import (
-	"fmt"
-	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
@@ -62,16 +59,5 @@ func (l *stepLog) side(name string) func(step string, o crOutcome) {
 // two sides, and logs the table of every step under title.
 func (l *stepLog) compare(t *testing.T, title string) {
 	t.Helper()
-	real, mem := l.results[l.names[0]], l.results[l.names[1]]
-	var table strings.Builder
-	fmt.Fprintf(&table, "| step | kube-apiserver | memcluster | same |\n|---|---|---|---|\n")
-	for i, step := range l.steps {
-		mark := "yes"
-		if diff := cmp.Diff(real[i], mem[i]); diff != "" {
-			mark = "NO"
-			t.Errorf("%s: answers differ (-kube-apiserver +memcluster):\n%s", step, diff)
-		}
-		fmt.Fprintf(&table, "| %s | %s | %s | %s |\n", step, real[i].short(), mem[i].short(), mark)
-	}
-	t.Logf("%s\n%s", title, table.String())
+	compareSteps(t, title, l.steps, l.results[l.names[0]], l.results[l.names[1]])
 }

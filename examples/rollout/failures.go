@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
@@ -96,8 +97,8 @@ func apiFaults(rate float64) memcluster.Faults {
 	var f memcluster.Faults
 	for _, v := range []memcluster.Verb{memcluster.VerbCreate, memcluster.VerbUpdate, memcluster.VerbUpdateStatus, memcluster.VerbPatch, memcluster.VerbDelete} {
 		f.Rules = append(f.Rules,
-			memcluster.FaultRule{Verb: v, Rate: rate / 2, Error: memcluster.FaultInternal},
-			memcluster.FaultRule{Verb: v, Rate: rate / 2, Error: memcluster.FaultInternal, AfterWrite: true})
+			memcluster.FaultRule{Verb: v, Rate: rate / 2, Reason: metav1.StatusReasonInternalError},
+			memcluster.FaultRule{Verb: v, Rate: rate / 2, Reason: metav1.StatusReasonInternalError, AfterWrite: true})
 	}
 	return f
 }

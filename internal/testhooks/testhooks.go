@@ -1,11 +1,15 @@
-// Package testhooks holds switches that turn off some of ctrlkit's own
-// stale-cache safety fixes, for tests that show an exploration of
-// interleavings finds the races they fix (controllerruntime/clustertest's
-// Explore). Off by default; nothing but tests sets them. Each is read at
-// one decision point.
+// Package testhooks holds switches for this repository's tests: some turn
+// off ctrlkit's own stale-cache safety fixes, for tests that show an
+// exploration of interleavings finds the races they fix
+// (controllerruntime/clustertest's Explore); CheckManagedFields turns on a
+// cross-check of memcluster. Off by default; nothing but tests sets them.
+// Each is read at one decision point.
 package testhooks
 
-import "sync/atomic"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 var (
 	// TrustOldStatus makes a Recreate rollout trust an old ReplicaSet's
@@ -29,4 +33,32 @@ var (
 	// may then delete another pod while the first deletion's event is on
 	// its way.
 	LowerFailedDeletes atomic.Bool
+	// CheckManagedFields makes memcluster compute the managedFields of
+	// every update it records the cheap way (from the entries it keeps
+	// parsed) with apimachinery's field manager too. A difference is
+	// reported to ManagedFieldsMismatch, and the field manager's entries
+	// are stored.
+	CheckManagedFields atomic.Bool
 )
+
+var mismatches struct {
+	sync.Mutex
+	found []string
+}
+
+// ManagedFieldsMismatch records a difference CheckManagedFields found.
+func ManagedFieldsMismatch(description string) {
+	mismatches.Lock()
+	defer mismatches.Unlock()
+	mismatches.found = append(mismatches.found, description)
+}
+
+// ManagedFieldsMismatches returns the differences recorded since its last
+// call, and forgets them.
+func ManagedFieldsMismatches() []string {
+	mismatches.Lock()
+	defer mismatches.Unlock()
+	found := mismatches.found
+	mismatches.found = nil
+	return found
+}

@@ -69,11 +69,21 @@ func planCases() []planCase {
 // creation, readiness after the kubelet's scheduled time). The report
 // shows the raw error beside the corrected one. CTRLKIT_E2E_PLAN_CASES=n
 // runs the first n.
+//
+// Only one side of the bound is free of the machine's load. Each link's
+// lag is the least the recorder can prove (see cluster.ReactionLag), so
+// the corrected duration is an upper bound of the lag-free one: a
+// prediction more than 10% above it is wrong whatever the load, and
+// fails. A prediction more than 10% below it may be load the recorder
+// could not attribute (a busy machine delays what it does not see, such
+// as a watch event's delivery): it is reported, and fails only with
+// CTRLKIT_E2E_PLAN_STRICT=1, for a quiet machine.
 func TestPlanAccuracy(t *testing.T) {
 	cases := planCases()
 	if n, err := strconv.Atoi(os.Getenv("CTRLKIT_E2E_PLAN_CASES")); err == nil && n < len(cases) {
 		cases = cases[:n]
 	}
+	strict := os.Getenv("CTRLKIT_E2E_PLAN_STRICT") == "1"
 	var b strings.Builder
 	fmt.Fprintf(&b, "kubectl ctrlkit plan: predicted vs actual completion of %d healthy rollouts\n", len(cases))
 	fmt.Fprintf(&b, "  %-36s %10s %10s %7s %10s %10s %7s\n", "rollout", "predicted", "actual", "raw err", "lag", "corrected", "error")
@@ -114,8 +124,14 @@ func TestPlanAccuracy(t *testing.T) {
 				pc.name, r10(predicted), r10(actual), 100*raw, r10(lag.Total), r10(ideal), 100*rel,
 				r.Model.ReadyAfter, r.Model.ReadyJitter, r.Model.Samples, lag.Hops)
 			if rel > 0.10 {
-				t.Errorf("predicted %s, took %s of which %s reaction lag (%d links): off by %.1f%% > 10%% from %s (raw %.1f%%)",
+				msg := fmt.Sprintf("predicted %s, took %s of which %s reaction lag (%d links): off by %.1f%% > 10%% from %s (raw %.1f%%)",
 					predicted, actual, lag.Total, lag.Hops, 100*rel, ideal, 100*raw)
+				switch {
+				case predicted > ideal, strict:
+					t.Error(msg)
+				default:
+					t.Logf("%s; below the lag-corrected duration, which load the recorder cannot see can cause (CTRLKIT_E2E_PLAN_STRICT=1 fails on it)", msg)
+				}
 			}
 		})
 	}

@@ -599,7 +599,7 @@ func (b *bench) RunUntil(t *testing.T, what string, cond func() bool, limit time
 func (b *bench) StormConflicts(rate float64) {
 	var rules []memcluster.FaultRule
 	for _, v := range []memcluster.Verb{memcluster.VerbUpdate, memcluster.VerbUpdateStatus, memcluster.VerbPatch} {
-		rules = append(rules, memcluster.FaultRule{Verb: v, Rate: rate, Error: memcluster.FaultConflict})
+		rules = append(rules, memcluster.FaultRule{Verb: v, Rate: rate, Reason: metav1.StatusReasonConflict})
 	}
 	b.c.SetFaults(memcluster.Faults{Rules: rules})
 }
