@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ctrlkit/ctrlkit/controllerruntime/clustertest"
+	"github.com/ctrlkit/ctrlkit/controllerruntime/internal/testsupport"
 )
 
 // webApplyConfig is a Deployment as an operator applies it.
@@ -33,20 +34,6 @@ func webApplyConfig(name string, replicas int32, image string) *appsv1ac.Deploym
 		WithSelector(metav1ac.LabelSelector().WithMatchLabels(labels)).
 		WithTemplate(corev1ac.PodTemplateSpec().WithLabels(labels).
 			WithSpec(corev1ac.PodSpec().WithContainers(corev1ac.Container().WithName("app").WithImage(image)))))
-}
-
-// managers lists an object's managedFields as manager/operation[/subresource].
-func managers(obj metav1.Object) []string {
-	var out []string
-	for _, e := range obj.GetManagedFields() {
-		s := e.Manager + "/" + string(e.Operation)
-		if e.Subresource != "" {
-			s += "/" + e.Subresource
-		}
-		out = append(out, s)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // fieldsOf returns the fieldsV1 of manager's entry.
@@ -61,7 +48,7 @@ func fieldsOf(t *testing.T, obj metav1.Object, manager, subresource string) map[
 			return m
 		}
 	}
-	t.Fatalf("%s has no entry of %s (subresource %q): %v", obj.GetName(), manager, subresource, managers(obj))
+	t.Fatalf("%s has no entry of %s (subresource %q): %v", obj.GetName(), manager, subresource, testsupport.Managers(obj))
 	return nil
 }
 
@@ -84,7 +71,7 @@ func TestServerSideApply(t *testing.T) {
 		if err := cl.Get(ctx, key, &d); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff([]string{"kube-controller-manager/Update/status", "my-operator/Apply"}, managers(&d)); diff != "" {
+		if diff := cmp.Diff([]string{"kube-controller-manager/Update/status", "my-operator/Apply"}, testsupport.Managers(&d)); diff != "" {
 			t.Errorf("Deployment managers (-want +got):\n%s", diff)
 		}
 		kcm := fieldsOf(t, &d, "kube-controller-manager", "status")
@@ -95,14 +82,14 @@ func TestServerSideApply(t *testing.T) {
 		if err := cl.List(ctx, &rss); err != nil || len(rss.Items) != 1 {
 			t.Fatalf("%d ReplicaSets, %v", len(rss.Items), err)
 		}
-		if diff := cmp.Diff([]string{"kube-controller-manager/Update", "kube-controller-manager/Update/status"}, managers(&rss.Items[0])); diff != "" {
+		if diff := cmp.Diff([]string{"kube-controller-manager/Update", "kube-controller-manager/Update/status"}, testsupport.Managers(&rss.Items[0])); diff != "" {
 			t.Errorf("ReplicaSet managers (-want +got):\n%s", diff)
 		}
 		var pods corev1.PodList
 		if err := cl.List(ctx, &pods); err != nil || len(pods.Items) != 2 {
 			t.Fatalf("%d pods, %v", len(pods.Items), err)
 		}
-		if diff := cmp.Diff([]string{"kube-controller-manager/Update", "kubelet/Update/status"}, managers(&pods.Items[0])); diff != "" {
+		if diff := cmp.Diff([]string{"kube-controller-manager/Update", "kubelet/Update/status"}, testsupport.Managers(&pods.Items[0])); diff != "" {
 			t.Errorf("pod managers (-want +got):\n%s", diff)
 		}
 
@@ -151,8 +138,8 @@ func TestServerSideApplyClients(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.Generation != 1 || *d.Spec.RevisionHistoryLimit != 10 || !slices.Equal(managers(d), []string{"clientset/Apply"}) {
-			t.Errorf("applied: generation %d, revisionHistoryLimit %d, managers %v", d.Generation, *d.Spec.RevisionHistoryLimit, managers(d))
+		if d.Generation != 1 || *d.Spec.RevisionHistoryLimit != 10 || !slices.Equal(testsupport.Managers(d), []string{"clientset/Apply"}) {
+			t.Errorf("applied: generation %d, revisionHistoryLimit %d, managers %v", d.Generation, *d.Spec.RevisionHistoryLimit, testsupport.Managers(d))
 		}
 		d, err = cs.AppsV1().Deployments("default").ApplyStatus(ctx,
 			appsv1ac.Deployment("web", "default").WithStatus(appsv1ac.DeploymentStatus().WithObservedGeneration(1).WithReplicas(1)),
@@ -160,8 +147,8 @@ func TestServerSideApplyClients(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.Status.ObservedGeneration != 1 || !slices.Equal(managers(d), []string{"clientset/Apply", "status-writer/Apply/status"}) {
-			t.Errorf("after ApplyStatus: %+v, managers %v", d.Status, managers(d))
+		if d.Status.ObservedGeneration != 1 || !slices.Equal(testsupport.Managers(d), []string{"clientset/Apply", "status-writer/Apply/status"}) {
+			t.Errorf("after ApplyStatus: %+v, managers %v", d.Status, testsupport.Managers(d))
 		}
 
 		u := &unstructured.Unstructured{Object: map[string]any{
@@ -176,15 +163,15 @@ func TestServerSideApplyClients(t *testing.T) {
 		if err := c.Client().Get(ctx, client.ObjectKeyFromObject(u), &cm); err != nil {
 			t.Fatal(err)
 		}
-		if cm.Data["mode"] != "fast" || !slices.Equal(managers(&cm), []string{"patcher/Apply"}) {
-			t.Errorf("ConfigMap %v managers %v", cm.Data, managers(&cm))
+		if cm.Data["mode"] != "fast" || !slices.Equal(testsupport.Managers(&cm), []string{"patcher/Apply"}) {
+			t.Errorf("ConfigMap %v managers %v", cm.Data, testsupport.Managers(&cm))
 		}
 		// A client without a fieldManager is named after its User-Agent, the program.
 		cm.Data["other"] = "x"
 		if err := c.Client().Update(ctx, &cm); err != nil {
 			t.Fatal(err)
 		}
-		if got := managers(&cm); len(got) != 2 || got[0] != "clustertest.test/Update" {
+		if got := testsupport.Managers(&cm); len(got) != 2 || got[0] != "clustertest.test/Update" {
 			t.Errorf("after an update without a field owner: %v", got)
 		}
 	})
@@ -222,8 +209,8 @@ func TestServerSideApplyCustomKind(t *testing.T) {
 		if err := c.Client().Get(ctx, types.NamespacedName{Namespace: "default", Name: "shop"}, &got); err != nil {
 			t.Fatal(err)
 		}
-		if got.Spec.Replicas != 2 || !got.Status.Ready || !slices.Equal(managers(&got), []string{"owner/Apply", "owner/Apply/status"}) {
-			t.Errorf("App %+v %+v managers %v", got.Spec, got.Status, managers(&got))
+		if got.Spec.Replicas != 2 || !got.Status.Ready || !slices.Equal(testsupport.Managers(&got), []string{"owner/Apply", "owner/Apply/status"}) {
+			t.Errorf("App %+v %+v managers %v", got.Spec, got.Status, testsupport.Managers(&got))
 		}
 	})
 }
@@ -265,7 +252,7 @@ func TestServerSideApplyStatefulSetAndJob(t *testing.T) {
 		if !slices.Equal(names, []string{"db", "exporter"}) || s.Spec.PodManagementPolicy != appsv1.OrderedReadyPodManagement {
 			t.Errorf("containers %v (want both, merged by name), podManagementPolicy %q (want the default)", names, s.Spec.PodManagementPolicy)
 		}
-		if diff := cmp.Diff([]string{"db-operator/Apply", "injector/Apply"}, managers(&s)); diff != "" {
+		if diff := cmp.Diff([]string{"db-operator/Apply", "injector/Apply"}, testsupport.Managers(&s)); diff != "" {
 			t.Errorf("StatefulSet managers (-want +got):\n%s", diff)
 		}
 		spec := fieldsOf(t, &s, "db-operator", "")["f:spec"].(map[string]any)
@@ -282,8 +269,8 @@ func TestServerSideApplyStatefulSetAndJob(t *testing.T) {
 		if err := cl.Get(ctx, types.NamespacedName{Namespace: "default", Name: "db"}, &s); err != nil {
 			t.Fatal(err)
 		}
-		if *s.Spec.Replicas != 3 || !slices.Contains(managers(&s), "autoscaler/Update/scale") {
-			t.Errorf("after a scale update: replicas %d, managers %v", *s.Spec.Replicas, managers(&s))
+		if *s.Spec.Replicas != 3 || !slices.Contains(testsupport.Managers(&s), "autoscaler/Update/scale") {
+			t.Errorf("after a scale update: replicas %d, managers %v", *s.Spec.Replicas, testsupport.Managers(&s))
 		}
 
 		job := batchv1ac.Job("migrate", "default").WithSpec(batchv1ac.JobSpec().WithBackoffLimit(2).
@@ -300,7 +287,7 @@ func TestServerSideApplyStatefulSetAndJob(t *testing.T) {
 		if err := cl.Get(ctx, types.NamespacedName{Namespace: "default", Name: "migrate"}, &j); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff([]string{"db-operator/Apply", "job-runner/Apply/status"}, managers(&j)); diff != "" {
+		if diff := cmp.Diff([]string{"db-operator/Apply", "job-runner/Apply/status"}, testsupport.Managers(&j)); diff != "" {
 			t.Errorf("Job managers (-want +got):\n%s", diff)
 		}
 		if j.Spec.Selector == nil || j.Status.Active != 1 {

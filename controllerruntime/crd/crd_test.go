@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ctrlkit/ctrlkit/controllerruntime/internal/testsupport"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
@@ -40,7 +41,7 @@ func newEnv(t *testing.T) env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: memcluster.NewHandler(c)}, QPS: -1}
+	cfg := testsupport.MemclusterConfig(memcluster.NewHandler(c))
 	sch := runtime.NewScheme()
 	if err := apiextensionsv1.AddToScheme(sch); err != nil {
 		t.Fatal(err)

@@ -9,22 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-)
 
-// managersOf returns the managedFields entries of obj as
-// "manager/operation[/subresource]", sorted.
-func managersOf(obj *unstructured.Unstructured) []string {
-	var out []string
-	for _, e := range obj.GetManagedFields() {
-		s := e.Manager + "/" + string(e.Operation)
-		if e.Subresource != "" {
-			s += "/" + e.Subresource
-		}
-		out = append(out, s)
-	}
-	slices.Sort(out)
-	return out
-}
+	"github.com/ctrlkit/ctrlkit/controllerruntime/internal/testsupport"
+)
 
 // ownedBy returns the fields entry manager owns through an operation of
 // op (its fieldsV1 JSON), or "".
@@ -57,7 +44,7 @@ func TestServerSideApply(t *testing.T) {
 	if err != nil {
 		t.Fatalf("first apply: %v", err)
 	}
-	if got := managersOf(obj); !slices.Equal(got, []string{"alice/Apply"}) {
+	if got := testsupport.Managers(obj); !slices.Equal(got, []string{"alice/Apply"}) {
 		t.Fatalf("managers after the first apply: %v", got)
 	}
 	if got := ownedBy(obj, "alice", metav1.ManagedFieldsOperationApply); !strings.Contains(got, `"k:{\"name\":\"A\"}"`) {
@@ -101,7 +88,7 @@ func TestServerSideApply(t *testing.T) {
 	if err != nil {
 		t.Fatalf("status apply: %v", err)
 	}
-	if got := managersOf(obj); !slices.Contains(got, "carol/Apply/status") {
+	if got := testsupport.Managers(obj); !slices.Contains(got, "carol/Apply/status") {
 		t.Errorf("managers after the status apply: %v", got)
 	}
 

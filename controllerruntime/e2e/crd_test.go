@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 )
@@ -566,17 +564,7 @@ func TestSideBySideCustomResources(t *testing.T) {
 	var names []string
 	for _, s := range crdSides(t, crds...) {
 		names = append(names, s.name)
-		cs, err := kubernetes.NewForConfig(s.cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("%s: %v", s.name, err)
-		}
-		dc, err := dynamic.NewForConfig(s.cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, dc := sideClients(t, s, ns)
 		for _, c := range cases {
 			results[s.name] = append(results[s.name], runCRCase(t.Context(), dc, ns, c))
 		}
@@ -660,29 +648,11 @@ func TestSideBySideCRDs(t *testing.T) {
 	ctx := t.Context()
 	ns := sideNamespace(t)
 	crdGVR := apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
-	var names []string
-	results := map[string][]crOutcome{}
-	var steps []string
+	var log stepLog
 	for _, s := range crdSides(t) {
-		names = append(names, s.name)
-		dc, err := dynamic.NewForConfig(s.cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs, err := kubernetes.NewForConfig(s.cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("%s: %v", s.name, err)
-		}
+		_, dc := sideClients(t, s, ns)
 		crds := dc.Resource(crdGVR)
-		record := func(step string, o crOutcome) {
-			if s.name == names[0] {
-				steps = append(steps, step)
-			}
-			results[s.name] = append(results[s.name], o)
-		}
+		record := log.side(s.name)
 		yamlObj := func(y string) *unstructured.Unstructured {
 			m := map[string]any{}
 			if err := yaml.Unmarshal([]byte(y), &m); err != nil {
@@ -768,7 +738,7 @@ func TestSideBySideCRDs(t *testing.T) {
 		o.Message = ""
 		record("list CRs after the CRD is gone (code)", o)
 	}
-	compareSteps(t, "CRD lifecycle", steps, results[names[0]], results[names[1]])
+	log.compare(t, "CRD lifecycle")
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 )
 
 // colorsCRD has selectable fields: a string, an integer and a boolean.
@@ -65,32 +63,11 @@ func TestCustomLifecycleSideBySide(t *testing.T) {
 	ns := sideNamespace(t)
 	webapps := schema.GroupVersionResource{Group: sbsGroup, Version: "v1", Resource: "webapps"}
 	colors := schema.GroupVersionResource{Group: sbsGroup, Version: "v1", Resource: "colors"}
-	var steps []string
-	results := map[string][]crOutcome{}
-	var names []string
+	var log stepLog
 	for _, s := range crdSides(t, crds...) {
-		names = append(names, s.name)
 		ctx := t.Context()
-		cs, err := kubernetes.NewForConfig(s.cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dc, err := dynamic.NewForConfig(s.cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range []string{ns, ns + "-t"} {
-			if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{}); err != nil {
-				t.Fatalf("%s: %v", s.name, err)
-			}
-		}
-		first := len(steps) == 0
-		record := func(step string, o crOutcome) {
-			if first {
-				steps = append(steps, step)
-			}
-			results[s.name] = append(results[s.name], o)
-		}
+		cs, dc := sideClients(t, s, ns, ns+"-t")
+		record := log.side(s.name)
 		web := dc.Resource(webapps).Namespace(ns)
 		for i := 1; i <= 5; i++ {
 			obj, err := waitCreate(t, s.name, web, crObject("WebApp", fmt.Sprintf("p-%d", i), map[string]any{"image": "nginx"}))
@@ -175,7 +152,7 @@ func TestCustomLifecycleSideBySide(t *testing.T) {
 		obj, err = web.Patch(ctx, "owner", types.MergePatchType, []byte(`{"metadata":{"finalizers":["sbs.ctrlkit.dev/late"]}}`), metav1.PatchOptions{})
 		record("a new finalizer on the owner being deleted", outcomeOf(obj, err, ns))
 	}
-	compareSteps(t, "custom resources' lifecycle", steps, results[names[0]], results[names[1]])
+	log.compare(t, "custom resources' lifecycle")
 }
 
 // crObject is a custom resource of the side-by-side group's v1.

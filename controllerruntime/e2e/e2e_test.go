@@ -62,6 +62,36 @@ func startAPIServer(t *testing.T) *rest.Config {
 	return cfg
 }
 
+// startManager runs mgr until the test ends (its cleanup stops it and
+// fails the test on the manager's error), and returns the manager's
+// context and the function that cancels it.
+func startManager(t *testing.T, mgr ctrl.Manager) (context.Context, context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	return ctx, cancel
+}
+
+// kubeletIn creates namespace ns through c and runs kubelet on it until
+// the test ends; its cleanup calls stop (the manager's cancel, whose
+// context ctx is) and waits for the kubelet to return.
+func kubeletIn(ctx context.Context, t *testing.T, c client.WithWatch, ns string, stop context.CancelFunc) {
+	t.Helper()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	kubeletDone := make(chan struct{})
+	go func() { defer close(kubeletDone); kubelet(ctx, t, c, ns) }()
+	t.Cleanup(func() { stop(); <-kubeletDone })
+}
+
 // kubelet makes every pod of namespace Running and Ready as soon as it
 // appears: the stand-in for nodes, which envtest has none of.
 func kubelet(ctx context.Context, t *testing.T, c client.WithWatch, namespace string) {
@@ -105,26 +135,13 @@ func TestManager(t *testing.T) {
 	if err := controllerruntime.Add(mgr, controllerruntime.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	ctx, cancel := startManager(t, mgr)
 
 	c, err := client.NewWithWatch(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	kubeletDone := make(chan struct{})
-	go func() { defer close(kubeletDone); kubelet(ctx, t, c, ns) }()
-	t.Cleanup(func() { cancel(); <-kubeletDone })
+	kubeletIn(ctx, t, c, ns, cancel)
 
 	labels := map[string]string{"app": "web"}
 	d := &appsv1.Deployment{

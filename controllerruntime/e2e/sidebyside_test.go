@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/ctrlkit/ctrlkit/controllerruntime/crd"
+	"github.com/ctrlkit/ctrlkit/controllerruntime/internal/testsupport"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
@@ -79,7 +80,7 @@ func memAPIServerWithCRDs(t *testing.T, crds ...*apiextensionsv1.CustomResourceD
 		t.Fatal(err)
 	}
 	memcluster.AddBuiltinKinds(c)
-	cfg := &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: memcluster.NewHandler(c)}, QPS: -1}
+	cfg := testsupport.MemclusterConfig(memcluster.NewHandler(c))
 	return cfg, c
 }
 

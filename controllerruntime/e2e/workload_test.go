@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -81,26 +80,13 @@ func TestWorkload(t *testing.T) {
 	if err := controllerruntime.AddReplicaSetController(mgr, controllerruntime.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	ctx, cancel := startManager(t, mgr)
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const ns = "webapps"
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	kubeletDone := make(chan struct{})
-	go func() { defer close(kubeletDone); kubelet(ctx, t, c, ns) }()
-	t.Cleanup(func() { cancel(); <-kubeletDone })
+	kubeletIn(ctx, t, c, ns, cancel)
 
 	w := &webapp.WebApp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: webapp.Spec{Replicas: ptr(int32(3)), Image: "nginx:1.27"}}
 	if err := c.Create(ctx, w); err != nil {
