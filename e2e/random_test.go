@@ -222,8 +222,8 @@ func randomFaults(rnd *rand.Rand) memcluster.Faults {
 	errs := []metav1.StatusReason{metav1.StatusReasonInternalError, metav1.StatusReasonServiceUnavailable, metav1.StatusReasonConflict,
 		metav1.StatusReasonServerTimeout, metav1.StatusReasonTooManyRequests}
 	var f memcluster.Faults
-	for _, v := range []memcluster.Verb{memcluster.VerbCreate, memcluster.VerbUpdate, memcluster.VerbUpdateStatus,
-		memcluster.VerbPatch, memcluster.VerbDelete, memcluster.VerbGet, memcluster.VerbList, memcluster.VerbWatch} {
+	for _, v := range []memcluster.Verb{"create", "update", "update/status",
+		"patch", "delete", "get", "list", "watch"} {
 		if rnd.IntN(4) == 0 {
 			continue
 		}

@@ -89,8 +89,8 @@ func TestMemclusterFaults(t *testing.T) {
 	}
 	ctx := t.Context()
 	c.SetFaults(memcluster.Faults{Rules: []memcluster.FaultRule{
-		{Verb: memcluster.VerbCreate, Resource: "deployments", Rate: 1, Reason: metav1.StatusReasonInternalError},
-		{Verb: memcluster.VerbList, Resource: "deployments", Rate: 1, Reason: metav1.StatusReasonTooManyRequests},
+		{Verb: "create", Resource: "deployments", Rate: 1, Reason: metav1.StatusReasonInternalError},
+		{Verb: "list", Resource: "deployments", Rate: 1, Reason: metav1.StatusReasonTooManyRequests},
 	}})
 	_, err = cs.AppsV1().Deployments("ns").Create(ctx, webDeployment(), metav1.CreateOptions{})
 	if !apierrors.IsInternalError(err) {

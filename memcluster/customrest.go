@@ -1,6 +1,8 @@
 package memcluster
 
 import (
+	"github.com/ctrlkit/ctrlkit/internal/gate"
+
 	"context"
 	"errors"
 
@@ -166,7 +168,7 @@ func (v customView) create(ctx context.Context, ns string, obj runtime.Object, o
 	}
 	cl := r.Namespace(ns)
 	c := r.c
-	after, err := c.admit(ctx, VerbCreate, r.kind.groupResource(), cl.namespaceOf(u), u.GetName())
+	after, err := c.admit(ctx, gate.VerbCreate, r.kind.groupResource(), cl.namespaceOf(u), u.GetName())
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,8 @@
 package memcluster
 
 import (
+	"github.com/ctrlkit/ctrlkit/internal/gate"
+
 	"context"
 	"fmt"
 	"slices"
@@ -58,7 +60,7 @@ func (cl Client[T]) Delete(ctx context.Context, name string, opts metav1.DeleteO
 func (cl Client[T]) delete(ctx context.Context, name string, opts metav1.DeleteOptions) (T, bool, error) {
 	var zero T
 	c := cl.r.c
-	after, err := c.admit(ctx, VerbDelete, cl.r.kind.groupResource(), cl.ns, name)
+	after, err := c.admit(ctx, gate.VerbDelete, cl.r.kind.groupResource(), cl.ns, name)
 	if err != nil {
 		return zero, false, err
 	}

@@ -304,7 +304,14 @@
 //
 // [Cluster.SetFaults] injects seeded, reproducible errors per verb and
 // kind (before or after the write takes effect), latency on the cluster
-// clock, lagging watch delivery and dropped watches.
+// clock, lagging watch delivery and dropped watches:
+//
+//	err := c.SetFaults(memcluster.Faults{Rules: []memcluster.FaultRule{
+//		{Verb: "update/status", Resource: "deployments", Rate: 0.3, Reason: metav1.StatusReasonConflict},
+//	}})
+//
+// A rule names kube-apiserver's verb and apimachinery's reason
+// ([FaultRule]); a verb it does not know is an error.
 //
 // # Custom resources
 //

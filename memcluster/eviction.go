@@ -1,6 +1,8 @@
 package memcluster
 
 import (
+	"github.com/ctrlkit/ctrlkit/internal/gate"
+
 	"bytes"
 	"context"
 	"errors"
@@ -85,7 +87,7 @@ func (c *Cluster) evict(ctx context.Context, ns, name string, ev *policyv1.Evict
 	if len(opts.DryRun) > 0 {
 		return nil, apierrors.NewBadRequest("memcluster does not support dryRun")
 	}
-	after, err := c.admit(ctx, VerbCreate, schema.GroupResource{Resource: "pods/eviction"}, ns, name)
+	after, err := c.admit(ctx, gate.VerbCreate, schema.GroupResource{Resource: "pods/eviction"}, ns, name)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -19,25 +20,18 @@ import (
 // Verb names a request type for fault rules.
 type Verb = gate.Verb
 
-// The verbs of the client API.
-const (
-	VerbGet          Verb = "get"
-	VerbList         Verb = "list"
-	VerbWatch        Verb = "watch"
-	VerbCreate       Verb = "create"
-	VerbUpdate       Verb = "update"
-	VerbUpdateStatus Verb = "update/status"
-	VerbPatch        Verb = "patch"
-	VerbDelete       Verb = "delete"
-)
-
 // FaultRule injects errors and latency into matching requests.
 type FaultRule struct {
-	// Verb matches one verb; "" matches every verb.
+	// Verb matches one verb, kube-apiserver's name for it: "get", "list",
+	// "watch", "create", "update", "patch", "delete", or "update/status"
+	// for a write of the status subresource (an update or a patch of it);
+	// "" matches every verb. Any other verb makes [Cluster.SetFaults]
+	// return an error.
 	Verb Verb
 	// Resource matches one kind by its plural name ("pods"); "" matches all.
 	Resource string
-	// Rate is the probability, in [0, 1], that a matching request fails.
+	// Rate is the probability, in [0, 1], that a matching request fails;
+	// [Cluster.SetFaults] refuses a rate outside.
 	Rate float64
 	// Reason is the reason of the error a failing request returns, an
 	// *apierrors.StatusError that the usual apierrors predicates classify:
@@ -73,11 +67,32 @@ type Faults struct {
 }
 
 // SetFaults replaces the fault configuration; it applies to requests and
-// watch events from now on.
-func (c *Cluster) SetFaults(f Faults) {
+// watch events from now on. It returns an error naming the first bad rule
+// (a verb not listed on [FaultRule.Verb], a rate outside [0, 1]) and then
+// keeps the configuration it had.
+func (c *Cluster) SetFaults(f Faults) error {
+	if err := f.validate(); err != nil {
+		return err
+	}
 	c.faults.mu.Lock()
 	defer c.faults.mu.Unlock()
 	c.faults.cfg = f
+	return nil
+}
+
+func (f Faults) validate() error {
+	for i, r := range f.Rules {
+		if r.Verb != "" && !gate.KnownVerb(r.Verb) {
+			return fmt.Errorf("memcluster: fault rule %d (verb %q, resource %q): unknown verb %q", i, r.Verb, r.Resource, r.Verb)
+		}
+		if !(r.Rate >= 0 && r.Rate <= 1) {
+			return fmt.Errorf("memcluster: fault rule %d (verb %q, resource %q): rate %v outside [0, 1]", i, r.Verb, r.Resource, r.Rate)
+		}
+	}
+	if !(f.WatchDropRate >= 0 && f.WatchDropRate <= 1) {
+		return fmt.Errorf("memcluster: fault WatchDropRate %v outside [0, 1]", f.WatchDropRate)
+	}
+	return nil
 }
 
 type faultInjector struct {

@@ -1,6 +1,8 @@
 package memcluster
 
 import (
+	"github.com/ctrlkit/ctrlkit/internal/gate"
+
 	"github.com/ctrlkit/ctrlkit/clock"
 
 	"fmt"
@@ -17,7 +19,7 @@ import (
 func TestFaultsReproducible(t *testing.T) {
 	outcomes := func(seed uint64) []string {
 		c := New(Config{Seed: seed})
-		c.SetFaults(Faults{Rules: []FaultRule{{Verb: VerbCreate, Resource: "pods", Rate: 0.5, Reason: metav1.StatusReasonServiceUnavailable}}})
+		c.SetFaults(Faults{Rules: []FaultRule{{Verb: gate.VerbCreate, Resource: "pods", Rate: 0.5, Reason: metav1.StatusReasonServiceUnavailable}}})
 		var out []string
 		for i := range 20 {
 			_, err := c.Pods("ns").Create(ctxT(t), pod(fmt.Sprint("p", i), "", ""), metav1.CreateOptions{})
@@ -91,7 +93,7 @@ func TestFaultErrors(t *testing.T) {
 
 func TestFaultAfterWrite(t *testing.T) {
 	c, _ := newTestCluster(t)
-	c.SetFaults(Faults{Rules: []FaultRule{{Verb: VerbCreate, Rate: 1, Reason: metav1.StatusReasonServerTimeout, AfterWrite: true}}})
+	c.SetFaults(Faults{Rules: []FaultRule{{Verb: gate.VerbCreate, Rate: 1, Reason: metav1.StatusReasonServerTimeout, AfterWrite: true}}})
 	if _, err := c.Pods("ns").Create(ctxT(t), pod("p", "", ""), metav1.CreateOptions{}); !apierrors.IsServerTimeout(err) {
 		t.Fatalf("Create() error = %v; want a timeout", err)
 	}
@@ -104,7 +106,7 @@ func TestFaultAfterWrite(t *testing.T) {
 func TestFaultLatencyIsVirtual(t *testing.T) {
 	c, fc := newTestCluster(t)
 	must(c.Pods("ns").Create(ctxT(t), pod("p", "", ""), metav1.CreateOptions{}))(t)
-	c.SetFaults(Faults{Rules: []FaultRule{{Verb: VerbGet, Latency: 10 * time.Second}}})
+	c.SetFaults(Faults{Rules: []FaultRule{{Verb: gate.VerbGet, Latency: 10 * time.Second}}})
 	var done atomic.Bool
 	var wg sync.WaitGroup
 	// The request runs on a goroutine of its own: tracked work, as a
@@ -164,4 +166,29 @@ func TestWatchFaults(t *testing.T) {
 			t.Errorf("dropped watch delivered %q; want CLOSED", got)
 		}
 	})
+}
+
+func TestSetFaultsRejectsBadRules(t *testing.T) {
+	for _, tt := range []struct {
+		f    Faults
+		want string
+	}{
+		{Faults{Rules: []FaultRule{{Verb: "Create", Resource: "pods", Rate: 1}}},
+			`memcluster: fault rule 0 (verb "Create", resource "pods"): unknown verb "Create"`},
+		{Faults{Rules: []FaultRule{{}, {Resource: "pods", Rate: 1.5}}},
+			`memcluster: fault rule 1 (verb "", resource "pods"): rate 1.5 outside [0, 1]`},
+		{Faults{WatchDropRate: -0.1}, `memcluster: fault WatchDropRate -0.1 outside [0, 1]`},
+	} {
+		c, _ := newTestCluster(t)
+		if err := c.SetFaults(Faults{Rules: []FaultRule{{Verb: "get", Rate: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+		err := c.SetFaults(tt.f)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("SetFaults(%+v) = %v; want %s", tt.f, err, tt.want)
+		}
+		if _, err := c.Pods("ns").Get(ctxT(t), "a", metav1.GetOptions{}); !apierrors.IsInternalError(err) {
+			t.Errorf("after a rejected SetFaults, Get() = %v; want the earlier rule's 500", err)
+		}
+	}
 }

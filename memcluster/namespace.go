@@ -1,6 +1,8 @@
 package memcluster
 
 import (
+	"github.com/ctrlkit/ctrlkit/internal/gate"
+
 	"context"
 	"fmt"
 	"maps"
@@ -255,7 +257,7 @@ func (c *Cluster) finalizeNamespace(ctx context.Context, ns *corev1.Namespace, o
 		return nil, apierrors.NewBadRequest("memcluster: finalize of a nil namespace")
 	}
 	r := c.namespaces
-	after, err := c.admit(ctx, VerbUpdate, schema.GroupResource{Resource: "namespaces/finalize"}, "", ns.Name)
+	after, err := c.admit(ctx, gate.VerbUpdate, schema.GroupResource{Resource: "namespaces/finalize"}, "", ns.Name)
 	if err != nil {
 		return nil, err
 	}

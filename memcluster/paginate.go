@@ -1,6 +1,8 @@
 package memcluster
 
 import (
+	"github.com/ctrlkit/ctrlkit/internal/gate"
+
 	"cmp"
 	"context"
 	"encoding/base64"
@@ -132,7 +134,7 @@ func scopeKey(key types.NamespacedName, allNamespaces bool) string {
 // resourceVersion semantics.
 func (cl Client[T]) ListPage(ctx context.Context, opts metav1.ListOptions) ([]T, metav1.ListMeta, error) {
 	c := cl.r.c
-	after, err := c.admit(ctx, VerbList, cl.r.kind.groupResource(), cl.ns, "")
+	after, err := c.admit(ctx, gate.VerbList, cl.r.kind.groupResource(), cl.ns, "")
 	if err != nil {
 		return nil, metav1.ListMeta{}, err
 	}

@@ -1,6 +1,8 @@
 package memcluster
 
 import (
+	"github.com/ctrlkit/ctrlkit/internal/gate"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -62,7 +64,7 @@ func (cl Client[T]) Patch(ctx context.Context, name string, pt types.PatchType, 
 func (cl Client[T]) patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub, version string, view func(T) (T, error)) (T, bool, error) {
 	var zero T
 	c := cl.r.c
-	verb := VerbPatch
+	verb := gate.VerbPatch
 	status := sub == "status"
 	switch pt {
 	case types.StrategicMergePatchType, types.MergePatchType, types.JSONPatchType, types.ApplyYAMLPatchType:

@@ -1,6 +1,8 @@
 package memcluster
 
 import (
+	"github.com/ctrlkit/ctrlkit/internal/gate"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -102,7 +104,7 @@ type Client[T Object] struct {
 func (cl Client[T]) Get(ctx context.Context, name string, _ metav1.GetOptions) (T, error) {
 	var zero T
 	c := cl.r.c
-	after, err := c.admit(ctx, VerbGet, cl.r.kind.groupResource(), cl.ns, name)
+	after, err := c.admit(ctx, gate.VerbGet, cl.r.kind.groupResource(), cl.ns, name)
 	if err != nil {
 		return zero, err
 	}
@@ -148,7 +150,7 @@ func (cl Client[T]) Create(ctx context.Context, obj T, opts metav1.CreateOptions
 	if errs := metav1validation.ValidateCreateOptions(&opts); len(errs) > 0 {
 		return zero, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "CreateOptions"}, "", errs)
 	}
-	after, err := c.admit(ctx, VerbCreate, cl.r.kind.groupResource(), cl.namespaceOf(obj), obj.GetName())
+	after, err := c.admit(ctx, gate.VerbCreate, cl.r.kind.groupResource(), cl.namespaceOf(obj), obj.GetName())
 	if err != nil {
 		return zero, err
 	}
@@ -171,14 +173,14 @@ func (cl Client[T]) Create(ctx context.Context, obj T, opts metav1.CreateOptions
 // field manager is opts.FieldManager, as for [Client.Create].
 func (cl Client[T]) Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
 	a := managerOf(opts.FieldManager)
-	return cl.replace(ctx, VerbUpdate, obj, opts, func(in T) (T, error) { return cl.r.updateLocked(in, a) })
+	return cl.replace(ctx, gate.VerbUpdate, obj, opts, func(in T) (T, error) { return cl.r.updateLocked(in, a) })
 }
 
 // UpdateStatus replaces the object's status and nothing else, with the
 // same resourceVersion check and field manager as [Client.Update].
 func (cl Client[T]) UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
 	a := managerOf(opts.FieldManager)
-	return cl.replace(ctx, VerbUpdateStatus, obj, opts, func(in T) (T, error) { return cl.r.updateStatusLocked(in, a) })
+	return cl.replace(ctx, gate.VerbUpdateStatus, obj, opts, func(in T) (T, error) { return cl.r.updateStatusLocked(in, a) })
 }
 
 // replace runs one replace-style write: admission (fault injection), the
@@ -217,7 +219,7 @@ func (cl Client[T]) replace(ctx context.Context, verb Verb, obj T, opts metav1.U
 // Watch streams changes after opts.ResourceVersion; see [Resource] and the
 // package documentation for the guarantees.
 func (cl Client[T]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	if _, err := cl.r.c.admit(ctx, VerbWatch, cl.r.kind.groupResource(), cl.ns, ""); err != nil {
+	if _, err := cl.r.c.admit(ctx, gate.VerbWatch, cl.r.kind.groupResource(), cl.ns, ""); err != nil {
 		return nil, err
 	}
 	match, err := cl.matcher(opts)

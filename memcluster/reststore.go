@@ -1,6 +1,8 @@
 package memcluster
 
 import (
+	"github.com/ctrlkit/ctrlkit/internal/gate"
+
 	"context"
 	"fmt"
 	"slices"
@@ -118,7 +120,7 @@ func (cl Client[T]) watchList(ctx context.Context, opts metav1.ListOptions) ([]w
 		return nil, w, err
 	}
 	c := r.c
-	if _, err := c.admit(ctx, VerbWatch, r.kind.groupResource(), ns, ""); err != nil {
+	if _, err := c.admit(ctx, gate.VerbWatch, r.kind.groupResource(), ns, ""); err != nil {
 		return nil, nil, err
 	}
 	match, err := cl.matcher(opts)
@@ -194,7 +196,7 @@ func (r *Resource[T]) update(ctx context.Context, ns string, obj runtime.Object,
 	case "scale":
 		a := managerOf(opts.FieldManager)
 		a.scale = true
-		return cl.replace(ctx, VerbUpdate, t, opts, func(in T) (T, error) { return r.updateLocked(in, a) })
+		return cl.replace(ctx, gate.VerbUpdate, t, opts, func(in T) (T, error) { return r.updateLocked(in, a) })
 	}
 	return cl.Update(ctx, t, opts)
 }

@@ -292,7 +292,9 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 		memcluster.NewResource(c.mc, kind)
 	}
 	memcluster.AddBuiltinKinds(c.mc) // keeps a built-in kind given in Types or Kinds
-	c.mc.SetFaults(opts.Faults)
+	if err := c.mc.SetFaults(opts.Faults); err != nil {
+		return fail(fmt.Errorf("clustertest: Options.Faults: %w", err))
+	}
 	fr := front{rec: c.rec, next: memcluster.NewHandler(c.mc), filter: &c.filter}
 	if opts.onWrite != nil {
 		fr.decoder = serializer.NewCodecFactory(scheme).UniversalDeserializer() // Explore's properties judge preconditions
@@ -459,7 +461,10 @@ func (c *Cluster) Start(r manager.Runnable) {
 // SetFaults replaces the faults injected into requests and watches (see
 // memcluster.Faults), for your controllers' requests and the built-in
 // controllers' alike.
-func (c *Cluster) SetFaults(f memcluster.Faults) { c.mc.SetFaults(f) }
+//
+// A bad rule is an error (see memcluster's Cluster.SetFaults), and the
+// faults stay as they were.
+func (c *Cluster) SetFaults(f memcluster.Faults) error { return c.mc.SetFaults(f) }
 
 // Now returns the virtual time elapsed since the cluster started.
 func (c *Cluster) Now() time.Duration { return time.Since(c.start) }

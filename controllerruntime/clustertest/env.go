@@ -220,10 +220,11 @@ func (e *Environment) Check() error {
 }
 
 // SetFaults is [Cluster.SetFaults].
-func (e *Environment) SetFaults(f memcluster.Faults) {
+func (e *Environment) SetFaults(f memcluster.Faults) error {
 	if c := e.cluster(); c != nil {
-		c.SetFaults(f)
+		return c.SetFaults(f)
 	}
+	return nil
 }
 
 // Memcluster is [Cluster.Memcluster], or nil before Start.

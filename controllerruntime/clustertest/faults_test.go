@@ -221,16 +221,16 @@ func startEveryClientOperator(t *testing.T, c *clustertest.Cluster) {
 func faultsOnEveryClient() memcluster.Faults {
 	return memcluster.Faults{
 		Rules: []memcluster.FaultRule{
-			{Verb: memcluster.VerbGet, Rate: 0.15, Reason: metav1.StatusReasonTooManyRequests},
-			{Verb: memcluster.VerbGet, Latency: 20 * time.Millisecond},
-			{Verb: memcluster.VerbList, Rate: 0.1, Reason: metav1.StatusReasonInternalError},
-			{Verb: memcluster.VerbWatch, Rate: 0.1, Reason: metav1.StatusReasonServiceUnavailable},
-			{Verb: memcluster.VerbCreate, Rate: 0.1, Reason: metav1.StatusReasonServiceUnavailable},
-			{Verb: memcluster.VerbCreate, Latency: 50 * time.Millisecond},
-			{Verb: memcluster.VerbUpdate, Rate: 0.15, Reason: metav1.StatusReasonConflict},
-			{Verb: memcluster.VerbUpdateStatus, Rate: 0.1, Reason: metav1.StatusReasonServerTimeout},
-			{Verb: memcluster.VerbPatch, Rate: 0.15, Reason: metav1.StatusReasonInternalError},
-			{Verb: memcluster.VerbDelete, Rate: 0.2, Reason: metav1.StatusReasonTooManyRequests, AfterWrite: true},
+			{Verb: "get", Rate: 0.15, Reason: metav1.StatusReasonTooManyRequests},
+			{Verb: "get", Latency: 20 * time.Millisecond},
+			{Verb: "list", Rate: 0.1, Reason: metav1.StatusReasonInternalError},
+			{Verb: "watch", Rate: 0.1, Reason: metav1.StatusReasonServiceUnavailable},
+			{Verb: "create", Rate: 0.1, Reason: metav1.StatusReasonServiceUnavailable},
+			{Verb: "create", Latency: 50 * time.Millisecond},
+			{Verb: "update", Rate: 0.15, Reason: metav1.StatusReasonConflict},
+			{Verb: "update/status", Rate: 0.1, Reason: metav1.StatusReasonServerTimeout},
+			{Verb: "patch", Rate: 0.15, Reason: metav1.StatusReasonInternalError},
+			{Verb: "delete", Rate: 0.2, Reason: metav1.StatusReasonTooManyRequests, AfterWrite: true},
 		},
 		WatchLag:      10 * time.Millisecond,
 		WatchDropRate: 0.02,
@@ -281,8 +281,8 @@ func firstDifference(a, b []string) string {
 // fault), so that a bench that took its binary down would show as a dead
 // child rather than kill this test.
 
-var matrixVerbs = []memcluster.Verb{memcluster.VerbGet, memcluster.VerbList, memcluster.VerbWatch, memcluster.VerbCreate,
-	memcluster.VerbUpdate, memcluster.VerbUpdateStatus, memcluster.VerbPatch, memcluster.VerbDelete}
+var matrixVerbs = []memcluster.Verb{"get", "list", "watch", "create",
+	"update", "update/status", "patch", "delete"}
 
 // matrixFaults are the faults of the matrix, by name: an error on every
 // request of a verb (at a rate, and always), latency on every request of
@@ -319,7 +319,7 @@ func matrixCases() map[string]memcluster.Faults {
 	for name, fault := range matrixFaults {
 		verbs := matrixVerbs
 		if name == "lag" || name == "drop" {
-			verbs = []memcluster.Verb{memcluster.VerbWatch} // not a request fault
+			verbs = []memcluster.Verb{"watch"} // not a request fault
 		}
 		for _, v := range verbs {
 			for _, rate := range matrixRates {

@@ -59,7 +59,7 @@ func dbReady(t testing.TB, c *clustertest.Cluster, replicas int32) func() bool {
 // happened.
 func ambiguousPodDeletes() memcluster.Faults {
 	return memcluster.Faults{Rules: []memcluster.FaultRule{
-		{Verb: memcluster.VerbDelete, Resource: "pods", Rate: 1, Reason: metav1.StatusReasonServerTimeout, AfterWrite: true},
-		{Verb: memcluster.VerbGet, Resource: "pods", Rate: 0.5, Reason: metav1.StatusReasonServiceUnavailable},
+		{Verb: "delete", Resource: "pods", Rate: 1, Reason: metav1.StatusReasonServerTimeout, AfterWrite: true},
+		{Verb: "get", Resource: "pods", Rate: 0.5, Reason: metav1.StatusReasonServiceUnavailable},
 	}}
 }

@@ -325,8 +325,8 @@ func TestFaultsReachTheUsersController(t *testing.T) {
 	clustertest.Test(t, benchOptions(t, 3), func(t *testing.T, c *clustertest.Cluster) {
 		r := startOperator(t, c)
 		c.SetFaults(memcluster.Faults{Rules: []memcluster.FaultRule{
-			{Verb: memcluster.VerbCreate, Resource: "deployments", Rate: 1, Reason: metav1.StatusReasonConflict},
-			{Verb: memcluster.VerbUpdateStatus, Resource: "apps", Rate: 0.5, Reason: metav1.StatusReasonServiceUnavailable},
+			{Verb: "create", Resource: "deployments", Rate: 1, Reason: metav1.StatusReasonConflict},
+			{Verb: "update/status", Resource: "apps", Rate: 0.5, Reason: metav1.StatusReasonServiceUnavailable},
 		}})
 		if err := c.Client().Create(t.Context(), newApp("web", "nginx", 2)); err != nil {
 			t.Fatal(err)
@@ -343,7 +343,7 @@ func TestFaultsReachTheUsersController(t *testing.T) {
 			t.Fatalf("every create refused: %d Deployments, %d reconcile errors; want none and some", len(dl.Items), errs)
 		}
 		c.SetFaults(memcluster.Faults{Rules: []memcluster.FaultRule{
-			{Verb: memcluster.VerbUpdateStatus, Resource: "apps", Rate: 0.5, Reason: metav1.StatusReasonServiceUnavailable},
+			{Verb: "update/status", Resource: "apps", Rate: 0.5, Reason: metav1.StatusReasonServiceUnavailable},
 			{Resource: "replicasets", Rate: 0.3, Reason: metav1.StatusReasonConflict},
 		}})
 		c.MustRunUntil("web ready despite the faults", appsReady(t, c, 1), time.Hour)
@@ -386,8 +386,8 @@ func scenario(t *testing.T, seed uint64) []string {
 	opts := benchOptions(t, seed)
 	opts.Kubelet.Model = memcluster.RandomModel(memcluster.DefaultPodBehavior(), time.Second, 20*time.Second)
 	opts.Faults = memcluster.Faults{Rules: []memcluster.FaultRule{
-		{Verb: memcluster.VerbUpdate, Rate: 0.2, Reason: metav1.StatusReasonConflict},
-		{Verb: memcluster.VerbCreate, Resource: "pods", Rate: 0.1, Reason: metav1.StatusReasonServiceUnavailable},
+		{Verb: "update", Rate: 0.2, Reason: metav1.StatusReasonConflict},
+		{Verb: "create", Resource: "pods", Rate: 0.1, Reason: metav1.StatusReasonServiceUnavailable},
 	}}
 	clustertest.Test(t, opts, func(t *testing.T, c *clustertest.Cluster) {
 		startOperator(t, c)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/ctrlkit/ctrlkit/internal/gate"
-	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
 // A Schedule is the order in which a bench let its steps through, as the
@@ -265,7 +264,7 @@ func (c Choice) keepsStep() bool {
 func conflictable(w *waiter) bool {
 	st := w.step
 	return st.Kind == gate.StepRequest && st.Name != "" && w.client != otherWriter &&
-		(st.Verb == memcluster.VerbUpdate || st.Verb == memcluster.VerbUpdateStatus || st.Verb == memcluster.VerbPatch)
+		(st.Verb == gate.VerbUpdate || st.Verb == gate.VerbUpdateStatus || st.Verb == gate.VerbPatch)
 }
 
 var lags = []time.Duration{50 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second, 10 * time.Second}
@@ -458,7 +457,7 @@ func (s *scheduler) exploreLocked() bool {
 	if ch.Perturb == PerturbConflict {
 		// The other writer's request passes the gate at once (see
 		// ungated); its writes are its own.
-		s.current = &waiter{step: gate.Step{Kind: gate.StepRequest, Verb: memcluster.VerbPatch,
+		s.current = &waiter{step: gate.Step{Kind: gate.StepRequest, Verb: gate.VerbPatch,
 			Resource: w.step.Resource, Namespace: w.step.Namespace, Name: w.step.Name}, client: otherWriter}
 		conflict := s.conflict
 		s.mu.Unlock()

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ctrlkit/ctrlkit/internal/gate"
-	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
 // precondition reads the resourceVersion an update (PUT) or a patch
@@ -111,12 +110,12 @@ func (k *checker) stepped(w *waiter) {
 		if err == nil {
 			k.seen.saw(w.client, objectRef{st.Resource, types.NamespacedName{Namespace: st.Namespace, Name: st.Name}}, rv)
 		}
-	case st.Kind == gate.StepRequest && st.Verb == memcluster.VerbGet:
+	case st.Kind == gate.StepRequest && st.Verb == gate.VerbGet:
 		ref := objectRef{st.Resource, types.NamespacedName{Namespace: st.Namespace, Name: st.Name}}
 		if rv, ok := k.stored[ref]; ok {
 			k.seen.saw(w.client, ref, rv)
 		}
-	case st.Kind == gate.StepRequest && st.Verb == memcluster.VerbList:
+	case st.Kind == gate.StepRequest && st.Verb == gate.VerbList:
 		for ref, rv := range k.stored {
 			if ref.resource == st.Resource && (st.Namespace == "" || ref.key.Namespace == st.Namespace) {
 				k.seen.saw(w.client, ref, rv)
@@ -160,7 +159,7 @@ func NoLostUpdates() Property {
 	return Property{Name: "no lost update", needsBasis: true, Always: func(s *State) error {
 		for _, w := range s.writes {
 			if w.Precondition != "" || w.Type != watch.Modified || w.By == "" ||
-				(w.Verb != memcluster.VerbUpdate && w.Verb != memcluster.VerbUpdateStatus) {
+				(w.Verb != gate.VerbUpdate && w.Verb != gate.VerbUpdateStatus) {
 				continue
 			}
 			if w.Based == 0 || w.Based >= w.Previous {

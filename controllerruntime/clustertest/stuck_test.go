@@ -227,7 +227,7 @@ func TestRunUntilNamesAnUnservedKind(t *testing.T) {
 
 func TestRunUntilNamesFailingRequests(t *testing.T) {
 	opts := gadgetOptions(t)
-	opts.Faults = memcluster.Faults{Rules: []memcluster.FaultRule{{Verb: memcluster.VerbUpdateStatus, Resource: "gadgets", Rate: 1, Reason: metav1.StatusReasonConflict}}}
+	opts.Faults = memcluster.Faults{Rules: []memcluster.FaultRule{{Verb: "update/status", Resource: "gadgets", Rate: 1, Reason: metav1.StatusReasonConflict}}}
 	clustertest.Test(t, opts, func(t *testing.T, c *clustertest.Cluster) {
 		startGadgets(t, c, &gadgetReconciler{})
 		c.Advance(time.Second)

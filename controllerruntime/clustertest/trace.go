@@ -241,7 +241,7 @@ func (r *recorder) request(ctx context.Context, q memcluster.Request) {
 }
 
 func isWrite(v memcluster.Verb) bool {
-	return v != memcluster.VerbGet && v != memcluster.VerbList && v != memcluster.VerbWatch
+	return v != gate.VerbGet && v != gate.VerbList && v != gate.VerbWatch
 }
 
 // answered records the status code a REST request was answered.

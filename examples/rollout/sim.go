@@ -63,7 +63,9 @@ func simulate(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("create deployment: %w", err)
 	}
-	c.SetFaults(apiFaults(o.fail.api))
+	if err := c.SetFaults(apiFaults(o.fail.api)); err != nil {
+		return err
+	}
 	tl.header(d)
 	if err := tl.phase(ctx, c, "create", o.fromImage); err != nil {
 		return err

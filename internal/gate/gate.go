@@ -16,6 +16,28 @@ import (
 // that a [Step] carries the verb memcluster's fault rules name.
 type Verb string
 
+// The verbs of memcluster's requests: kube-apiserver's, and update/status
+// for a write of the status subresource.
+const (
+	VerbGet          Verb = "get"
+	VerbList         Verb = "list"
+	VerbWatch        Verb = "watch"
+	VerbCreate       Verb = "create"
+	VerbUpdate       Verb = "update"
+	VerbUpdateStatus Verb = "update/status"
+	VerbPatch        Verb = "patch"
+	VerbDelete       Verb = "delete"
+)
+
+// KnownVerb reports whether v is one of the verbs above.
+func KnownVerb(v Verb) bool {
+	switch v {
+	case VerbGet, VerbList, VerbWatch, VerbCreate, VerbUpdate, VerbUpdateStatus, VerbPatch, VerbDelete:
+		return true
+	}
+	return false
+}
+
 // A Gate orders a memcluster's work. When memcluster.Config.Gate is set,
 // every request, every watch event delivered to a watcher and every
 // kubelet sync first calls Enter, and takes effect only once Enter has
