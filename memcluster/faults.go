@@ -68,8 +68,8 @@ type Faults struct {
 
 // SetFaults replaces the fault configuration; it applies to requests and
 // watch events from now on. It returns an error naming the first bad rule
-// (a verb not listed on [FaultRule.Verb], a rate outside [0, 1]) and then
-// keeps the configuration it had.
+// (a verb not listed on [FaultRule.Verb], a rate outside [0, 1], a
+// negative latency or watch lag) and then keeps the configuration it had.
 func (c *Cluster) SetFaults(f Faults) error {
 	if err := f.validate(); err != nil {
 		return err
@@ -88,9 +88,15 @@ func (f Faults) validate() error {
 		if !(r.Rate >= 0 && r.Rate <= 1) {
 			return fmt.Errorf("memcluster: fault rule %d (verb %q, resource %q): rate %v outside [0, 1]", i, r.Verb, r.Resource, r.Rate)
 		}
+		if r.Latency < 0 {
+			return fmt.Errorf("memcluster: fault rule %d (verb %q, resource %q): negative latency %v", i, r.Verb, r.Resource, r.Latency)
+		}
 	}
 	if !(f.WatchDropRate >= 0 && f.WatchDropRate <= 1) {
 		return fmt.Errorf("memcluster: fault WatchDropRate %v outside [0, 1]", f.WatchDropRate)
+	}
+	if f.WatchLag < 0 {
+		return fmt.Errorf("memcluster: fault WatchLag %v is negative", f.WatchLag)
 	}
 	return nil
 }

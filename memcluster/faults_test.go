@@ -178,6 +178,9 @@ func TestSetFaultsRejectsBadRules(t *testing.T) {
 		{Faults{Rules: []FaultRule{{}, {Resource: "pods", Rate: 1.5}}},
 			`memcluster: fault rule 1 (verb "", resource "pods"): rate 1.5 outside [0, 1]`},
 		{Faults{WatchDropRate: -0.1}, `memcluster: fault WatchDropRate -0.1 outside [0, 1]`},
+		{Faults{Rules: []FaultRule{{Verb: "patch", Latency: -time.Second}}},
+			`memcluster: fault rule 0 (verb "patch", resource ""): negative latency -1s`},
+		{Faults{WatchLag: -time.Millisecond}, `memcluster: fault WatchLag -1ms is negative`},
 	} {
 		c, _ := newTestCluster(t)
 		if err := c.SetFaults(Faults{Rules: []FaultRule{{Verb: "get", Rate: 1}}}); err != nil {
