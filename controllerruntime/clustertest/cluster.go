@@ -137,7 +137,7 @@ type Kind struct {
 // controllers, on the virtual clock of a synctest bubble. Create it with
 // [Test].
 type Cluster struct {
-	t       testing.TB // nil for an Environment's
+	t       testing.TB // nil for a Server's
 	mc      *memcluster.Cluster
 	scheme  *runtime.Scheme
 	cfg     *rest.Config
@@ -218,7 +218,7 @@ func Test(t *testing.T, opts Options, f func(t *testing.T, c *Cluster)) {
 }
 
 // start starts a cluster: in a synctest bubble for Test (serial: steps
-// one at a time), on the wall clock for an Environment (t nil).
+// one at a time), on the wall clock for a Server (t nil).
 func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	scheme := opts.Scheme
 	if scheme == nil {

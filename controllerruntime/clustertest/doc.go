@@ -8,17 +8,19 @@
 //     returns RequeueAfter: time.Hour runs again one virtual hour later, in
 //     microseconds of wall time, and the same test gives the same trace of
 //     requests, writes and events run after run, faults included.
-//   - [Environment], for suites written for envtest (Ginkgo's BeforeSuite
-//     and AfterSuite, Gomega's Eventually polling on the wall clock): the
-//     shape of envtest.Environment (Start returns a *rest.Config, Stop,
-//     CRD paths, a scheme), so that such a suite switches to the bench by
-//     changing the line that builds its environment. It runs on the wall
-//     clock, as the suite expects.
+//   - [Server], on the wall clock, for code that cannot run in a synctest
+//     bubble: a TestMain that starts a client-go operator, or a suite
+//     written for envtest (Ginkgo's BeforeSuite and AfterSuite, Gomega's
+//     Eventually polling on the wall clock). Package
+//     controllerruntime/envtest builds envtest's Environment on it, so
+//     that such a suite switches to the bench by changing its import
+//     line.
 //
 // Pick [Test] for new tests, and whenever time matters (requeues after an
 // hour, progress deadlines, a kubelet's delays), or a failure must replay
 // exactly: virtual time is exact and costs nothing, and the trace is a
-// function of the seed. Pick [Environment] to run an existing envtest suite
+// function of the seed. Pick a [Server] (through package
+// controllerruntime/envtest for an envtest suite) to run an existing suite
 // unchanged: Ginkgo and Gomega poll and time out on the wall clock and
 // start goroutines of their own, which cannot live in the synctest bubble
 // that virtual time needs (RunSpecs inside a bubble fails with "select on
@@ -40,13 +42,12 @@
 //			})
 //	}
 //
-// and, in an envtest suite's BeforeSuite:
+// and, in the TestMain of a client-go operator:
 //
-//	testEnv = &clustertest.Environment{ // was &envtest.Environment{
-//		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-//		ErrorIfCRDPathMissing: true,
-//	}
-//	cfg, err = testEnv.Start()
+//	srv, err := clustertest.NewServer(clustertest.Options{CRDDirectoryPaths: []string{"config/crd"}})
+//	...
+//	kube := kubernetes.NewForConfigOrDie(srv.Config())
+//	... start the informers and the controller, m.Run(), srv.Stop()
 //
 // # What a test gets
 //
@@ -117,7 +118,7 @@
 //   - REST paths the bench does not serve, and when the cluster last
 //     changed.
 //
-// [Environment.Describe] gives the same lines (but the blocked workers)
+// [Server.Describe] gives the same lines (but the blocked workers)
 // for a suite to print when an Eventually fails. A violation of
 // [Cluster.Check] names the write that caused it, who made it and what it
 // changed: "RevisionDecreased … by PUT deployments default/web from
@@ -408,7 +409,7 @@
 //   - Event objects written by your controllers' recorders appear in the
 //     trace as writes of events; the built-in controllers' events appear in
 //     the trace directly (they are not stored as Event objects).
-//   - An [Environment] runs on the wall clock, with its steps as their
+//   - A [Server] runs on the wall clock, with its steps as their
 //     goroutines run: its trace differs from run to run, and it names no
 //     blocked workers.
 package clustertest
