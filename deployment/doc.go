@@ -84,7 +84,7 @@
 // Deployment controller consults, and Reconciler.SetFeatureGates switches
 // them on a running controller. It consults one: with
 // DeploymentReplicaSetTerminatingReplicas off, the status's
-// terminatingReplicas is nil (rollout.CalculateStatusWith).
+// terminatingReplicas is nil (rollout.StatusOptions.CalculateStatus).
 //
 // # Usage
 //
