@@ -97,9 +97,28 @@ func (b Block) Check() (imports []string, problems []string) {
 		problems = append(problems, "package main without a func main (the build would fail; name the package otherwise)")
 	}
 	if formatted, err := format.Source(b.Code); err == nil && !bytes.Equal(formatted, b.Code) {
-		problems = append(problems, "not gofmt-formatted; gofmt gives:\n"+string(formatted))
+		problems = append(problems, "not gofmt-formatted: "+firstDifference(b.Code, formatted, b.Line))
 	}
 	return imports, problems
+}
+
+// firstDifference names the first line of have that gofmt changes, in
+// the Markdown file's numbering (the block starts at line start).
+func firstDifference(have, want []byte, start int) string {
+	h, w := strings.Split(string(have), "\n"), strings.Split(string(want), "\n")
+	for i := 0; i < len(h) || i < len(w); i++ {
+		var hl, wl string
+		if i < len(h) {
+			hl = h[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if hl != wl {
+			return fmt.Sprintf("line %d is %q, gofmt makes it %q (run gofmt on the block)", start+i, hl, wl)
+		}
+	}
+	return "gofmt changes it"
 }
 
 func hasMain(f *ast.File) bool {

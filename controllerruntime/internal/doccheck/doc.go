@@ -16,9 +16,10 @@
 // TestDocsCompile writes each block to its own package directory of a
 // temporary module that requires the repository's modules the blocks
 // import, replaced by this checkout's directories (exactly what the
-// README's install section tells a user to do), and runs one go build and
-// one go vet over all of them, offline: GOPROXY=off, GOFLAGS=-mod=mod,
-// with the module cache and build cache of the machine. Errors point at
+// README's install section tells a user to do), and runs one go vet over
+// all of them (the compiler's type checking and vet's checks; nothing is
+// linked), offline: GOPROXY=off, GOFLAGS=-mod=mod, with the module cache
+// and build cache of the machine. Errors point at
 // the Markdown file and line (each block starts with a //line directive).
 //
 // TestReadmeMapsEveryPackage walks the repository and fails for a package
