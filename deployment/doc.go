@@ -118,7 +118,7 @@
 //
 // # Deviations from upstream
 //
-// The README's "Deliberate differences from upstream" lists every
+// docs/fidelity.md ("Deliberate differences from upstream") lists every
 // deviation of the library in one place. Those of this package are each a
 // defect fixed, not a different decision:
 //
