@@ -187,7 +187,7 @@ func (cl Client[T]) UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateO
 // JSON round trip every stored object goes through, then write under the
 // cluster lock. A fault injected after the write is returned instead of
 // the result, as a lost response would be.
-func (cl Client[T]) replace(ctx context.Context, verb Verb, obj T, opts metav1.UpdateOptions, write func(T) (T, error)) (T, error) {
+func (cl Client[T]) replace(ctx context.Context, verb gate.Verb, obj T, opts metav1.UpdateOptions, write func(T) (T, error)) (T, error) {
 	var zero T
 	c := cl.r.c
 	if isNil(obj) {

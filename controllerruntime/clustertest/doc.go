@@ -327,7 +327,7 @@
 // controller-runtime's fake client (no watches, no time, no admission);
 // envtest (a real API server on wall-clock time, without the controllers
 // that make a Deployment's pods or collect garbage; see the comparison in
-// the README).
+// docs/testbench.md).
 //
 // # Process-wide state the bench handles
 //

@@ -60,7 +60,7 @@ type Written struct {
 	// Verb is the verb of the REST request whose object this is (an
 	// update, a patch, ...); "" for a write that is a consequence of a
 	// request (a garbage collection, say) or of a built-in controller.
-	Verb memcluster.Verb
+	Verb string
 	// Precondition is the resourceVersion that request carried
 	// (metadata.resourceVersion of an update's or a patch's body), ""
 	// for none.
@@ -216,7 +216,7 @@ func (k *checker) wrote(w memcluster.Write) {
 		out.By = s.client
 		if st := s.step; s.call != nil && st.Kind == gate.StepRequest && st.Resource == w.Resource &&
 			st.Namespace == ref.key.Namespace && st.Name == ref.key.Name {
-			out.Verb, out.Precondition = st.Verb, s.call.precondition
+			out.Verb, out.Precondition = string(st.Verb), s.call.precondition
 		}
 	}
 	if w.Type != watch.Deleted {

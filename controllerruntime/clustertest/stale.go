@@ -159,7 +159,7 @@ func NoLostUpdates() Property {
 	return Property{Name: "no lost update", needsBasis: true, Always: func(s *State) error {
 		for _, w := range s.writes {
 			if w.Precondition != "" || w.Type != watch.Modified || w.By == "" ||
-				(w.Verb != gate.VerbUpdate && w.Verb != gate.VerbUpdateStatus) {
+				(w.Verb != string(gate.VerbUpdate) && w.Verb != string(gate.VerbUpdateStatus)) {
 				continue
 			}
 			if w.Based == 0 || w.Based >= w.Previous {
