@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"reflect"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,14 +13,42 @@ import (
 // once the pod-template-hash label is ignored (upstream
 // deployment/util.EqualIgnoreHash). Neither template is modified. Two nil
 // templates are equal; a nil and a non-nil one are not.
+//
+// It copies neither template: the labels are compared first, then the
+// rest of two shallow copies without their labels, exactly
+// (reflect.DeepEqual, which implies semantic equality) and, only if that
+// fails, semantically.
 func EqualIgnoreHash(t1, t2 *corev1.PodTemplateSpec) bool {
 	if t1 == nil || t2 == nil {
 		return t1 == t2
 	}
-	c1, c2 := t1.DeepCopy(), t2.DeepCopy()
-	delete(c1.Labels, HashLabel)
-	delete(c2.Labels, HashLabel)
-	return apiequality.Semantic.DeepEqual(c1, c2)
+	if !labelsEqualIgnoreHash(t1.Labels, t2.Labels) {
+		return false
+	}
+	c1, c2 := *t1, *t2
+	c1.Labels, c2.Labels = nil, nil
+	return reflect.DeepEqual(&c1, &c2) || apiequality.Semantic.DeepEqual(&c1, &c2)
+}
+
+// labelsEqualIgnoreHash compares two label maps without the
+// pod-template-hash key, as a semantic comparison does (nil and empty
+// are equal).
+func labelsEqualIgnoreHash(a, b map[string]string) bool {
+	n := 0
+	for k, v := range a {
+		if k == HashLabel {
+			continue
+		}
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+		n++
+	}
+	m := len(b)
+	if _, ok := b[HashLabel]; ok {
+		m--
+	}
+	return n == m
 }
 
 // FindNewReplicaSet returns the ReplicaSet whose template matches d's

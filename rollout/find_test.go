@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 func TestEqualIgnoreHash(t *testing.T) {
@@ -18,6 +19,18 @@ func TestEqualIgnoreHash(t *testing.T) {
 	emptyLabels := template("v1")
 	emptyLabels.Labels = map[string]string{}
 	v1, v2 := template("v1"), template("v2")
+	otherLabel := template("v1")
+	otherLabel.Labels = map[string]string{"app": "db", HashLabel: "abc"}
+	moreLabels := template("v1")
+	moreLabels.Labels = map[string]string{"app": "web", "tier": "front"}
+	annotated := template("v1")
+	annotated.Annotations = map[string]string{"note": "x"}
+	cpu := func(q string) corev1.PodTemplateSpec {
+		t := template("v1")
+		t.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
+		return t
+	}
+	oneCPU, thousandMilli, twoCPU := cpu("1"), cpu("1000m"), cpu("2")
 	tests := []struct {
 		name   string
 		t1, t2 *corev1.PodTemplateSpec
@@ -28,6 +41,12 @@ func TestEqualIgnoreHash(t *testing.T) {
 		{"different image", &v1, &v2, false},
 		{"nil labels vs only a hash label (semantic: empty == nil)", &noLabels, &onlyHash, true},
 		{"nil vs empty labels", &noLabels, &emptyLabels, true},
+		{"another label value", &withHash, &otherLabel, false},
+		{"one more label", &v1, &moreLabels, false},
+		{"one more label, either way", &moreLabels, &withHash, false},
+		{"an annotation", &v1, &annotated, false},
+		{"quantities equal semantically, not exactly", &oneCPU, &thousandMilli, true},
+		{"quantities different", &oneCPU, &twoCPU, false},
 		{"both nil", nil, nil, true},
 		{"one nil", &v1, nil, false},
 	}

@@ -129,6 +129,9 @@ type checker struct {
 	stored   map[objectRef]uint64
 	storedBy map[objectRef]string
 	seen     basis // nil unless a property needs it
+	// The planner's trace of each Deployment, as far as checked (see
+	// traceOf).
+	traces map[types.NamespacedName]planner.Trace
 
 	// The spec.replicas of each ReplicaSet, and the range it took at the
 	// current instant (for NoExtraPods and NoLostPods: a controller's
@@ -254,6 +257,40 @@ func (k *checker) quiet(step uint64) {
 	}
 }
 
+// traceOf is planner.TraceFrom(snaps), snaps being the snapshots of
+// Deployment key so far (a slice that only grows). A step of TraceFrom
+// depends only on its snapshot and the one before, so the trace built at
+// the last check is extended with the new snapshots alone (the whole
+// trace again at every step was most of the CPU a seed took).
+func (k *checker) traceOf(key types.NamespacedName, snaps []planner.Snapshot) (planner.Trace, error) {
+	if k == nil {
+		return planner.TraceFrom(snaps)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	tr := k.traces[key]
+	switch n := len(tr); {
+	case n == len(snaps):
+		return tr, nil
+	case n == 0 || n > len(snaps):
+		var err error
+		if tr, err = planner.TraceFrom(snaps); err != nil {
+			return nil, err
+		}
+	default:
+		more, err := planner.TraceFrom(snaps[n-1:])
+		if err != nil {
+			return planner.TraceFrom(snaps) // its error, numbered from the first snapshot
+		}
+		tr = append(tr, more[1:]...)
+	}
+	if k.traces == nil {
+		k.traces = map[types.NamespacedName]planner.Trace{}
+	}
+	k.traces[key] = tr
+	return tr, nil
+}
+
 // atEnd checks the AtEnd properties.
 func (k *checker) atEnd() {
 	for _, prop := range k.props {
@@ -292,21 +329,23 @@ func DeploymentsCheck() Property {
 		}
 		var errs []error
 		for _, key := range keys {
-			errs = append(errs, s.c.checkDeployment(key)...)
+			errs = append(errs, s.c.checkDeployment(key, s.k)...)
 		}
 		return errors.Join(errs...)
 	}}
 }
 
-// checkDeployment is Check for one Deployment.
-func (c *Cluster) checkDeployment(key types.NamespacedName) []error {
+// checkDeployment is Check for one Deployment. With k, the trace of its
+// snapshots is built once, each check adding the snapshots taken since the
+// last one.
+func (c *Cluster) checkDeployment(key types.NamespacedName, k *checker) []error {
 	c.rec.mu.Lock()
 	snaps, whys := c.rec.snaps[key], c.rec.whys[key]
 	c.rec.mu.Unlock()
 	if len(snaps) == 0 {
 		return nil
 	}
-	trace, err := planner.TraceFrom(snaps)
+	trace, err := k.traceOf(key, snaps)
 	if err != nil {
 		return []error{fmt.Errorf("deployment %s: %w", key, err)}
 	}
