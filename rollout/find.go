@@ -1,12 +1,15 @@
 package rollout
 
 import (
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // EqualIgnoreHash reports whether two pod templates are semantically equal
@@ -14,10 +17,10 @@ import (
 // deployment/util.EqualIgnoreHash). Neither template is modified. Two nil
 // templates are equal; a nil and a non-nil one are not.
 //
-// It copies neither template: the labels are compared first, then the
-// rest of two shallow copies without their labels, exactly
-// (reflect.DeepEqual, which implies semantic equality) and, only if that
-// fails, semantically.
+// It copies neither template. Templates identical under reflect.DeepEqual
+// once the hash label is ignored are semantically equal too, and most
+// ReplicaSets match their Deployment exactly: that comparison goes first,
+// field by field, and the semantic one only runs when it fails.
 func EqualIgnoreHash(t1, t2 *corev1.PodTemplateSpec) bool {
 	if t1 == nil || t2 == nil {
 		return t1 == t2
@@ -25,9 +28,12 @@ func EqualIgnoreHash(t1, t2 *corev1.PodTemplateSpec) bool {
 	if !labelsEqualIgnoreHash(t1.Labels, t2.Labels) {
 		return false
 	}
+	if metaEqualExceptLabels(&t1.ObjectMeta, &t2.ObjectMeta) && reflect.DeepEqual(&t1.Spec, &t2.Spec) {
+		return true
+	}
 	c1, c2 := *t1, *t2
 	c1.Labels, c2.Labels = nil, nil
-	return reflect.DeepEqual(&c1, &c2) || apiequality.Semantic.DeepEqual(&c1, &c2)
+	return apiequality.Semantic.DeepEqual(&c1, &c2)
 }
 
 // labelsEqualIgnoreHash compares two label maps without the
@@ -49,6 +55,25 @@ func labelsEqualIgnoreHash(a, b map[string]string) bool {
 		m--
 	}
 	return n == m
+}
+
+// metaEqualExceptLabels is reflect.DeepEqual over every field of two
+// ObjectMetas but Labels, field by field (TestObjectMetaFields fails if
+// apimachinery adds one).
+func metaEqualExceptLabels(a, b *metav1.ObjectMeta) bool {
+	return a.Name == b.Name && a.GenerateName == b.GenerateName && a.Namespace == b.Namespace &&
+		a.SelfLink == b.SelfLink && a.UID == b.UID && a.ResourceVersion == b.ResourceVersion &&
+		a.Generation == b.Generation && timeDeepEqual(&a.CreationTimestamp, &b.CreationTimestamp) &&
+		(a.DeletionTimestamp == nil) == (b.DeletionTimestamp == nil) &&
+		(a.DeletionTimestamp == nil || timeDeepEqual(a.DeletionTimestamp, b.DeletionTimestamp)) &&
+		(a.DeletionGracePeriodSeconds == nil) == (b.DeletionGracePeriodSeconds == nil) &&
+		(a.DeletionGracePeriodSeconds == nil || *a.DeletionGracePeriodSeconds == *b.DeletionGracePeriodSeconds) &&
+		(a.Annotations == nil) == (b.Annotations == nil) && maps.Equal(a.Annotations, b.Annotations) &&
+		(a.Finalizers == nil) == (b.Finalizers == nil) && slices.Equal(a.Finalizers, b.Finalizers) &&
+		(len(a.OwnerReferences) == 0 && len(b.OwnerReferences) == 0 && (a.OwnerReferences == nil) == (b.OwnerReferences == nil) ||
+			reflect.DeepEqual(&a.OwnerReferences, &b.OwnerReferences)) &&
+		(len(a.ManagedFields) == 0 && len(b.ManagedFields) == 0 && (a.ManagedFields == nil) == (b.ManagedFields == nil) ||
+			reflect.DeepEqual(&a.ManagedFields, &b.ManagedFields))
 }
 
 // FindNewReplicaSet returns the ReplicaSet whose template matches d's

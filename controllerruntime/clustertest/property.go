@@ -131,7 +131,7 @@ type checker struct {
 	seen     basis // nil unless a property needs it
 	// The planner's trace of each Deployment, as far as checked (see
 	// traceOf).
-	traces map[types.NamespacedName]planner.Trace
+	traces map[types.NamespacedName]*planner.TraceBuilder
 
 	// The spec.replicas of each ReplicaSet, and the range it took at the
 	// current instant (for NoExtraPods and NoLostPods: a controller's
@@ -258,37 +258,29 @@ func (k *checker) quiet(step uint64) {
 }
 
 // traceOf is planner.TraceFrom(snaps), snaps being the snapshots of
-// Deployment key so far (a slice that only grows). A step of TraceFrom
-// depends only on its snapshot and the one before, so the trace built at
-// the last check is extended with the new snapshots alone (the whole
-// trace again at every step was most of the CPU a seed took).
+// Deployment key so far (a slice that only grows): the trace built at the
+// last check, with the new snapshots added (the whole trace again at
+// every step was most of the CPU a seed took).
 func (k *checker) traceOf(key types.NamespacedName, snaps []planner.Snapshot) (planner.Trace, error) {
 	if k == nil {
 		return planner.TraceFrom(snaps)
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	tr := k.traces[key]
-	switch n := len(tr); {
-	case n == len(snaps):
-		return tr, nil
-	case n == 0 || n > len(snaps):
-		var err error
-		if tr, err = planner.TraceFrom(snaps); err != nil {
+	b := k.traces[key]
+	if b == nil {
+		b = &planner.TraceBuilder{}
+		if k.traces == nil {
+			k.traces = map[types.NamespacedName]*planner.TraceBuilder{}
+		}
+		k.traces[key] = b
+	}
+	for _, s := range snaps[len(b.Trace()):] {
+		if err := b.Add(s); err != nil {
 			return nil, err
 		}
-	default:
-		more, err := planner.TraceFrom(snaps[n-1:])
-		if err != nil {
-			return planner.TraceFrom(snaps) // its error, numbered from the first snapshot
-		}
-		tr = append(tr, more[1:]...)
 	}
-	if k.traces == nil {
-		k.traces = map[types.NamespacedName]planner.Trace{}
-	}
-	k.traces[key] = tr
-	return tr, nil
+	return b.Trace(), nil
 }
 
 // atEnd checks the AtEnd properties.
