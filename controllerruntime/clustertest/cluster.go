@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -112,6 +111,7 @@ type Options struct {
 	UntrackedBuiltinWrites bool
 
 	onWrite func(memcluster.Write) // Explore's properties: every stored write
+	shared  *shared                // what the benches of one Explore share; nil: the bench's own
 
 	// CRDDirectoryPaths (files, and directories of .yaml, .yml and .json
 	// files) and CRDs are the CustomResourceDefinitions to install, as
@@ -198,7 +198,7 @@ func Test(t *testing.T, opts Options, f func(t *testing.T, c *Cluster)) {
 			return // the goroutines left were named already
 		}
 		t.Errorf("clustertest: the test deadlocked (testing/synctest: %v): every goroutine of the bubble is blocked and no timer is pending; they wait at:\n%s",
-			r, strings.Join(leftovers(bubble, 0), "\n"))
+			r, strings.Join(leftovers(bubble, 0, nil), "\n"))
 	}()
 	// controller-runtime falls back to a silent logger when nobody set one
 	// 30 s after the process started, by the clock; inside a bubble that
@@ -242,7 +242,11 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	c.sched.onHalt = func(msg string) { c.fail(errors.New(msg)) }
 	c.sched.note = c.rec.note
 	c.sched.conflict = func(st gate.Step) { c.wg.Go(func() { c.conflictWrite(st) }) }
-	builtinTypes := memcluster.LazyTypeConverter(func() managedfields.TypeConverter { return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme) })
+	if opts.shared == nil {
+		opts.shared = newShared()
+	}
+	c.opts.shared = opts.shared
+	builtinTypes := opts.shared.builtinTypes
 	c.mc = memcluster.New(memcluster.Config{
 		Seed: opts.Seed, Gate: c.sched, OnWrite: func(w memcluster.Write) {
 			c.rec.write(w)
@@ -364,7 +368,7 @@ func (c *Cluster) stop() (leftBehind bool) {
 	self := goroutineID()
 	for wait := time.Millisecond; ; wait *= 2 {
 		synctest.Wait()
-		left := leftovers(c.bubble, self)
+		left := leftovers(c.bubble, self, c.opts.shared)
 		if len(left) == 0 {
 			return false
 		}

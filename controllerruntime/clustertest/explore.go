@@ -162,6 +162,7 @@ func Explore(t *testing.T, opts ExploreOptions, scenario Scenario) *Violation {
 	// See Test: controller-runtime's logger fallback is asked on the wall
 	// clock, outside any bubble.
 	ctrllog.Log.Enabled()
+	opts.Options.shared = newShared() // for every bench of this exploration
 	replay := opts.Replay
 	if r := os.Getenv("CLUSTERTEST_REPLAY"); r != "" && replay == "" {
 		replay = r
