@@ -24,6 +24,9 @@ import (
 // [Cluster.Client]'s, "config" for [Cluster.Config]'s, numbered from the
 // second on ("manager#2"). The built-in controllers name themselves.
 
+// testClient is the name of [Cluster.Client]'s client.
+const testClient = "client"
+
 type clientKey struct{}
 
 // withClient returns ctx naming the client name.

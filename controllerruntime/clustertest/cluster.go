@@ -110,7 +110,20 @@ type Options struct {
 	// as before. Off (the default), managedFields are kube-apiserver's.
 	UntrackedBuiltinWrites bool
 
+	// PerturbTestClient lets PerturbConflict beat the test's own updates
+	// and patches too: those of [Cluster.Client], and of the memcluster's
+	// direct clients the test calls. Off (the default), another writer
+	// only ever races your controllers and the built-in ones, and a test
+	// that updates an object without retrying on a conflict is not failed
+	// by a 409 it did not ask for. Turn it on when your test plays a user
+	// who writes what your operator writes, and retries as a user would
+	// (k8s.io/client-go/util/retry.RetryOnConflict). The clients of
+	// [Cluster.Config] are not the test's own: a Manager may be built
+	// from it.
+	PerturbTestClient bool
+
 	onWrite func(memcluster.Write) // Explore's properties: every stored write
+	guide   []guided               // shrinking: the choices to follow (see guide)
 	shared  *shared                // what the benches of one Explore share; nil: the bench's own
 
 	// CRDDirectoryPaths (files, and directories of .yaml, .yml and .json
@@ -398,7 +411,7 @@ func (c *Cluster) Memcluster() *memcluster.Cluster { return c.mc }
 // the test's own reads and writes. The trace names it "client".
 func (c *Cluster) Client() client.Client {
 	c.clOnce.Do(func() {
-		c.cl, c.clErr = client.New(namedConfig(c.cfg, c.names.next("client")), client.Options{Scheme: c.scheme})
+		c.cl, c.clErr = client.New(namedConfig(c.cfg, c.names.next(testClient)), client.Options{Scheme: c.scheme})
 	})
 	if c.clErr != nil {
 		c.t.Fatalf("clustertest: client: %v", c.clErr)

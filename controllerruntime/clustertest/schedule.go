@@ -222,6 +222,10 @@ type chooser struct {
 	rate       float64 // how often rnd departs from the canonical order
 	perturb    Perturbations
 	fixed      map[uint64][]Choice // by step, in order
+	guiding    bool                // follow guide instead (shrinking)
+	guide      []guided            // what is left to follow, in order
+	shift      int64               // how far the steps followed have moved
+	testClient bool                // Options.PerturbTestClient
 	fixedPicks map[string]int      // the picks of workqueues, by pickID
 	picks      map[string]*queuePicks
 	made       []made
@@ -230,7 +234,12 @@ type chooser struct {
 // made is a choice the chooser made, and what it meant.
 type made struct {
 	Choice
-	chose, passed string // the step let through, and those it went before
+	chose, passed string // the step let through, and those it went ahead of
+	// The step it let through or perturbed, and its client (zero for a
+	// restart, a handover, a pick): what shrinking follows when the
+	// step's number moves (see guide).
+	step   gate.Step
+	client string
 }
 
 // Exploration rates: each seed departs from the canonical order at one of
@@ -260,12 +269,19 @@ func (c Choice) keepsStep() bool {
 }
 
 // conflictable reports whether w is a request another writer may beat:
-// an update or patch of one object.
-func conflictable(w *waiter) bool {
+// an update or patch of one object, not the test's own unless
+// Options.PerturbTestClient says so.
+func (c *chooser) conflictable(w *waiter) bool {
 	st := w.step
 	return st.Kind == gate.StepRequest && st.Name != "" && w.client != otherWriter &&
+		(c.testClient || !testsOwn(w.client)) &&
 		(st.Verb == gate.VerbUpdate || st.Verb == gate.VerbUpdateStatus || st.Verb == gate.VerbPatch)
 }
+
+// testsOwn reports whether client is the test's own: [Cluster.Client]'s,
+// or a direct client of the memcluster the test calls (its requests name
+// no client).
+func testsOwn(client string) bool { return client == testClient || client == "" }
 
 var lags = []time.Duration{50 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second, 10 * time.Second}
 
@@ -289,81 +305,101 @@ func fixedChooser(s Schedule) *chooser {
 // pick chooses what to do at step number step, among ready (sorted
 // canonically, not empty): a Choice whose Index is in range.
 func (c *chooser) pick(step uint64, ready []*waiter, restartables int, leaders []int) Choice {
-	n := len(ready)
-	ch := Choice{Step: step}
-	if c.rnd != nil {
-		var deliveries, writes []int
-		if c.perturb != 0 {
-			for i, w := range ready {
-				if w.step.Kind == gate.StepDelivery {
-					deliveries = append(deliveries, i)
-				}
-				if c.perturb&PerturbConflict != 0 && conflictable(w) {
-					writes = append(writes, i)
-				}
-			}
-		}
-		switch r := c.rnd.Float64(); {
-		case len(deliveries) > 0 && c.perturb&PerturbLag != 0 && r < lagRate:
-			ch.Perturb, ch.Index, ch.Lag = PerturbLag, deliveries[c.rnd.IntN(len(deliveries))], lags[c.rnd.IntN(len(lags))]
-		case len(deliveries) > 0 && c.perturb&PerturbWatchClose != 0 && r < lagRate+closeRate:
-			ch.Perturb, ch.Index = PerturbWatchClose, deliveries[c.rnd.IntN(len(deliveries))]
-		case restartables > 0 && c.perturb&PerturbRestart != 0 && r < lagRate+closeRate+restartRate:
-			ch.Perturb, ch.Index = PerturbRestart, c.rnd.IntN(restartables)
-		case len(deliveries) > 0 && c.perturb&PerturbRelist != 0 && r >= lagRate+closeRate+restartRate && r < lagRate+closeRate+restartRate+relistRate:
-			ch.Perturb, ch.Index = PerturbRelist, deliveries[c.rnd.IntN(len(deliveries))]
-		case len(writes) > 0 && c.perturb&PerturbConflict != 0 && r >= lagRate+closeRate+restartRate+relistRate &&
-			r < lagRate+closeRate+restartRate+relistRate+conflictRate:
-			ch.Perturb, ch.Index = PerturbConflict, writes[c.rnd.IntN(len(writes))]
-		case len(leaders) > 0 && c.perturb&PerturbHandover != 0 && r >= lagRate+closeRate+restartRate+relistRate+conflictRate &&
-			r < lagRate+closeRate+restartRate+relistRate+conflictRate+handoverRate:
-			ch.Perturb, ch.Index, ch.Lag = PerturbHandover, leaders[c.rnd.IntN(len(leaders))], stalls[c.rnd.IntN(len(stalls))]
-		case n > 1 && c.rnd.Float64() < c.rate:
-			ch.Index = 1 + c.rnd.IntN(n-1)
-		}
-	} else if fs := c.fixed[step]; len(fs) > 0 {
-		// A schedule shrunk, or replayed on a changed test, may ask for
-		// more than are ready, or perturb what is not a delivery.
-		ch = fs[0]
-		c.fixed[step] = fs[1:]
-		switch {
-		case ch.Perturb == PerturbHandover:
-			if !slices.Contains(leaders, ch.Index) {
-				ch = Choice{Step: step}
-			}
-		case ch.Perturb == PerturbRestart && restartables == 0:
-			ch = Choice{Step: step}
-		case ch.Perturb == PerturbRestart:
-			ch.Index %= restartables
-		case ch.Perturb == PerturbConflict:
-			ch.Index %= n
-			if !conflictable(ready[ch.Index]) {
-				ch = Choice{Step: step}
-			}
-		default:
-			ch.Index %= n
-			if ch.Perturb != 0 && ready[ch.Index].step.Kind != gate.StepDelivery {
-				ch = Choice{Step: step}
-			}
-		}
+	var ch Choice
+	switch {
+	case c.rnd != nil:
+		ch = c.draw(step, ready, restartables, leaders)
+	case c.guiding:
+		ch = c.follow(step, ready, restartables, leaders)
+	default:
+		ch = c.replay(step, ready, restartables, leaders)
 	}
 	if ch.Perturb == PerturbRestart || ch.Perturb == PerturbHandover {
 		c.made = append(c.made, made{Choice: ch})
 		return ch
 	}
 	if ch.Index != 0 || ch.Perturb != 0 {
-		m := made{Choice: ch, chose: choiceText(ready[ch.Index])}
+		w := ready[ch.Index]
+		m := made{Choice: ch, chose: stepLine(w.step, w.client), step: w.step, client: w.client}
 		if ch.Perturb == 0 {
-			var passed []string
-			for _, w := range ready[:min(ch.Index, 3)] {
-				passed = append(passed, choiceText(w))
-			}
-			if ch.Index > 3 {
-				passed = append(passed, fmt.Sprintf("%d more", ch.Index-3))
-			}
-			m.passed = strings.Join(passed, "; ")
+			m.passed = passedText(ready[:ch.Index])
 		}
 		c.made = append(c.made, m)
+	}
+	return ch
+}
+
+// draw is pick for exploration: from the seed.
+func (c *chooser) draw(step uint64, ready []*waiter, restartables int, leaders []int) Choice {
+	n := len(ready)
+	ch := Choice{Step: step}
+	var deliveries, writes []int
+	if c.perturb != 0 {
+		for i, w := range ready {
+			if w.step.Kind == gate.StepDelivery {
+				deliveries = append(deliveries, i)
+			}
+			if c.perturb&PerturbConflict != 0 && c.conflictable(w) {
+				writes = append(writes, i)
+			}
+		}
+	}
+	switch r := c.rnd.Float64(); {
+	case len(deliveries) > 0 && c.perturb&PerturbLag != 0 && r < lagRate:
+		ch.Perturb, ch.Index, ch.Lag = PerturbLag, deliveries[c.rnd.IntN(len(deliveries))], lags[c.rnd.IntN(len(lags))]
+	case len(deliveries) > 0 && c.perturb&PerturbWatchClose != 0 && r < lagRate+closeRate:
+		ch.Perturb, ch.Index = PerturbWatchClose, deliveries[c.rnd.IntN(len(deliveries))]
+	case restartables > 0 && c.perturb&PerturbRestart != 0 && r < lagRate+closeRate+restartRate:
+		ch.Perturb, ch.Index = PerturbRestart, c.rnd.IntN(restartables)
+	case len(deliveries) > 0 && c.perturb&PerturbRelist != 0 && r >= lagRate+closeRate+restartRate && r < lagRate+closeRate+restartRate+relistRate:
+		ch.Perturb, ch.Index = PerturbRelist, deliveries[c.rnd.IntN(len(deliveries))]
+	case len(writes) > 0 && c.perturb&PerturbConflict != 0 && r >= lagRate+closeRate+restartRate+relistRate &&
+		r < lagRate+closeRate+restartRate+relistRate+conflictRate:
+		ch.Perturb, ch.Index = PerturbConflict, writes[c.rnd.IntN(len(writes))]
+	case len(leaders) > 0 && c.perturb&PerturbHandover != 0 && r >= lagRate+closeRate+restartRate+relistRate+conflictRate &&
+		r < lagRate+closeRate+restartRate+relistRate+conflictRate+handoverRate:
+		ch.Perturb, ch.Index, ch.Lag = PerturbHandover, leaders[c.rnd.IntN(len(leaders))], stalls[c.rnd.IntN(len(stalls))]
+	case n > 1 && c.rnd.Float64() < c.rate:
+		ch.Index = 1 + c.rnd.IntN(n-1)
+	}
+	return ch
+}
+
+// replay is pick for a replay: the schedule's choice of the step, if it
+// applies.
+func (c *chooser) replay(step uint64, ready []*waiter, restartables int, leaders []int) Choice {
+	fs := c.fixed[step]
+	if len(fs) == 0 {
+		return Choice{Step: step}
+	}
+	c.fixed[step] = fs[1:]
+	return c.applicable(fs[0], ready, restartables, leaders)
+}
+
+// applicable returns ch if it applies to ready (a schedule shrunk, or
+// replayed on a changed test, may ask for more than are ready, or perturb
+// what is not a delivery), else the canonical choice of its step.
+func (c *chooser) applicable(ch Choice, ready []*waiter, restartables int, leaders []int) Choice {
+	n := len(ready)
+	switch {
+	case ch.Perturb == PerturbHandover:
+		if !slices.Contains(leaders, ch.Index) {
+			return Choice{Step: ch.Step}
+		}
+	case ch.Perturb == PerturbRestart && restartables == 0:
+		return Choice{Step: ch.Step}
+	case ch.Perturb == PerturbRestart:
+		ch.Index %= restartables
+	case ch.Perturb == PerturbConflict:
+		ch.Index %= n
+		if !c.conflictable(ready[ch.Index]) {
+			return Choice{Step: ch.Step}
+		}
+	default:
+		ch.Index %= n
+		if ch.Perturb != 0 && ready[ch.Index].step.Kind != gate.StepDelivery {
+			return Choice{Step: ch.Step}
+		}
 	}
 	return ch
 }
@@ -545,53 +581,28 @@ func (c *Cluster) Schedule() Schedule {
 	return c.sched.choose.schedule()
 }
 
-// reordering is a choice made that differs from the canonical order,
-// readable.
-type reordering struct {
-	step uint64
-	text string
-}
-
-// reorderings describes the choices made so far that differ from the
-// canonical order.
-func (c *Cluster) reorderings() []reordering {
+// made returns the choices made so far, with what they acted on.
+func (c *Cluster) made() []made {
 	c.sched.mu.Lock()
 	defer c.sched.mu.Unlock()
 	if c.sched.choose == nil {
 		return nil
 	}
-	var out []reordering
-	for _, m := range c.sched.choose.made {
-		var text string
-		switch m.Perturb {
-		case 0:
-			if m.Queue != "" {
-				text = fmt.Sprintf("step %d: queue %s handed out %s, before %s", m.Step, m.Queue, m.chose, m.passed)
-				break
-			}
-			text = fmt.Sprintf("step %d: %s, before %s", m.Step, m.chose, m.passed)
-		case PerturbLag:
-			text = fmt.Sprintf("step %d: the watch of %s held back %v", m.Step, m.chose, m.Lag)
-		case PerturbWatchClose:
-			text = fmt.Sprintf("step %d: the watch of %s closed instead", m.Step, m.chose)
-		case PerturbRelist:
-			text = fmt.Sprintf("step %d: the watch of %s expired (410) instead: its client listed again", m.Step, m.chose)
-		case PerturbConflict:
-			text = fmt.Sprintf("step %d: %s changed the object of %s first", m.Step, otherWriter, m.chose)
-		case PerturbRestart:
-			text = fmt.Sprintf("step %d: restart of %s", m.Step, c.sched.restartables[m.Index].name)
-		case PerturbHandover:
-			text = fmt.Sprintf("step %d: the leader of lease %s/%s stalled %v", m.Step, LeaseNamespace, c.sched.elected[m.Index].id, m.Lag)
-		}
-		out = append(out, reordering{m.Step, text})
-	}
-	return out
+	return slices.Clone(c.sched.choose.made)
 }
 
 // chooserFor returns the chooser Options ask for, or nil for the
 // canonical order.
-func chooserFor(opts Options) (*chooser, error) {
-	if opts.Schedule != "" {
+func chooserFor(opts Options) (c *chooser, err error) {
+	defer func() {
+		if c != nil {
+			c.testClient = opts.PerturbTestClient
+		}
+	}()
+	switch {
+	case opts.guide != nil:
+		return guidedChooser(opts.guide), nil
+	case opts.Schedule != "":
 		s, err := ParseSchedule(opts.Schedule)
 		if err != nil {
 			return nil, err
@@ -600,23 +611,13 @@ func chooserFor(opts Options) (*chooser, error) {
 			return nil, errors.New("clustertest: Options.Schedule needs the steps in order, not Concurrent")
 		}
 		return fixedChooser(s), nil
-	}
-	if opts.Interleave {
+	case opts.Interleave:
 		if opts.Concurrent {
 			return nil, errors.New("clustertest: Options.Interleave needs the steps in order, not Concurrent")
 		}
 		return randomChooser(opts.Seed, opts.Perturb), nil
 	}
 	return nil, nil
-}
-
-// choiceText describes a step for the report of a reordering: a delivery
-// names its watch's client.
-func choiceText(w *waiter) string {
-	if w.step.Kind == gate.StepDelivery && w.client != "" {
-		return stepText(w) + " (" + w.client + ")"
-	}
-	return stepText(w)
 }
 
 // note adds a line to the trace, at the current time.

@@ -62,8 +62,7 @@ func TestExploreCost(t *testing.T) {
 	opts := options(t)
 	opts.Seeds, opts.Parallel = n, 1
 	if os.Getenv("SITE_EXPLORE_COST_PERTURB") == "all" {
-		opts.Options.Perturb = clustertest.PerturbLag | clustertest.PerturbWatchClose | clustertest.PerturbRestart |
-			clustertest.PerturbRelist | clustertest.PerturbConflict | clustertest.PerturbHandover
+		opts.Options.Perturb = clustertest.AllPerturbations
 	}
 	before := cpuSeconds(t)
 	if v := clustertest.Explore(t, opts, scenario(false)); v != nil {
