@@ -87,13 +87,24 @@ func (c *chooser) follow(step uint64, ready []*waiter, restartables int, leaders
 			}
 			continue
 		}
+		// What it acted on, exactly; or, once where it is expected, the
+		// same but for its resourceVersion (an earlier choice left out
+		// may have reordered the writes before it).
+		loose := g.on
+		loose.ResourceVersion = ""
 		i := -1
 		for j, w := range ready {
+			if w.client != g.client {
+				continue
+			}
 			on := w.step
 			on.Watch = 0
-			if on == g.on && w.client == g.client {
+			if on == g.on {
 				i = j
 				break
+			}
+			if on.ResourceVersion = ""; i < 0 && now >= at && on == loose {
+				i = j // unless an exact match follows
 			}
 		}
 		switch {
@@ -165,8 +176,16 @@ func shrink(t *testing.T, opts ExploreOptions, scenario Scenario, v *Violation) 
 		removed := false
 		for i := 0; i < len(cur) && runs < budget; {
 			cand := append(append([]guided{}, cur[:i]...), cur[min(i+chunk, len(cur)):]...)
-			if w := follow(cand); w != nil && len(w.made) < len(cur) {
-				accept(w, false)
+			// Following the others by what they acted on drops a choice
+			// kept for its number; by number works where what they acted
+			// on changed (a pod's generated name, a resourceVersion).
+			w := follow(cand)
+			replayed := false
+			if (w == nil || len(w.made) >= len(cur)) && runs < budget {
+				w, replayed = replay(scheduleOf(cand)), true
+			}
+			if w != nil && len(w.made) < len(cur) {
+				accept(w, replayed)
 				cur, removed = guideOf(w.made), true
 				continue
 			}
