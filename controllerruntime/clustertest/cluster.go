@@ -99,17 +99,8 @@ type Options struct {
 	// Perturb lets Seed, with Interleave, also perturb the cluster at any
 	// step: watches that lag, close, or expire and relist, restarts,
 	// conflicting writers, leader handovers (see [Perturbations]).
+	// [AllPerturbations] turns every one on.
 	Perturb Perturbations
-	// UntrackedBuiltinWrites leaves the writes of the built-in controllers
-	// and of the kubelet out of metadata.managedFields: their updates keep
-	// an object's managedFields as they were, and the ReplicaSets and pods
-	// they create have none (see memcluster.Config.UntrackedManagers). It
-	// saves most of the CPU a rollout spends recording them (a bench
-	// under -race beside other busy processes may need it to meet short
-	// deadlines); your own writes and every server-side apply are recorded
-	// as before. Off (the default), managedFields are kube-apiserver's.
-	UntrackedBuiltinWrites bool
-
 	// PerturbTestClient lets PerturbConflict beat the test's own updates
 	// and patches too: those of [Cluster.Client], and of the memcluster's
 	// direct clients the test calls. Off (the default), another writer
@@ -121,9 +112,18 @@ type Options struct {
 	// [Cluster.Config] are not the test's own: a Manager may be built
 	// from it.
 	PerturbTestClient bool
+	// UntrackedBuiltinWrites leaves the writes of the built-in controllers
+	// and of the kubelet out of metadata.managedFields: their updates keep
+	// an object's managedFields as they were, and the ReplicaSets and pods
+	// they create have none (see memcluster.Config.UntrackedManagers). It
+	// saves most of the CPU a rollout spends recording them (a bench
+	// under -race beside other busy processes may need it to meet short
+	// deadlines); your own writes and every server-side apply are recorded
+	// as before. Off (the default), managedFields are kube-apiserver's.
+	UntrackedBuiltinWrites bool
 
 	onWrite func(memcluster.Write) // Explore's properties: every stored write
-	guide   []guided               // shrinking: the choices to follow (see guide)
+	guide   []guided               // shrinking: the choices to follow (see shrink.go)
 	shared  *shared                // what the benches of one Explore share; nil: the bench's own
 
 	// CRDDirectoryPaths (files, and directories of .yaml, .yml and .json

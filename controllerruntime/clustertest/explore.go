@@ -204,7 +204,7 @@ func exploredText(opts ExploreOptions, replay string) string {
 	if replay != "" {
 		return "replay " + replay
 	}
-	return fmt.Sprintf("%d seeds from %d", seedCount(opts), firstSeed(opts))
+	return fmt.Sprintf("%d seeds from %d, perturbations: %v", seedCount(opts), firstSeed(opts), opts.Options.Perturb)
 }
 
 func seedCount(opts ExploreOptions) int {

@@ -134,6 +134,29 @@ const (
 	AllPerturbations = PerturbLag | PerturbWatchClose | PerturbRestart | PerturbRelist | PerturbConflict | PerturbHandover
 )
 
+// String names the perturbations, as "lag|relist|conflict" ("none" for
+// none).
+func (p Perturbations) String() string {
+	var names []string
+	for _, n := range []struct {
+		p    Perturbations
+		name string
+	}{{PerturbLag, "lag"}, {PerturbWatchClose, "close"}, {PerturbRestart, "restart"}, {PerturbRelist, "relist"},
+		{PerturbConflict, "conflict"}, {PerturbHandover, "handover"}} {
+		if p&n.p != 0 {
+			names = append(names, n.name)
+			p &^= n.p
+		}
+	}
+	if p != 0 {
+		names = append(names, fmt.Sprintf("%#x", uint8(p)))
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, "|")
+}
+
 // String is the form ParseSchedule reads: "12:1,40:lag0=2s,41:close1",
 // or "" for the canonical order.
 func (s Schedule) String() string {
