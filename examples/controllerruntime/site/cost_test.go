@@ -17,7 +17,9 @@ import (
 // BenchmarkExplore measures what a seed of this example's exploration
 // costs: b.N seeds of the fixed operator (every property holds, so every
 // seed runs to its end), one bench at a time, reported as seeds per
-// CPU-second (user and system time of the exploration alone). Explore needs
+// CPU-second (user and system time of the exploration alone): in the
+// canonical order, with every perturbation, and with every perturbation
+// and Options.UntrackedBuiltinWrites. Explore needs
 // a *testing.T (each bench is a testing/synctest bubble), so the seeds run
 // in a child process of the test binary, in TestExploreCost. Use a fixed
 // count of seeds, so that two runs explore the same ones:
@@ -27,7 +29,7 @@ func BenchmarkExplore(b *testing.B) {
 	for _, bc := range []struct {
 		name    string
 		perturb string
-	}{{"canonical", "none"}, {"perturbed", "all"}} {
+	}{{"canonical", "none"}, {"perturbed", "all"}, {"perturbed-untracked", "all-untracked"}} {
 		b.Run(bc.name, func(b *testing.B) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestExploreCost$", "-test.count=1", "-test.v")
 			cmd.Env = append(os.Environ(), "SITE_EXPLORE_COST_SEEDS="+strconv.Itoa(b.N), "SITE_EXPLORE_COST_PERTURB="+bc.perturb)
@@ -61,8 +63,11 @@ func TestExploreCost(t *testing.T) {
 	}
 	opts := options(t)
 	opts.Seeds, opts.Parallel = n, 1
-	if os.Getenv("SITE_EXPLORE_COST_PERTURB") == "all" {
+	switch os.Getenv("SITE_EXPLORE_COST_PERTURB") {
+	case "all":
 		opts.Options.Perturb = clustertest.AllPerturbations
+	case "all-untracked": // the built-in controllers' writes out of managedFields
+		opts.Options.Perturb, opts.Options.UntrackedBuiltinWrites = clustertest.AllPerturbations, true
 	}
 	before := cpuSeconds(t)
 	if v := clustertest.Explore(t, opts, scenario(false)); v != nil {
