@@ -16,7 +16,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -314,7 +313,7 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	}
 	fr := front{rec: c.rec, next: memcluster.NewHandler(c.mc), filter: &c.filter}
 	if opts.onWrite != nil {
-		fr.decoder = serializer.NewCodecFactory(scheme).UniversalDeserializer() // Explore's properties judge preconditions
+		fr.preconditions = true // Explore's properties judge them
 	}
 	c.cfg = &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: fr},
 		QPS: -1} // no client-side throttling: the cluster answers at once, in virtual time
