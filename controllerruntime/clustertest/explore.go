@@ -61,9 +61,10 @@ type Violation struct {
 	Found    Schedule // as found, before shrinking
 	Step     uint64   // the step after which the property failed (0 at the end)
 	Replay   string   // "seed=17 schedule=12:1,40:2": ExploreOptions.Replay reruns it
-	// Steps are the choices of Schedule that differ from the canonical
-	// order, readable: "step 12: delivery of ADDED pods@57 to watch 3,
-	// before request create pods in default from replicaset-controller".
+	// Steps are the choices of Schedule up to the violation, one
+	// readable line each: "step 12: ADDED pods default/web-1@57 to
+	// kube-controller-manager (watch 3) goes ahead of create pods in
+	// default by replicaset-controller".
 	Steps []string
 	// Trace is the bench's trace up to the violation.
 	Trace    []string
