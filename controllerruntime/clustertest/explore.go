@@ -22,7 +22,8 @@ type Scenario func(t testing.TB, c *Cluster)
 // ExploreOptions configures [Explore].
 type ExploreOptions struct {
 	// Options are each bench's; Explore sets Seed, and Interleave or
-	// Schedule, per run.
+	// Schedule, per run. Options.Perturb adds perturbations to the
+	// reorderings ([AllPerturbations] for every one).
 	Options Options
 	// Seeds is how many seeds to run, from FirstSeed (default 1). Zero
 	// means 100. The environment variable CLUSTERTEST_SEEDS, when set,
