@@ -306,7 +306,8 @@ func (s *sim) record() error {
 		return err
 	}
 	D := replicas(d.Spec.Replicas)
-	scaling, err := rollout.IsScalingEvent(d, rollout.FindNewReplicaSet(d, s.prevRSs), oldOf(d, s.prevRSs))
+	newRS := rollout.FindNewReplicaSet(d, s.prevRSs)
+	scaling, err := rollout.IsScalingEvent(d, newRS, othersThan(newRS, s.prevRSs))
 	if err != nil {
 		scaling = false // invalid annotations only; upstream skips them too
 	}

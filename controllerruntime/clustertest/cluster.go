@@ -16,9 +16,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -100,7 +98,19 @@ type Options struct {
 	// Perturb lets Seed, with Interleave, also perturb the cluster at any
 	// step: watches that lag, close, or expire and relist, restarts,
 	// conflicting writers, leader handovers (see [Perturbations]).
+	// [AllPerturbations] turns every one on.
 	Perturb Perturbations
+	// PerturbTestClient lets PerturbConflict beat the test's own updates
+	// and patches too: those of [Cluster.Client], and of the memcluster's
+	// direct clients the test calls. Off (the default), another writer
+	// only ever races your controllers and the built-in ones, and a test
+	// that updates an object without retrying on a conflict is not failed
+	// by a 409 it did not ask for. Turn it on when your test plays a user
+	// who writes what your operator writes, and retries as a user would
+	// (k8s.io/client-go/util/retry.RetryOnConflict). The clients of
+	// [Cluster.Config] are not the test's own: a Manager may be built
+	// from it.
+	PerturbTestClient bool
 	// UntrackedBuiltinWrites leaves the writes of the built-in controllers
 	// and of the kubelet out of metadata.managedFields: their updates keep
 	// an object's managedFields as they were, and the ReplicaSets and pods
@@ -112,6 +122,8 @@ type Options struct {
 	UntrackedBuiltinWrites bool
 
 	onWrite func(memcluster.Write) // Explore's properties: every stored write
+	guide   []guided               // shrinking: the choices to follow (see shrink.go)
+	shared  *shared                // what the benches of one Explore share; nil: the bench's own
 
 	// CRDDirectoryPaths (files, and directories of .yaml, .yml and .json
 	// files) and CRDs are the CustomResourceDefinitions to install, as
@@ -198,7 +210,7 @@ func Test(t *testing.T, opts Options, f func(t *testing.T, c *Cluster)) {
 			return // the goroutines left were named already
 		}
 		t.Errorf("clustertest: the test deadlocked (testing/synctest: %v): every goroutine of the bubble is blocked and no timer is pending; they wait at:\n%s",
-			r, strings.Join(leftovers(bubble, 0), "\n"))
+			r, strings.Join(leftovers(bubble, 0, nil), "\n"))
 	}()
 	// controller-runtime falls back to a silent logger when nobody set one
 	// 30 s after the process started, by the clock; inside a bubble that
@@ -242,7 +254,11 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	c.sched.onHalt = func(msg string) { c.fail(errors.New(msg)) }
 	c.sched.note = c.rec.note
 	c.sched.conflict = func(st gate.Step) { c.wg.Go(func() { c.conflictWrite(st) }) }
-	builtinTypes := memcluster.LazyTypeConverter(func() managedfields.TypeConverter { return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme) })
+	if opts.shared == nil {
+		opts.shared = newShared()
+	}
+	c.opts.shared = opts.shared
+	builtinTypes := opts.shared.builtinTypes
 	c.mc = memcluster.New(memcluster.Config{
 		Seed: opts.Seed, Gate: c.sched, OnWrite: func(w memcluster.Write) {
 			c.rec.write(w)
@@ -297,7 +313,7 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	}
 	fr := front{rec: c.rec, next: memcluster.NewHandler(c.mc), filter: &c.filter}
 	if opts.onWrite != nil {
-		fr.decoder = serializer.NewCodecFactory(scheme).UniversalDeserializer() // Explore's properties judge preconditions
+		fr.preconditions = true // Explore's properties judge them
 	}
 	c.cfg = &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: fr},
 		QPS: -1} // no client-side throttling: the cluster answers at once, in virtual time
@@ -364,7 +380,7 @@ func (c *Cluster) stop() (leftBehind bool) {
 	self := goroutineID()
 	for wait := time.Millisecond; ; wait *= 2 {
 		synctest.Wait()
-		left := leftovers(c.bubble, self)
+		left := leftovers(c.bubble, self, c.opts.shared)
 		if len(left) == 0 {
 			return false
 		}
@@ -394,7 +410,7 @@ func (c *Cluster) Memcluster() *memcluster.Cluster { return c.mc }
 // the test's own reads and writes. The trace names it "client".
 func (c *Cluster) Client() client.Client {
 	c.clOnce.Do(func() {
-		c.cl, c.clErr = client.New(namedConfig(c.cfg, c.names.next("client")), client.Options{Scheme: c.scheme})
+		c.cl, c.clErr = client.New(namedConfig(c.cfg, c.names.next(testClient)), client.Options{Scheme: c.scheme})
 	})
 	if c.clErr != nil {
 		c.t.Fatalf("clustertest: client: %v", c.clErr)
