@@ -1,0 +1,86 @@
+package planner
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// admitPod is the simulation's admission of a pod creation: the limit
+// ranges' defaults, then, after the start, the quotas (Options.Quotas),
+// charged with the pods the simulation holds and the Outside pods still
+// there. It counts refusals.
+func (s *sim) admitPod(ctx context.Context, pod *corev1.Pod) error {
+	ApplyLimitRanges(pod, s.opts.LimitRanges)
+	if s.setup || len(s.opts.Quotas) == 0 {
+		return nil
+	}
+	held, _, err := s.c.Pods(s.key.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	now := s.clk.Now()
+	for _, p := range s.outsidePods {
+		if !outsideGone(p, now) {
+			held = append(held, p)
+		}
+	}
+	if err := AdmitPod(s.opts.Quotas, pod, held, now); err != nil {
+		s.tl.Refused++
+		return err
+	}
+	return nil
+}
+
+// shiftOutside returns the Outside pods with their times moved to the
+// simulation's clock: Options.Now becomes the start.
+func (s *sim) shiftOutside() []*corev1.Pod {
+	shift := func(t *metav1.Time) *metav1.Time {
+		if t == nil {
+			return nil
+		}
+		return ptr(metav1.NewTime(s.tl.Start.Add(t.Sub(s.opts.Now))))
+	}
+	var out []*corev1.Pod
+	for _, p := range s.opts.Outside {
+		if p == nil {
+			continue
+		}
+		c := p.DeepCopy()
+		c.CreationTimestamp = *shift(&c.CreationTimestamp)
+		c.DeletionTimestamp = shift(c.DeletionTimestamp)
+		out = append(out, c)
+	}
+	return out
+}
+
+// outsideGone reports whether an Outside pod has been removed at now: it
+// was deleted, has no finalizers, and its grace period has ended.
+func outsideGone(p *corev1.Pod, now time.Time) bool {
+	return p.DeletionTimestamp != nil && len(p.Finalizers) == 0 && !now.Before(p.DeletionTimestamp.Time)
+}
+
+// outsideChanges are the instants after the start at which an Outside
+// pod stops counting in some way (removed, or past its grace period while
+// finalizers hold it), sorted: the simulation moves to them, since a
+// creation a quota refused may fit then.
+func (s *sim) outsideChanges() []time.Time {
+	var out []time.Time
+	for _, p := range s.outsidePods {
+		if p.DeletionTimestamp == nil {
+			continue
+		}
+		at := p.DeletionTimestamp.Time
+		if len(p.Finalizers) > 0 && p.DeletionGracePeriodSeconds != nil {
+			at = at.Add(time.Duration(*p.DeletionGracePeriodSeconds)*time.Second + time.Nanosecond)
+		}
+		if at.After(s.tl.Start) {
+			out = append(out, at)
+		}
+	}
+	slices.SortFunc(out, time.Time.Compare)
+	return slices.Compact(out)
+}
