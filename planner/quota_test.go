@@ -104,7 +104,9 @@ func TestPodUsage(t *testing.T) {
 }
 
 func TestAdmitPod(t *testing.T) {
-	small := func() *corev1.Pod { return podOf(container("app", list("cpu", "500m", "memory", "64Mi"), list("cpu", "1"))) }
+	small := func() *corev1.Pod {
+		return podOf(container("app", list("cpu", "500m", "memory", "64Mi"), list("cpu", "1")))
+	}
 	bare := func() *corev1.Pod { return podOf(container("app", nil, nil)) }
 	held := func(n int, mk func() *corev1.Pod) []*corev1.Pod {
 		var out []*corev1.Pod
