@@ -28,10 +28,18 @@ func (s *sim) admitPod(ctx context.Context, pod *corev1.Pod) error {
 			held = append(held, p)
 		}
 	}
+	rs := ""
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+		rs = ref.Name
+	}
 	if err := AdmitPod(s.opts.Quotas, pod, held, now); err != nil {
-		s.tl.Refused++
+		if !s.refusing[rs] {
+			s.tl.Refused++ // retried until a creation succeeds: one wait
+			s.refusing[rs] = true
+		}
 		return err
 	}
+	delete(s.refusing, rs)
 	return nil
 }
 

@@ -193,7 +193,10 @@ type Timeline struct {
 	// the rollout: a failure fraction applies per pod, so a small
 	// fraction of few pods may hit none.
 	Faults Faults
-	// Refused counts the pod creations Options.Quotas refused.
+	// Refused counts the waits for room in Options.Quotas: each time a
+	// ReplicaSet's pod creation is refused after its last one succeeded
+	// (the refusal, retried until a creation succeeds, is one wait and
+	// one FailedCreate in the timeline).
 	Refused int
 }
 

@@ -47,8 +47,8 @@ func QuotaFrom(q *corev1.ResourceQuota) Quota {
 	return Quota{Name: q.Name, Hard: hard.DeepCopy(), Scopes: slices.Clone(q.Spec.Scopes), ScopeSelector: q.Spec.ScopeSelector.DeepCopy()}
 }
 
-// limitsPods reports whether q limits any resource a pod consumes.
-func (q Quota) limitsPods() bool {
+// LimitsPods reports whether q limits any resource a pod consumes.
+func (q Quota) LimitsPods() bool {
 	for name := range q.Hard {
 		if podResource(name) {
 			return true
@@ -213,10 +213,11 @@ func add(l corev1.ResourceList, name corev1.ResourceName, q resource.Quantity) {
 	l[name] = cur
 }
 
-// matches reports whether p counts against q: q limits a pod resource
-// and p is in every one of q's scopes.
-func (q Quota) matches(p *corev1.Pod) (bool, error) {
-	if !q.limitsPods() {
+// Counts reports whether p counts against q: q limits a pod resource
+// and p is in every one of q's scopes. The error is a scope selector q's
+// admission could not evaluate.
+func (q Quota) Counts(p *corev1.Pod) (bool, error) {
+	if !q.LimitsPods() {
 		return false, nil
 	}
 	var reqs []corev1.ScopedResourceSelectorRequirement
@@ -335,7 +336,7 @@ func AdmitPod(quotas []Quota, pod *corev1.Pod, held []*corev1.Pod, now time.Time
 	}
 	want := PodUsage(pod, now)
 	for _, q := range quotas {
-		ok, err := q.matches(pod)
+		ok, err := q.Counts(pod)
 		if err != nil {
 			return err
 		}
@@ -347,7 +348,7 @@ func AdmitPod(quotas []Quota, pod *corev1.Pod, held []*corev1.Pod, now time.Time
 		}
 		used := corev1.ResourceList{}
 		for _, h := range held {
-			if ok, err := q.matches(h); err != nil {
+			if ok, err := q.Counts(h); err != nil {
 				return err
 			} else if ok {
 				for name, v := range PodUsage(h, now) {

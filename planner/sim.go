@@ -119,16 +119,20 @@ type sim struct {
 	// both set at the start.
 	outsidePods []*corev1.Pod
 	outside     []time.Time
+	// refusing holds the ReplicaSets whose last pod creation a quota
+	// refused.
+	refusing map[string]bool
 }
 
 func newSim(d *appsv1.Deployment, model PodModel, opts Options) (*sim, error) {
 	ns := cmp.Or(d.Namespace, metav1.NamespaceDefault)
 	s := &sim{
-		clk:  clock.NewFake(epoch()),
-		key:  types.NamespacedName{Namespace: ns, Name: d.Name},
-		opts: opts,
-		due:  map[string]time.Time{},
-		exp:  &replicaset.Expectations{},
+		clk:      clock.NewFake(epoch()),
+		key:      types.NamespacedName{Namespace: ns, Name: d.Name},
+		opts:     opts,
+		due:      map[string]time.Time{},
+		refusing: map[string]bool{},
+		exp:      &replicaset.Expectations{},
 	}
 	s.c = memcluster.New(memcluster.Config{Clock: s.clk, Seed: opts.Seed})
 	old := memcluster.PodBehavior{ShutdownDelay: model.Shutdown}

@@ -44,6 +44,19 @@ type State struct {
 	// Autoscalers are the namespace's HorizontalPodAutoscalers whose
 	// scaleTargetRef is the Deployment.
 	Autoscalers []*autoscalingv2.HorizontalPodAutoscaler
+	// ResourceQuotas and LimitRanges are the namespace's: pods are
+	// created through them (their defaults and limits), so a rollout's
+	// progress depends on them.
+	ResourceQuotas []*corev1.ResourceQuota
+	LimitRanges    []*corev1.LimitRange
+	// QuotaPods are every pod of the namespace, read only when a
+	// ResourceQuota limits a resource pods consume: the pods outside the
+	// selector count against it too.
+	QuotaPods []*corev1.Pod
+	// ReplicasWrites are the changes of spec.replicas Fetch saw while it
+	// watched the Deployment during a fight over it (FetchOptions.Observe),
+	// oldest first.
+	ReplicasWrites []ReplicasWrite
 	// Leases are the leader-election Leases of the controllers that may
 	// run the Deployment controller (FetchOptions.Leases). Fetch reads
 	// them only when the controller has not observed the Deployment's
@@ -177,6 +190,7 @@ func FetchWith(ctx context.Context, cs Getter, ns, name string, o FetchOptions) 
 			}
 		}
 	}
+	fetchQuotas(ctx, cs, st)
 	addEvents(metav1.ListOptions{FieldSelector: "type=Warning", Limit: 1000}, "probe failures and kubelet rejections")
 	addEvents(metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(d.UID), Limit: 1000}, "scaling events")
 	for _, h := range st.Autoscalers {

@@ -1,0 +1,127 @@
+package plugin
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// podsQuota is a ResourceQuota "pods" of hard pods, used as its
+// controller computed it.
+func podsQuota(hard, used int64) *corev1.ResourceQuota {
+	h := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(hard, resource.DecimalSI)}
+	return &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "pods", Namespace: "shop"}, Spec: corev1.ResourceQuotaSpec{Hard: h},
+		Status: corev1.ResourceQuotaStatus{Hard: h, Used: corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(used, resource.DecimalSI)}}}
+}
+
+// quotaWorld is web (3 replicas, surge/unavail) rolling from nginx:1 to
+// app:2: the 3 old pods ready, newReady new pods ready and the new
+// ReplicaSet at newSpec; a quota refused its other pods.
+func quotaWorld(surge, unavail int, newSpec int32, newReady int, quota *corev1.ResourceQuota) *State {
+	w := newWorld(3, 3, newSpec, "app:2")
+	s, u := intstr.FromInt(surge), intstr.FromInt(unavail)
+	w.d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: &s, MaxUnavailable: &u}
+	for i := range 3 {
+		w.pod(w.old, i, readyFor(time.Hour))
+	}
+	for i := range newReady {
+		w.pod(w.new, i, readyFor(time.Second))
+	}
+	w.new.Status.Conditions = []appsv1.ReplicaSetCondition{{Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate",
+		Message: `pods "web-x" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=4, limited: pods=4`}}
+	st := w.state()
+	if quota != nil {
+		st.ResourceQuotas = []*corev1.ResourceQuota{quota}
+		st.QuotaPods = w.pods
+	}
+	return st
+}
+
+func TestWhyQuotaVerdict(t *testing.T) {
+	other := func(st *State) *State {
+		st.QuotaPods = append(st.QuotaPods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-0", Namespace: "shop", UID: "db"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "db:1"}}}})
+		return st
+	}
+	scaledUp := func() *State {
+		w := newWorld(6, 0, 6, "app:2")
+		for i := range 4 {
+			w.pod(w.new, i, readyFor(time.Hour))
+		}
+		w.new.Status.Conditions = []appsv1.ReplicaSetCondition{{Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate",
+			Message: `pods "web-x" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=4, limited: pods=4`}}
+		st := w.state()
+		st.ReplicaSets = []*appsv1.ReplicaSet{w.new}
+		st.ResourceQuotas, st.QuotaPods = []*corev1.ResourceQuota{podsQuota(4, 4)}, w.pods
+		return st
+	}
+	defaultStrategy := func() *State {
+		w := newWorld(4, 4, 1, "app:2")
+		for i := range 4 {
+			w.pod(w.old, i, readyFor(time.Hour))
+		}
+		w.new.Status.Conditions = []appsv1.ReplicaSetCondition{{Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate",
+			Message: `pods "web-x" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=4, limited: pods=4`}}
+		st := w.state()
+		st.ResourceQuotas, st.QuotaPods = []*corev1.ResourceQuota{podsQuota(4, 4)}, w.pods
+		return st
+	}
+	type verdict struct {
+		State    RolloutState
+		Codes    []CauseCode
+		Severity Severity
+		SlowedBy []CauseCode
+		Estimate bool
+	}
+	tests := []struct {
+		name string
+		st   *State
+		want verdict
+		text []string
+	}{
+		{"slowed: 4 pods, 3 replicas, 2/0: each old pod that goes frees room", quotaWorld(2, 0, 2, 1, podsQuota(4, 4)),
+			verdict{Progressing, []CauseCode{QuotaExceeded}, Warning, []CauseCode{QuotaExceeded}, true},
+			[]string{"deployment/web in shop: progressing, slowed by quota", "~ QuotaExceeded: a ResourceQuota refuses some pods of web-",
+				"but it only slows the rollout", "the planner, enforcing ResourceQuota pods (pods 4/4), completes the rollout in",
+				"Estimate: completes in about"}},
+		{"slowed: 4 replicas at 25%/25% (1/1) in 4 pods: an old pod goes first", defaultStrategy(),
+			verdict{Progressing, []CauseCode{QuotaExceeded}, Warning, []CauseCode{QuotaExceeded}, true},
+			[]string{"progressing, slowed by quota"}},
+		{"stuck: 3 pods, 3 replicas, 1/0: no room and no old pod may go", quotaWorld(1, 0, 1, 0, podsQuota(3, 3)),
+			verdict{Stuck, []CauseCode{QuotaExceeded}, Blocking, nil, false},
+			[]string{"deployment/web in shop: STUCK", "does not see it complete", "old replica sets cannot scale down",
+				"or allow maxUnavailable ≥ 1: old pods then go first"}},
+		{"stuck: another workload's pod holds the room", other(quotaWorld(1, 0, 1, 0, podsQuota(4, 4))),
+			verdict{Stuck, []CauseCode{QuotaExceeded}, Blocking, nil, false},
+			[]string{"ResourceQuota pods (pods 4/4)"}},
+		{"stuck: scaled up into a full quota", scaledUp(),
+			verdict{Stuck, []CauseCode{QuotaExceeded}, Blocking, nil, false},
+			[]string{"does not see it complete", "raise the ResourceQuota"}},
+		{"no quota read: no judgement, stuck as the condition says", quotaWorld(2, 0, 2, 1, nil),
+			verdict{Stuck, []CauseCode{QuotaExceeded}, Blocking, nil, false}, []string{"a ResourceQuota rejects the pods of web-"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, text := whyText(t, tt.st)
+			got := verdict{State: r.State, Codes: codes(r.Causes), SlowedBy: r.SlowedBy, Estimate: r.Estimate != nil && r.Estimate.Complete}
+			if len(r.Causes) > 0 {
+				got.Severity = r.Causes[0].Severity
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("verdict mismatch (-want +got):\n%s\n%s", diff, text)
+			}
+			for _, s := range tt.text {
+				if !strings.Contains(text, s) {
+					t.Errorf("output lacks %q:\n%s", s, text)
+				}
+			}
+		})
+	}
+}
