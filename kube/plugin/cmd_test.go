@@ -197,7 +197,7 @@ spec:
 // ones too), the autoscalers that target it and, when its generation is
 // not observed, the leader Leases; why reports them through the command.
 func TestFetchControllerFacts(t *testing.T) {
-	w, st := fight()
+	w, st := fightWorld()
 	objs := []runtime.Object{w.d, w.old, w.new, st.Autoscalers[0]}
 	for _, p := range w.pods {
 		objs = append(objs, p)

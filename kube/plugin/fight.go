@@ -136,30 +136,93 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// party is one writer of the spec that Why can name.
-type party struct {
-	name string
-	hpa  bool
+// FightDecay is how many flip periods spec.replicas (or the template)
+// must stay unchanged before a fight counts as over: once the last
+// flip is FightDecay times the observed flip period old (the fight's span
+// over its flips, at least a second), the evidence decays: the fight is
+// reported as over, a warning that says when it last flipped, and no
+// longer blocks. It never lasts beyond fightWindow.
+const FightDecay = 10
+
+// fight is the evidence of two writers taking turns on the spec, from the
+// deployment controller's scaling events.
+type fight struct {
+	flaps []flap
+	// replicas is true for a fight over spec.replicas (one ReplicaSet
+	// scaled between two sizes); false for one over the template (the
+	// controller rolls from one ReplicaSet to the other and back).
+	replicas bool
+	// first and last are the first and the last flip; flips counts them.
+	first, last time.Time
+	flips       int32
+	// period is the mean time between flips (at least a second); over
+	// says the last flip is FightDecay periods old.
+	period time.Duration
+	over   bool
+}
+
+// decay is how long after the last flip the fight counts as over.
+func (f *fight) decay() time.Duration { return min(FightDecay*f.period, fightWindow) }
+
+// findFight finds a fight in d's scaling events at now, if any.
+func findFight(d *appsv1.Deployment, events []*corev1.Event, now time.Time) *fight {
+	fl := flaps(scalings(d, events), now)
+	if len(fl) == 0 {
+		return nil
+	}
+	f := &fight{flaps: fl, replicas: len(fl) == 1 && fl[0].up.from != 0 && fl[0].down.to != 0,
+		first: fl[0].up.first, last: fl[0].up.last}
+	for _, x := range fl {
+		f.flips += x.up.count + x.down.count
+		for _, t := range []time.Time{x.up.first, x.down.first} {
+			if t.Before(f.first) {
+				f.first = t
+			}
+		}
+		for _, t := range []time.Time{x.up.last, x.down.last} {
+			if t.After(f.last) {
+				f.last = t
+			}
+		}
+	}
+	f.period = time.Second
+	if f.flips > 1 {
+		f.period = max(f.last.Sub(f.first)/time.Duration(f.flips-1), time.Second)
+	}
+	f.over = now.Sub(f.last) >= f.decay()
+	return f
+}
+
+// ObserveFor is how long Fetch should watch d to see the writers of a
+// fight over spec.replicas that is going on at now: three flip periods,
+// at most limit; zero when there is no such fight. Pure: Fetch's shell
+// calls it.
+func ObserveFor(d *appsv1.Deployment, events []*corev1.Event, now time.Time, limit time.Duration) time.Duration {
+	f := findFight(d, events, now)
+	if f == nil || f.over || !f.replicas || limit <= 0 {
+		return 0
+	}
+	return min(3*f.period, limit)
 }
 
 // specFight reports a spec that keeps changing because two writers
 // disagree: the deployment controller's scaling events show a ReplicaSet
-// scaled back and forth, and the writers are named from what the object
-// records (managedFields, kubectl's last-applied-configuration, GitOps
-// markers, its controller) and the autoscalers that target it. Without
-// flapping, an autoscaler next to a manifest that also sets
-// spec.replicas is a warning: every apply resets the autoscaler's choice.
+// scaled back and forth. For a fight over spec.replicas, the writers are
+// every manager seen setting it: in the updates Fetch watched
+// (State.ReplicasWrites) and in managedFields (who owns it now), the
+// HorizontalPodAutoscalers that target the Deployment; managers that
+// only own other fields (the template) are not named. For a fight over
+// the template, the recent writers of spec fields. When fewer than two
+// writers are known, what the object records hints at the other one
+// (kubectl's last-applied-configuration, GitOps markers, its
+// controller). A fight whose last flip is FightDecay flip periods old is
+// over: a warning that says when it last flipped. Without flapping, an
+// autoscaler next to a manifest that also sets spec.replicas is a
+// warning: every apply resets the autoscaler's choice.
 func specFight(d *appsv1.Deployment, st *State, now time.Time) []Cause {
-	fl := flaps(scalings(d, st.Events), now)
-	applied, appliedReplicas := lastApplied(d)
-	parties := fightParties(d, st, now)
-	names := make([]string, len(parties))
-	hasHPA := false
-	for i, p := range parties {
-		names[i] = p.name
-		hasHPA = hasHPA || p.hpa
-	}
-	if len(fl) == 0 {
+	f := findFight(d, st.Events, now)
+	_, appliedReplicas := lastApplied(d)
+	if f == nil {
 		// A GitOps tool's markers do not say whether its manifest sets
 		// replicas (it may ignore the field): only kubectl's record does.
 		if len(st.Autoscalers) == 0 || appliedReplicas == nil {
@@ -173,41 +236,64 @@ func specFight(d *appsv1.Deployment, st *State, now time.Time) []Cause {
 			Fix:     fightFix(d, true)}}
 	}
 	field := "spec.replicas"
-	if len(fl) > 1 || fl[0].up.from == 0 || fl[0].down.to == 0 {
+	if !f.replicas {
 		field = "the pod template (spec.template)"
 	}
 	var seen []string
-	first, last := fl[0].up.first, fl[0].up.last
-	for _, f := range fl {
-		seen = append(seen, fmt.Sprintf("%s scaled %d→%d ×%d and %d→%d ×%d", f.up.rs, f.up.from, f.up.to, f.up.count, f.down.from, f.down.to, f.down.count))
-		for _, t := range []time.Time{f.up.first, f.down.first} {
-			if t.Before(first) {
-				first = t
-			}
-		}
-		for _, t := range []time.Time{f.up.last, f.down.last} {
-			if t.After(last) {
-				last = t
-			}
-		}
+	for _, x := range f.flaps {
+		seen = append(seen, fmt.Sprintf("%s scaled %d→%d ×%d and %d→%d ×%d", x.up.rs, x.up.from, x.up.to, x.up.count, x.down.from, x.down.to, x.down.count))
 	}
-	msg := fmt.Sprintf("%s keeps changing: %s within %s, the last %s ago (generation %d, %s old): two writers disagree",
-		field, strings.Join(seen, "; "), last.Sub(first).Round(time.Second), age(now, last), d.Generation, age(now, d.CreationTimestamp.Time))
-	switch len(names) {
-	case 0:
-		msg += "; none is recorded on the object (a writer's managedFields entry goes when another takes all its fields): kubectl get deployment/" + d.Name + " --show-managed-fields -o yaml, and the audit log, name them"
-	case 1:
-		msg += ": " + names[0] + ", and another that left no trace (its managedFields entry goes when the other takes all its fields)"
-	default:
-		msg += ": " + strings.Join(names, "; ")
+	var parties []party
+	if f.replicas {
+		parties = replicasWriters(d, st, now)
+	} else {
+		parties = specWriters(d, st, now)
+	}
+	hasHPA := slices.ContainsFunc(parties, func(p party) bool { return p.hpa })
+	var names, hints []string
+	for _, p := range parties {
+		if p.hint {
+			hints = append(hints, p.name)
+		} else {
+			names = append(names, p.name)
+		}
 	}
 	objs := []string{"deployment/" + d.Name}
 	for _, h := range st.Autoscalers {
 		objs = append(objs, "horizontalpodautoscaler/"+h.Name)
 	}
+	var msg string
+	sev := Blocking
+	if f.over {
+		sev = Warning
+		msg = fmt.Sprintf("%s flipped %d times within %s (every %s on average), the last %s ago: unchanged since, for more than %d flip periods: "+
+			"the fight is over (it blocked the rollout while it lasted)", field, f.flips, f.last.Sub(f.first).Round(time.Second), f.period.Round(100*time.Millisecond),
+			age(now, f.last), FightDecay)
+	} else {
+		msg = fmt.Sprintf("%s keeps changing: %s within %s, the last %s ago (generation %d, %s old; it counts as over after %s without a flip): two writers disagree",
+			field, strings.Join(seen, "; "), f.last.Sub(f.first).Round(time.Second), age(now, f.last), d.Generation, age(now, d.CreationTimestamp.Time),
+			f.decay().Round(time.Second))
+	}
+	switch {
+	case f.over && len(names) > 0:
+		msg += "; its writers: " + strings.Join(names, "; ")
+	case len(names) == 0:
+		msg += "; none is recorded on the object (a writer's managedFields entry goes when another takes all its fields): kubectl get deployment/" + d.Name +
+			" --show-managed-fields -o yaml, and the audit log, name them"
+	case len(names) == 1:
+		msg += ": " + names[0] + ", and another that left no trace (its managedFields entry goes when the other takes all its fields)"
+	default:
+		msg += ": " + strings.Join(names, "; ")
+	}
+	if len(hints) > 0 && len(names) < 2 {
+		msg += "; the other may be " + strings.Join(hints, ", or ")
+	}
 	var detail []string
-	if applied && appliedReplicas != nil && replicas(d.Spec.Replicas) != *appliedReplicas {
-		detail = append(detail, fmt.Sprintf("kubectl's last-applied-configuration says replicas: %d; the live spec says %d", *appliedReplicas, replicas(d.Spec.Replicas)))
+	if applied, r := lastApplied(d); applied && r != nil && replicas(d.Spec.Replicas) != *r {
+		detail = append(detail, fmt.Sprintf("kubectl's last-applied-configuration says replicas: %d; the live spec says %d", *r, replicas(d.Spec.Replicas)))
+	}
+	for _, w := range st.ReplicasWrites {
+		detail = append(detail, fmt.Sprintf("watched: spec.replicas set to %d by %s, %s ago", w.Replicas, strings.Join(w.Owners, " and "), age(now, w.At)))
 	}
 	for _, w := range writers(d) {
 		if w.subresource == "status" || w.at.IsZero() {
@@ -230,7 +316,185 @@ func specFight(d *appsv1.Deployment, st *State, now time.Time) []Cause {
 		}
 		detail = append(detail, fmt.Sprintf("managedFields: %s (%s%s) owns %s, wrote %s ago", w.manager, w.operation, via, fields, age(now, w.at)))
 	}
-	return []Cause{{Code: SpecFight, Severity: Blocking, Message: msg, Objects: objs, Detail: strings.Join(detail, "\n"), Fix: fightFix(d, hasHPA)}}
+	c := Cause{Code: SpecFight, Severity: sev, Message: msg, Objects: objs, Detail: strings.Join(detail, "\n"), Fix: fightFix(d, hasHPA)}
+	if f.over {
+		c.Fix = "if it starts again: " + c.Fix
+	}
+	return []Cause{c}
+}
+
+// party is one writer of the spec that Why can name: hpa for an
+// autoscaler, hint for what the object records about a writer not seen
+// writing.
+type party struct {
+	name      string
+	hpa, hint bool
+}
+
+// replicasWriters names the writers of spec.replicas in a fight over it:
+// the managers seen setting it while Fetch watched, the managers that own
+// it now in managedFields, and the autoscalers that target d (an
+// autoscaler writes /scale as kube-controller-manager: those writes are
+// its own). Managers that own only other fields are not writers of it.
+// With fewer than two, the hints: kubectl's last-applied-configuration
+// when it sets replicas, GitOps markers, the object that controls d.
+func replicasWriters(d *appsv1.Deployment, st *State, now time.Time) []party {
+	type seen struct {
+		values []int32
+		times  int
+		last   time.Time
+		owns   bool
+	}
+	byKey := map[string]*seen{}
+	var order []string
+	note := func(key string) *seen {
+		if byKey[key] == nil {
+			byKey[key] = &seen{}
+			order = append(order, key)
+		}
+		return byKey[key]
+	}
+	for _, w := range st.ReplicasWrites {
+		for _, o := range w.Owners {
+			s := note(o)
+			s.times++
+			s.last = later(s.last, w.At)
+			if !slices.Contains(s.values, w.Replicas) {
+				s.values = append(s.values, w.Replicas)
+			}
+		}
+	}
+	for _, w := range writers(d) {
+		if !w.replicas || w.subresource == "status" {
+			continue
+		}
+		s := note(ownerKey(w.manager, w.subresource))
+		s.owns = true
+		s.last = later(s.last, w.at)
+	}
+	var out []party
+	for _, h := range st.Autoscalers {
+		name := fmt.Sprintf("HorizontalPodAutoscaler %s (replicas %d–%d, wants %d)", h.Name, deref(h.Spec.MinReplicas), h.Spec.MaxReplicas, h.Status.DesiredReplicas)
+		if s := byKey[ownerKey("kube-controller-manager", "scale")]; s != nil {
+			name += ", writing /scale as kube-controller-manager" + seenText(s.values, s.times, s.owns, now, s.last, d)
+			delete(byKey, ownerKey("kube-controller-manager", "scale"))
+		}
+		out = append(out, party{name: name, hpa: true})
+	}
+	for _, key := range order {
+		s := byKey[key]
+		if s == nil {
+			continue
+		}
+		manager, sub, _ := strings.Cut(strings.TrimSuffix(key, ")"), " (/")
+		kind := managerKind(manager, sub)
+		if kind == "a second controller or a script" {
+			if ref := metav1.GetControllerOfNoCopy(d); ref != nil {
+				kind = fmt.Sprintf("a second controller: the deployment is controlled by %s/%s", strings.ToLower(ref.Kind), ref.Name)
+			}
+		}
+		out = append(out, party{name: fmt.Sprintf("%s (%s)%s", key, kind, seenText(s.values, s.times, s.owns, now, s.last, d)),
+			hpa: kind == "a HorizontalPodAutoscaler, through kube-controller-manager"})
+	}
+	if len(out) >= 2 {
+		return out
+	}
+	named := func(sub string) bool {
+		return slices.ContainsFunc(out, func(p party) bool { return strings.Contains(p.name, sub) })
+	}
+	if ok, r := lastApplied(d); ok && r != nil && !named("kubectl apply") {
+		out = append(out, party{name: fmt.Sprintf("kubectl apply, re-applied in a loop (its last-applied-configuration sets replicas: %d)", *r), hint: true})
+	}
+	if g := gitOps(d); g != "" && !named(g+", GitOps") {
+		out = append(out, party{name: g + " (GitOps: its markers are on the deployment; it syncs the spec back to git)", hint: true})
+	}
+	if ref := metav1.GetControllerOfNoCopy(d); ref != nil && !named("controlled by") {
+		out = append(out, party{name: fmt.Sprintf("%s/%s, which controls the deployment (a second controller)", strings.ToLower(ref.Kind), ref.Name), hint: true})
+	}
+	return out
+}
+
+// ownerKey names a managedFields manager as ReplicasWrite.Owners does.
+func ownerKey(manager, subresource string) string {
+	if subresource == "" {
+		return manager
+	}
+	return manager + " (/" + subresource + ")"
+}
+
+// seenText says what a writer of spec.replicas was seen doing.
+func seenText(values []int32, times int, owns bool, now, last time.Time, d *appsv1.Deployment) string {
+	var parts []string
+	if times > 0 {
+		vs := make([]string, len(values))
+		for i, v := range values {
+			vs[i] = fmt.Sprint(v)
+		}
+		n := map[int]string{1: "once", 2: "twice"}[times]
+		if n == "" {
+			n = fmt.Sprintf("%d times", times)
+		}
+		parts = append(parts, fmt.Sprintf("seen setting it to %s (%s)", strings.Join(vs, " and "), n))
+	}
+	if owns {
+		parts = append(parts, fmt.Sprintf("owns it now (replicas: %d)", replicas(d.Spec.Replicas)))
+	}
+	if !last.IsZero() {
+		parts = append(parts, fmt.Sprintf("wrote %s ago", age(now, last)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ", " + strings.Join(parts, ", ")
+}
+
+// specWriters names the writers of d's spec in a fight over the
+// template: the autoscalers that target it, the recent writers of its
+// managedFields that own spec fields or write /scale, kubectl apply, a
+// GitOps tool, and the object that controls it.
+func specWriters(d *appsv1.Deployment, st *State, now time.Time) []party {
+	var out []party
+	var managers []string
+	for _, h := range st.Autoscalers {
+		s := fmt.Sprintf("HorizontalPodAutoscaler %s (replicas %d–%d, wants %d)", h.Name, deref(h.Spec.MinReplicas), h.Spec.MaxReplicas, h.Status.DesiredReplicas)
+		for _, w := range writers(d) {
+			if w.manager == "kube-controller-manager" && w.subresource == "scale" {
+				s += fmt.Sprintf(", writing /scale as kube-controller-manager, %s ago", age(now, w.at))
+				managers = append(managers, w.manager+"/scale")
+				break
+			}
+		}
+		out = append(out, party{name: s, hpa: true})
+	}
+	ctrl := ""
+	for _, w := range writers(d) {
+		key := w.manager + "/" + w.subresource
+		if w.subresource == "status" || w.at.IsZero() || now.Sub(w.at) > fightWindow || slices.Contains(managers, key) {
+			continue
+		}
+		if !w.spec && w.subresource != "scale" {
+			continue
+		}
+		managers = append(managers, key)
+		kind := managerKind(w.manager, w.subresource)
+		if kind == "a second controller or a script" {
+			if ref := metav1.GetControllerOfNoCopy(d); ref != nil {
+				kind = fmt.Sprintf("a second controller: the deployment is controlled by %s/%s", strings.ToLower(ref.Kind), ref.Name)
+				ctrl = ref.Name
+			}
+		}
+		out = append(out, party{name: fmt.Sprintf("%s (%s), wrote %s ago", w.manager, kind, age(now, w.at)), hpa: kind == "a HorizontalPodAutoscaler, through kube-controller-manager"})
+	}
+	if ok, r := lastApplied(d); ok && r != nil && !slices.ContainsFunc(managers, func(m string) bool { return strings.HasPrefix(m, "kubectl-client-side-apply/") }) {
+		out = append(out, party{name: fmt.Sprintf("kubectl apply (its last-applied-configuration sets replicas: %d)", *r)})
+	}
+	if g := gitOps(d); g != "" && !slices.ContainsFunc(out, func(p party) bool { return strings.Contains(p.name, g+", GitOps") }) {
+		out = append(out, party{name: g + " (GitOps: its markers are on the deployment; it syncs the spec back to git)"})
+	}
+	if ref := metav1.GetControllerOfNoCopy(d); ref != nil && ctrl == "" {
+		out = append(out, party{name: fmt.Sprintf("%s/%s, which controls the deployment (a second controller)", strings.ToLower(ref.Kind), ref.Name)})
+	}
+	return out
 }
 
 func fightFix(d *appsv1.Deployment, hpa bool) string {
@@ -295,53 +559,4 @@ func managerKind(manager, subresource string) string {
 		return "KEDA"
 	}
 	return "a second controller or a script"
-}
-
-// fightParties names the writers of d's spec: the autoscalers that
-// target it, the recent writers of its managedFields that own spec fields
-// or write /scale, kubectl apply, a GitOps tool, and the object that
-// controls it.
-func fightParties(d *appsv1.Deployment, st *State, now time.Time) []party {
-	var out []party
-	var managers []string
-	for _, h := range st.Autoscalers {
-		s := fmt.Sprintf("HorizontalPodAutoscaler %s (replicas %d–%d, wants %d)", h.Name, deref(h.Spec.MinReplicas), h.Spec.MaxReplicas, h.Status.DesiredReplicas)
-		for _, w := range writers(d) {
-			if w.manager == "kube-controller-manager" && w.subresource == "scale" {
-				s += fmt.Sprintf(", writing /scale as kube-controller-manager, %s ago", age(now, w.at))
-				managers = append(managers, w.manager+"/scale")
-				break
-			}
-		}
-		out = append(out, party{name: s, hpa: true})
-	}
-	ctrl := ""
-	for _, w := range writers(d) {
-		key := w.manager + "/" + w.subresource
-		if w.subresource == "status" || w.at.IsZero() || now.Sub(w.at) > fightWindow || slices.Contains(managers, key) {
-			continue
-		}
-		if !w.spec && w.subresource != "scale" {
-			continue
-		}
-		managers = append(managers, key)
-		kind := managerKind(w.manager, w.subresource)
-		if kind == "a second controller or a script" {
-			if ref := metav1.GetControllerOfNoCopy(d); ref != nil {
-				kind = fmt.Sprintf("a second controller: the deployment is controlled by %s/%s", strings.ToLower(ref.Kind), ref.Name)
-				ctrl = ref.Name
-			}
-		}
-		out = append(out, party{name: fmt.Sprintf("%s (%s), wrote %s ago", w.manager, kind, age(now, w.at)), hpa: kind == "a HorizontalPodAutoscaler, through kube-controller-manager"})
-	}
-	if ok, r := lastApplied(d); ok && r != nil && !slices.ContainsFunc(managers, func(m string) bool { return strings.HasPrefix(m, "kubectl-client-side-apply/") }) {
-		out = append(out, party{name: fmt.Sprintf("kubectl apply (its last-applied-configuration sets replicas: %d)", *r)})
-	}
-	if g := gitOps(d); g != "" && !slices.ContainsFunc(out, func(p party) bool { return strings.Contains(p.name, g+", GitOps") }) {
-		out = append(out, party{name: g + " (GitOps: its markers are on the deployment; it syncs the spec back to git)"})
-	}
-	if ref := metav1.GetControllerOfNoCopy(d); ref != nil && ctrl == "" {
-		out = append(out, party{name: fmt.Sprintf("%s/%s, which controls the deployment (a second controller)", strings.ToLower(ref.Kind), ref.Name)})
-	}
-	return out
 }
