@@ -136,6 +136,10 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
+// DefaultObserve is the default of why's --observe: the longest it
+// watches a Deployment whose spec.replicas flips, to name the writers.
+const DefaultObserve = 20 * time.Second
+
 // FightDecay is how many flip periods spec.replicas (or the template)
 // must stay unchanged before a fight counts as over: once the last
 // flip is FightDecay times the observed flip period old (the fight's span

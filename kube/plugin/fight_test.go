@@ -22,10 +22,10 @@ func TestFightDecay(t *testing.T) {
 		name string
 		// up and down are the two scaling events: count, first and last
 		// (ago).
-		upCount, downCount                 int32
+		upCount, downCount                   int32
 		upFirst, upLast, downFirst, downLast time.Duration
-		want                               verdict
-		text                               []string
+		want                                 verdict
+		text                                 []string
 	}{
 		{name: "going on: the last flip 1s ago, every 3.5s", upCount: 6, downCount: 6,
 			upFirst: 40 * time.Second, upLast: 3 * time.Second, downFirst: 38 * time.Second, downLast: time.Second,

@@ -88,6 +88,15 @@ type FetchOptions struct {
 	// the controller lags behind the Deployment's generation; nil means
 	// DefaultLeases.
 	Leases []string
+	// Observe, if positive, lets Fetch watch the Deployment for up to
+	// that long while its scaling events show a fight over spec.replicas
+	// going on (ObserveFor: three flip periods at most), to see who sets
+	// it (State.ReplicasWrites): managedFields keep only the last writer
+	// of a field. Zero watches nothing.
+	Observe time.Duration
+	// Now is the clock that decides whether a fight is going on (nil:
+	// time.Now).
+	Now func() time.Time
 }
 
 // Getter is the part of kubernetes.Interface that Fetch uses.
@@ -195,6 +204,19 @@ func FetchWith(ctx context.Context, cs Getter, ns, name string, o FetchOptions) 
 	addEvents(metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(d.UID), Limit: 1000}, "scaling events")
 	for _, h := range st.Autoscalers {
 		addEvents(metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(h.UID), Limit: 200}, "autoscaler events")
+	}
+	if o.Observe > 0 {
+		clock := o.Now
+		if clock == nil {
+			clock = time.Now
+		}
+		if dur := ObserveFor(d, st.Events, clock(), o.Observe); dur > 0 {
+			ws, err := watchReplicas(ctx, cs, d, dur, clock)
+			st.ReplicasWrites = ws
+			if err != nil {
+				st.Warnings = append(st.Warnings, describeErr(err, "watch", "deployments.apps", ns, name).Error()+" (the writers of spec.replicas not watched)")
+			}
+		}
 	}
 	if d.Status.ObservedGeneration < d.Generation {
 		for _, l := range leases {
