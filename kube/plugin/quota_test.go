@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 // podsQuota is a ResourceQuota "pods" of hard pods, used as its
@@ -121,6 +124,77 @@ func TestWhyQuotaVerdict(t *testing.T) {
 				if !strings.Contains(text, s) {
 					t.Errorf("output lacks %q:\n%s", s, text)
 				}
+			}
+		})
+	}
+}
+
+// TestPlanWithQuota: plan reads the namespace's ResourceQuotas and
+// LimitRanges and enforces them on the pods it creates: the issue's
+// case (4 pods, 3 replicas, 2/0) peaks at 4 pods, not 5, and takes three
+// waves, not one; another workload's pod counts against the quota.
+func TestPlanWithQuota(t *testing.T) {
+	build := func(extra ...runtime.Object) *fake.Clientset {
+		w := newWorld(3, 0, 3, "app:1")
+		s, u := intstr.FromInt(2), intstr.FromInt(0)
+		w.d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: &s, MaxUnavailable: &u}
+		w.d.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr(int64(1))
+		for i := range 3 {
+			w.pod(w.new, i, readyFor(time.Hour))
+		}
+		cs := w.clientset()
+		for _, o := range extra {
+			if err := cs.Tracker().Add(o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return cs
+	}
+	lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "defaults", Namespace: "shop"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{
+		{Type: corev1.LimitTypeContainer, Default: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}}
+	db := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-0", Namespace: "shop", UID: "db"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "db:1"}}}}
+	type got struct {
+		Complete bool
+		PeakPods int32
+		Waits    bool
+		Quotas   []PlanQuota
+		QuotaPods,
+		LimitRanges int
+	}
+	tests := []struct {
+		name string
+		cs   *fake.Clientset
+		want got
+	}{
+		{"no quota: 6 pods at the peak, terminating ones included", build(), got{Complete: true, PeakPods: 6}},
+		{"4 pods: slowed, 4 at the peak", build(podsQuota(4, 3), lr),
+			got{Complete: true, PeakPods: 4, Waits: true, QuotaPods: 3, LimitRanges: 1,
+				Quotas: []PlanQuota{{Name: "pods", Hard: map[string]string{"pods": "4"}, Used: map[string]string{"pods": "3"}}}}},
+		{"4 pods, one another workload's: no room, no step", build(podsQuota(4, 4), db),
+			got{PeakPods: 3, Waits: true, QuotaPods: 4,
+				Quotas: []PlanQuota{{Name: "pods", Hard: map[string]string{"pods": "4"}, Used: map[string]string{"pods": "4"}}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := Fetch(context.Background(), tt.cs, "shop", "web")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := PlanLive(st, WhatIf{Images: map[string]string{"": "app:2"}}, now, PlanOptions{Seed: 1, Horizon: 10 * time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			if err := Write(&b, Text, p); err != nil {
+				t.Fatal(err)
+			}
+			g := got{Complete: p.Complete, PeakPods: p.PeakPods, Waits: p.Refused > 0, Quotas: p.Quotas, QuotaPods: len(st.QuotaPods), LimitRanges: len(st.LimitRanges)}
+			if diff := cmp.Diff(tt.want, g); diff != "" {
+				t.Errorf("mismatch (-want +got):\n%s\n%s", diff, b.String())
+			}
+			if p.Refused > 0 && !strings.Contains(b.String(), "ResourceQuota pods (pods ") {
+				t.Errorf("the plan does not show the quota:\n%s", b.String())
 			}
 		})
 	}
