@@ -156,9 +156,12 @@ type fight struct {
 	// scaled between two sizes); false for one over the template (the
 	// controller rolls from one ReplicaSet to the other and back).
 	replicas bool
-	// first and last are the first and the last flip; flips counts them.
+	// first and last are the first and the last flip (the last scaling
+	// event, or a later write of the field in managedFields); flips
+	// counts the scaling events, span is their span.
 	first, last time.Time
 	flips       int32
+	span        time.Duration
 	// period is the mean time between flips (at least a second); over
 	// says the last flip is FightDecay periods old.
 	period time.Duration
@@ -189,9 +192,17 @@ func findFight(d *appsv1.Deployment, events []*corev1.Event, now time.Time) *fig
 			}
 		}
 	}
-	f.period = time.Second
+	f.span, f.period = f.last.Sub(f.first), time.Second
 	if f.flips > 1 {
-		f.period = max(f.last.Sub(f.first)/time.Duration(f.flips-1), time.Second)
+		f.period = max(f.span/time.Duration(f.flips-1), time.Second)
+	}
+	// The event recorder's spam filter (25 events per object, then one
+	// per 5 minutes) stops the scaling events of a long fight: a writer
+	// of the fought field that wrote later flipped it later.
+	for _, w := range writers(d) {
+		if w.subresource != "status" && ((f.replicas && w.replicas) || (!f.replicas && w.template)) && w.at.After(f.last) && !w.at.After(now) {
+			f.last = w.at
+		}
 	}
 	f.over = now.Sub(f.last) >= f.decay()
 	return f
@@ -271,11 +282,11 @@ func specFight(d *appsv1.Deployment, st *State, now time.Time) []Cause {
 	if f.over {
 		sev = Warning
 		msg = fmt.Sprintf("%s flipped %d times within %s (every %s on average), the last %s ago: unchanged since, for more than %d flip periods: "+
-			"the fight is over (it blocked the rollout while it lasted)", field, f.flips, f.last.Sub(f.first).Round(time.Second), f.period.Round(100*time.Millisecond),
+			"the fight is over (it blocked the rollout while it lasted)", field, f.flips, f.span.Round(time.Second), f.period.Round(100*time.Millisecond),
 			age(now, f.last), FightDecay)
 	} else {
 		msg = fmt.Sprintf("%s keeps changing: %s within %s, the last %s ago (generation %d, %s old; it counts as over after %s without a flip): two writers disagree",
-			field, strings.Join(seen, "; "), f.last.Sub(f.first).Round(time.Second), age(now, f.last), d.Generation, age(now, d.CreationTimestamp.Time),
+			field, strings.Join(seen, "; "), f.span.Round(time.Second), age(now, f.last), d.Generation, age(now, d.CreationTimestamp.Time),
 			f.decay().Round(time.Second))
 	}
 	switch {

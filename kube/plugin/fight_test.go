@@ -24,8 +24,11 @@ func TestFightDecay(t *testing.T) {
 		// (ago).
 		upCount, downCount                   int32
 		upFirst, upLast, downFirst, downLast time.Duration
-		want                                 verdict
-		text                                 []string
+		// wrote is when the owner of spec.replicas last wrote (ago);
+		// zero: at the last event.
+		wrote time.Duration
+		want  verdict
+		text  []string
 	}{
 		{name: "going on: the last flip 1s ago, every 3.5s", upCount: 6, downCount: 6,
 			upFirst: 40 * time.Second, upLast: 3 * time.Second, downFirst: 38 * time.Second, downLast: time.Second,
@@ -39,6 +42,9 @@ func TestFightDecay(t *testing.T) {
 			want: verdict{Complete, Warning, 0},
 			text: []string{"~ SpecFight: spec.replicas flipped 12 times within 39s (every 3.5s on average), the last 40s ago: unchanged since, for more than 10 flip periods: the fight is over",
 				"; its writers: HorizontalPodAutoscaler web (replicas 2–6, wants 6); argocd-application-controller"}},
+		{name: "events stopped (the recorder's spam filter), the writers go on: not over", upCount: 12, downCount: 13,
+			upFirst: 130 * time.Second, upLast: 42 * time.Second, downFirst: 128 * time.Second, downLast: 40 * time.Second, wrote: time.Second,
+			want: verdict{Stuck, Blocking, 3 * (90 * time.Second / 24)}, text: []string{"within 1m30s, the last 1s ago"}},
 		{name: "fast flips, a second apart at least: over after 10s", upCount: 3, downCount: 3,
 			upFirst: 15 * time.Second, upLast: 12 * time.Second, downFirst: 14 * time.Second, downLast: 11 * time.Second,
 			want: verdict{Complete, Warning, 0}, text: []string{"flipped 6 times within 4s (every 1s on average), the last 11s ago"}},
@@ -53,6 +59,11 @@ func TestFightDecay(t *testing.T) {
 				scaled(w.new.Name, true, 3, 6, tt.upCount, tt.upFirst, tt.upLast),
 				scaled(w.new.Name, false, 6, 3, tt.downCount, tt.downFirst, tt.downLast),
 			}
+			wrote := tt.wrote
+			if wrote == 0 {
+				wrote = min(tt.upLast, tt.downLast)
+			}
+			w.d.ManagedFields[0].Time = ptr(ago(wrote))
 			r, text := whyText(t, st)
 			got := verdict{State: r.State, Observe: ObserveFor(w.d, st.Events, now, 20*time.Second)}
 			for _, c := range r.Causes {
