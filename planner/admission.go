@@ -5,8 +5,11 @@ import (
 	"slices"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ctrlkit/ctrlkit/replicaset"
 )
 
 // admitPod is the simulation's admission of a pod creation: the limit
@@ -91,4 +94,34 @@ func (s *sim) outsideChanges() []time.Time {
 	}
 	slices.SortFunc(out, time.Time.Compare)
 	return slices.Compact(out)
+}
+
+// availabilityRequeue schedules the sync of rs for when its next Ready
+// pod has been Ready minReadySeconds: a sync that failed on a refused
+// creation returns no requeue of its own.
+func (s *sim) availabilityRequeue(ctx context.Context, rs *appsv1.ReplicaSet, now time.Time) error {
+	if rs.Spec.MinReadySeconds <= 0 {
+		return nil
+	}
+	pods, _, err := s.c.Pods(s.key.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	var next time.Time
+	for _, p := range controlledBy(rs.UID, pods) {
+		if p.DeletionTimestamp != nil || !replicaset.IsPodReady(p) || replicaset.IsPodAvailable(p, rs.Spec.MinReadySeconds, now) {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				if at := c.LastTransitionTime.Add(time.Duration(rs.Spec.MinReadySeconds) * time.Second); next.IsZero() || at.Before(next) {
+					next = at
+				}
+			}
+		}
+	}
+	if next.After(now) {
+		s.requeue("rs/"+rs.Name, now, next.Sub(now))
+	}
+	return nil
 }

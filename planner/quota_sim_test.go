@@ -36,6 +36,7 @@ func TestSimulateQuota(t *testing.T) {
 		// rest a quota refused); image is its image.
 		current, existing int32
 		image             string
+		minReady          int32
 		opts              planner.Options
 		want              got
 	}{
@@ -44,6 +45,9 @@ func TestSimulateQuota(t *testing.T) {
 		{name: "slowed: each old pod gone makes room for a new one", replicas: 3, surge: 2, current: 3, existing: 3, image: "web:1",
 			opts: planner.Options{Quotas: []planner.Quota{podQuota(4)}},
 			want: got{Complete: true, Duration: 40 * time.Second, PeakPods: 4, Refused: true}},
+		{name: "slowed, with minReadySeconds: a refused sync still wakes up when a pod is available", replicas: 3, surge: 2, current: 3, existing: 3,
+			image: "web:1", minReady: 2, opts: planner.Options{Quotas: []planner.Quota{podQuota(4)}},
+			want: got{Complete: true, Duration: 46 * time.Second, PeakPods: 4, Refused: true}},
 		{name: "blocked: no surge room and maxUnavailable 0", replicas: 3, surge: 1, current: 3, existing: 3, image: "web:1",
 			opts: planner.Options{Quotas: []planner.Quota{podQuota(3)}, Horizon: 10 * time.Minute},
 			want: got{PeakPods: 3, Refused: true}},
@@ -74,6 +78,7 @@ func TestSimulateQuota(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := web(tt.replicas, "web:2", num(tt.surge), num(0))
+			d.Spec.MinReadySeconds = tt.minReady
 			cur := previous(t, d, tt.image)
 			cur[0].Spec.Replicas = ptr(tt.current)
 			opts := tt.opts

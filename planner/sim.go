@@ -308,7 +308,13 @@ func (s *sim) round(ctx context.Context) error {
 		res, err := s.rr.Reconcile(ctx, key)
 		var refused *refusal
 		if errors.As(err, &refused) {
-			continue // admission refused a pod: tried again at the next change
+			// Admission refused a pod: the sync is tried again at the next
+			// change, and when a pod of it becomes available (the requeue
+			// the failed sync did not return).
+			if err := s.availabilityRequeue(ctx, rs, now); err != nil {
+				return err
+			}
+			continue
 		}
 		if err != nil {
 			return fmt.Errorf("planner: replica set sync at +%s: %w", now.Sub(s.tl.Start), err)

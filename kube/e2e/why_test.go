@@ -242,12 +242,11 @@ func whyCases() []whyCase {
 		// writers; with kube-controller-manager's controllers too.
 		{name: "quota slows the rollout, does not block it", upstream: true, state: plugin.Progressing, want: []plugin.CauseCode{plugin.QuotaExceeded},
 			// 4 pods for 3 replicas at 2/0: a surge pod is refused, and
-			// each old pod that goes makes room for a new one.
-			// minReadySeconds makes each step last long enough to look.
-			base: func(d *appsv1.Deployment) {
-				strategy(2, 0)(d)
-				d.Spec.MinReadySeconds = 2
-			},
+			// each old pod that goes makes room for a new one. The
+			// ReplicaSet controller retries a refused creation after a
+			// backoff that doubles with each failed sync: the rollout
+			// spends most of its time waiting, refused, which why sees.
+			base: strategy(2, 0),
 			setup: func(e *env) {
 				e.quota(4)
 				e.planFitsQuota(4)
@@ -264,7 +263,10 @@ func whyCases() []whyCase {
 					r.Estimate == nil || !r.Estimate.Complete {
 					t.Errorf("not reported as slowed by the quota: slowedBy %v, estimate %+v, %+v", r.SlowedBy, r.Estimate, c)
 				}
-				e.waitComplete("web", 2*time.Minute) // on its own
+				start := time.Now()
+				e.waitComplete("web", 4*time.Minute) // on its own
+				report(t, fmt.Sprintf("quota slows the rollout (%s): complete %s after why said so (planned: %s)\n", e.side,
+					time.Since(start).Round(100*time.Millisecond), r.Estimate.Remaining))
 			}},
 		{name: "spec fight that ended", upstream: true, state: plugin.Complete, want: []plugin.CauseCode{plugin.SpecFight},
 			setup: func(e *env) {

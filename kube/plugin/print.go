@@ -145,7 +145,7 @@ func (r PlanReport) writeText(w io.Writer) {
 		fmt.Fprintf(w, "  %s at the start: every pod the plan creates must fit\n", quotaText(q))
 	}
 	if r.Refused > 0 {
-		fmt.Fprintf(w, "  %d pod %s refused by the quota during the plan: the ReplicaSet controller retries until pods that go free room\n",
+		fmt.Fprintf(w, "  %d pod %s refused by the quota during the plan: the ReplicaSet controller retries until pods that go free room, after a backoff that doubles with each failed sync: expect longer\n",
 			r.Refused, plural(r.Refused, "creation", "creations"))
 	}
 	for _, b := range r.Stall {

@@ -206,7 +206,8 @@ func quotaVerdict(d *appsv1.Deployment, st *State, now time.Time, causes []Cause
 			if p.Refused > 0 {
 				c.Message += fmt.Sprintf(", waiting for room %d %s", p.Refused, plural(p.Refused, "time", "times"))
 			}
-			c.Message += ")"
+			c.Message += "; the ReplicaSet controller retries a refused creation after a backoff that doubles with each failed sync, " +
+				"so it may take longer)"
 			c.Fix = "nothing needs to be done; to roll out faster, raise the ResourceQuota (kubectl describe quota) or lower the pods' requests"
 		}
 		return out, &p, true, warnings
