@@ -263,10 +263,13 @@ func whyCases() []whyCase {
 					r.Estimate == nil || !r.Estimate.Complete {
 					t.Errorf("not reported as slowed by the quota: slowedBy %v, estimate %+v, %+v", r.SlowedBy, r.Estimate, c)
 				}
-				start := time.Now()
+				start, planned := time.Now(), "none"
+				if r.Estimate != nil {
+					planned = r.Estimate.Remaining.String()
+				}
 				e.waitComplete("web", 4*time.Minute) // on its own
-				report(t, fmt.Sprintf("quota slows the rollout (%s): complete %s after why said so (planned: %s)\n", e.side,
-					time.Since(start).Round(100*time.Millisecond), r.Estimate.Remaining))
+				report(t, fmt.Sprintf("quota slows the rollout (%s): complete %s after why said so (its estimate: %s)\n", e.side,
+					time.Since(start).Round(100*time.Millisecond), planned))
 			}},
 		{name: "spec fight that ended", upstream: true, state: plugin.Complete, want: []plugin.CauseCode{plugin.SpecFight},
 			setup: func(e *env) {
