@@ -111,6 +111,7 @@ func (e *env) waitWhyEach(name string, want []plugin.CauseCode, state plugin.Rol
 	deadline := time.Now().Add(timeout)
 	for {
 		code, r := e.why(name, extra...)
+		e.t.Logf("why: exit %d, %s %v", code, r.State, codesOf(r.Causes))
 		if each != nil {
 			each(r)
 		}

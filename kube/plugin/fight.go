@@ -169,8 +169,9 @@ type fight struct {
 // decay is how long after the last flip the fight counts as over.
 func (f *fight) decay() time.Duration { return min(FightDecay*f.period, fightWindow) }
 
-// findFight finds a fight in d's scaling events at now, if any.
-func findFight(d *appsv1.Deployment, events []*corev1.Event, now time.Time) *fight {
+// findFight finds a fight in d's scaling events at now, if any; rss are
+// the ReplicaSets read with d.
+func findFight(d *appsv1.Deployment, rss []*appsv1.ReplicaSet, events []*corev1.Event, now time.Time) *fight {
 	fl := flaps(scalings(d, events), now)
 	if len(fl) == 0 {
 		return nil
@@ -195,23 +196,37 @@ func findFight(d *appsv1.Deployment, events []*corev1.Event, now time.Time) *fig
 		f.period = max(f.span/time.Duration(f.flips-1), time.Second)
 	}
 	// The event recorder's spam filter (25 events per object, then one
-	// per 5 minutes) stops the scaling events of a long fight: a writer
-	// of the fought field that wrote later flipped it later.
-	for _, w := range writers(d) {
-		if w.subresource != "status" && ((f.replicas && w.replicas) || (!f.replicas && w.template)) && w.at.After(f.last) && !w.at.After(now) {
-			f.last = w.at
+	// per 5 minutes) stops the scaling events of a long fight. A later
+	// write of the fought field flipped it later: its writer's time in
+	// managedFields (writes through /scale record none), or, for
+	// spec.replicas, the controller's last write of the flapping
+	// ReplicaSet's size while that size is one of the fight's two.
+	flippedAt := func(ws []writer, owns func(writer) bool) {
+		for _, w := range ws {
+			if w.subresource != "status" && owns(w) && w.at.After(f.last) && !w.at.After(now) {
+				f.last = w.at
+			}
+		}
+	}
+	flippedAt(writers(d), func(w writer) bool { return (f.replicas && w.replicas) || (!f.replicas && w.template) })
+	if f.replicas {
+		x := fl[0]
+		for _, rs := range rss {
+			if n := int64(replicas(rs.Spec.Replicas)); rs.Name == x.up.rs && (n == x.up.from || n == x.up.to) {
+				flippedAt(writers(rs), func(w writer) bool { return w.replicas })
+			}
 		}
 	}
 	f.over = now.Sub(f.last) >= f.decay()
 	return f
 }
 
-// ObserveFor is how long Fetch should watch d to see the writers of a
-// fight over spec.replicas that is going on at now: three flip periods,
-// at most limit; zero when there is no such fight. Pure: Fetch's shell
-// calls it.
-func ObserveFor(d *appsv1.Deployment, events []*corev1.Event, now time.Time, limit time.Duration) time.Duration {
-	f := findFight(d, events, now)
+// ObserveFor is how long Fetch should watch d (with its ReplicaSets rss)
+// to see the writers of a fight over spec.replicas that is going on at
+// now: three flip periods, at most limit; zero when there is no such
+// fight. Pure: Fetch's shell calls it.
+func ObserveFor(d *appsv1.Deployment, rss []*appsv1.ReplicaSet, events []*corev1.Event, now time.Time, limit time.Duration) time.Duration {
+	f := findFight(d, rss, events, now)
 	if f == nil || f.over || !f.replicas || limit <= 0 {
 		return 0
 	}
@@ -233,7 +248,7 @@ func ObserveFor(d *appsv1.Deployment, events []*corev1.Event, now time.Time, lim
 // autoscaler next to a manifest that also sets spec.replicas is a
 // warning: every apply resets the autoscaler's choice.
 func specFight(d *appsv1.Deployment, st *State, now time.Time) []Cause {
-	f := findFight(d, st.Events, now)
+	f := findFight(d, st.ReplicaSets, st.Events, now)
 	_, appliedReplicas := lastApplied(d)
 	if f == nil {
 		// A GitOps tool's markers do not say whether its manifest sets

@@ -25,8 +25,11 @@ func TestFightDecay(t *testing.T) {
 		upCount, downCount                   int32
 		upFirst, upLast, downFirst, downLast time.Duration
 		// wrote is when the owner of spec.replicas last wrote (ago);
-		// zero: at the last event.
-		wrote time.Duration
+		// zero: at the last event. scaled, if set, is when the
+		// controller last wrote the flapping ReplicaSet's size, and
+		// size that size.
+		wrote, scaled time.Duration
+		size          int32
 		want  verdict
 		text  []string
 	}{
@@ -45,6 +48,14 @@ func TestFightDecay(t *testing.T) {
 		{name: "events stopped (the recorder's spam filter), the writers go on: not over", upCount: 12, downCount: 13,
 			upFirst: 130 * time.Second, upLast: 42 * time.Second, downFirst: 128 * time.Second, downLast: 40 * time.Second, wrote: time.Second,
 			want: verdict{Stuck, Blocking, 3 * (90 * time.Second / 24)}, text: []string{"within 1m30s, the last 1s ago"}},
+		{name: "events stopped, an autoscaler's /scale writes (no time recorded), the controller still resizing: not over", upCount: 12, downCount: 13,
+			upFirst: 130 * time.Second, upLast: 42 * time.Second, downFirst: 128 * time.Second, downLast: 40 * time.Second, wrote: -1,
+			scaled: time.Second, size: 6,
+			want: verdict{Stuck, Blocking, 3 * (90 * time.Second / 24)}, text: []string{"within 1m30s, the last 1s ago"}},
+		{name: "events stopped, the ReplicaSet resized since to another size (a later rollout): over", upCount: 12, downCount: 13,
+			upFirst: 130 * time.Second, upLast: 42 * time.Second, downFirst: 128 * time.Second, downLast: 40 * time.Second, wrote: -1,
+			scaled: time.Second, size: 0,
+			want: verdict{Complete, Warning, 0}, text: []string{"the last 40s ago"}},
 		{name: "fast flips, a second apart at least: over after 10s", upCount: 3, downCount: 3,
 			upFirst: 15 * time.Second, upLast: 12 * time.Second, downFirst: 14 * time.Second, downLast: 11 * time.Second,
 			want: verdict{Complete, Warning, 0}, text: []string{"flipped 6 times within 4s (every 1s on average), the last 11s ago"}},
@@ -59,13 +70,21 @@ func TestFightDecay(t *testing.T) {
 				scaled(w.new.Name, true, 3, 6, tt.upCount, tt.upFirst, tt.upLast),
 				scaled(w.new.Name, false, 6, 3, tt.downCount, tt.downFirst, tt.downLast),
 			}
-			wrote := tt.wrote
-			if wrote == 0 {
-				wrote = min(tt.upLast, tt.downLast)
+			switch {
+			case tt.wrote < 0: // through /scale: no time
+				w.d.ManagedFields[0] = mf("kube-controller-manager", metav1.ManagedFieldsOperationUpdate, "scale", 0, fieldsReplicas)
+				w.d.ManagedFields[0].Time = nil
+			case tt.wrote == 0:
+				w.d.ManagedFields[0].Time = ptr(ago(min(tt.upLast, tt.downLast)))
+			default:
+				w.d.ManagedFields[0].Time = ptr(ago(tt.wrote))
 			}
-			w.d.ManagedFields[0].Time = ptr(ago(wrote))
+			if tt.scaled > 0 {
+				w.new.Spec.Replicas = ptr(tt.size)
+				w.new.ManagedFields = []metav1.ManagedFieldsEntry{mf("deployment-controller", metav1.ManagedFieldsOperationUpdate, "", tt.scaled, fieldsReplicas)}
+			}
 			r, text := whyText(t, st)
-			got := verdict{State: r.State, Observe: ObserveFor(w.d, st.Events, now, 20*time.Second)}
+			got := verdict{State: r.State, Observe: ObserveFor(w.d, st.ReplicaSets, st.Events, now, 20*time.Second)}
 			for _, c := range r.Causes {
 				if c.Code == SpecFight {
 					got.Severity = c.Severity

@@ -210,7 +210,7 @@ func FetchWith(ctx context.Context, cs Getter, ns, name string, o FetchOptions) 
 		if clock == nil {
 			clock = time.Now
 		}
-		if dur := ObserveFor(d, st.Events, clock(), o.Observe); dur > 0 {
+		if dur := ObserveFor(d, st.ReplicaSets, st.Events, clock(), o.Observe); dur > 0 {
 			ws, err := watchReplicas(ctx, cs, d, dur, clock)
 			st.ReplicasWrites = ws
 			if err != nil {
