@@ -249,7 +249,7 @@ func whyCases() []whyCase {
 			},
 			each: func(t *testing.T, r plugin.WhyReport) {
 				if r.State == plugin.Stuck {
-					t.Errorf("why said STUCK while the quota only slows the rollout: %v", codesOf(r.Causes))
+					t.Errorf("why said STUCK while the quota only slows the rollout: %+v", r.Causes)
 				}
 			},
 			check: func(t *testing.T, e *env, r plugin.WhyReport, text string) {

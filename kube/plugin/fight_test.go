@@ -30,8 +30,8 @@ func TestFightDecay(t *testing.T) {
 		// size that size.
 		wrote, scaled time.Duration
 		size          int32
-		want  verdict
-		text  []string
+		want          verdict
+		text          []string
 	}{
 		{name: "going on: the last flip 1s ago, every 3.5s", upCount: 6, downCount: 6,
 			upFirst: 40 * time.Second, upLast: 3 * time.Second, downFirst: 38 * time.Second, downLast: time.Second,

@@ -16,9 +16,8 @@ import (
 	"github.com/ctrlkit/ctrlkit/rollout"
 )
 
-// fetchQuotas reads the namespace's ResourceQuotas and LimitRanges and,
-// when a quota limits what pods consume, every pod of the namespace.
-// What cannot be read is a warning: the plan then ignores it.
+// fetchQuotas reads the namespace's ResourceQuotas and LimitRanges. What
+// cannot be read is a warning: the plan then ignores it.
 func fetchQuotas(ctx context.Context, cs Getter, st *State) {
 	ns := st.Deployment.Namespace
 	if ql, err := cs.CoreV1().ResourceQuotas(ns).List(ctx, metav1.ListOptions{}); err != nil {
@@ -34,17 +33,6 @@ func fetchQuotas(ctx context.Context, cs Getter, st *State) {
 		for i := range ll.Items {
 			st.LimitRanges = append(st.LimitRanges, &ll.Items[i])
 		}
-	}
-	if len(quotasOnPods(st)) == 0 {
-		return
-	}
-	pl, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		st.Warnings = append(st.Warnings, describeErr(err, "list", "pods", ns, "").Error()+" (other workloads' pods not counted against the quotas)")
-		return
-	}
-	for i := range pl.Items {
-		st.QuotaPods = append(st.QuotaPods, &pl.Items[i])
 	}
 }
 

@@ -135,19 +135,36 @@ func FetchWith(ctx context.Context, cs Getter, ns, name string, o FetchOptions) 
 		sel = labels.Nothing() // an empty selector makes the controller ignore it
 	}
 	opts := metav1.ListOptions{LabelSelector: sel.String()}
+	fetchQuotas(ctx, cs, st)
+	// Pods before ReplicaSets: a pod's ReplicaSet exists before it, so
+	// every pod read has its ReplicaSet read too. When a quota limits
+	// pods, every pod of the namespace counts against it: one list gives
+	// both, consistent with each other.
+	quotaPods := len(quotasOnPods(st)) > 0
+	podOpts := opts
+	if quotaPods {
+		podOpts = metav1.ListOptions{}
+	}
+	pl, err := cs.CoreV1().Pods(ns).List(ctx, podOpts)
+	if err != nil {
+		return nil, describeErr(err, "list", "pods", ns, "")
+	}
+	for i := range pl.Items {
+		p := &pl.Items[i]
+		if quotaPods {
+			st.QuotaPods = append(st.QuotaPods, p)
+			if !sel.Matches(labels.Set(p.Labels)) {
+				continue
+			}
+		}
+		st.Pods = append(st.Pods, p)
+	}
 	rsl, err := cs.AppsV1().ReplicaSets(ns).List(ctx, opts)
 	if err != nil {
 		return nil, describeErr(err, "list", "replicasets.apps", ns, "")
 	}
 	for i := range rsl.Items {
 		st.ReplicaSets = append(st.ReplicaSets, &rsl.Items[i])
-	}
-	pl, err := cs.CoreV1().Pods(ns).List(ctx, opts)
-	if err != nil {
-		return nil, describeErr(err, "list", "pods", ns, "")
-	}
-	for i := range pl.Items {
-		st.Pods = append(st.Pods, &pl.Items[i])
 	}
 	for _, n := range collisionNames(d) {
 		if hasRS(st.ReplicaSets, n) {
@@ -199,7 +216,6 @@ func FetchWith(ctx context.Context, cs Getter, ns, name string, o FetchOptions) 
 			}
 		}
 	}
-	fetchQuotas(ctx, cs, st)
 	addEvents(metav1.ListOptions{FieldSelector: "type=Warning", Limit: 1000}, "probe failures and kubelet rejections")
 	addEvents(metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(d.UID), Limit: 1000}, "scaling events")
 	for _, h := range st.Autoscalers {
