@@ -185,12 +185,16 @@ func quotaVerdict(d *appsv1.Deployment, st *State, now time.Time, causes []Cause
 		names = append(names, quotaText(q))
 	}
 	if p.Complete && p.Unobserved == 0 {
+		how := "the pods that go free room for the refused ones"
+		if hasOldPods(d, st) {
+			how = "as the old ReplicaSets scale down, the pods that go free room for new ones"
+		}
 		for _, i := range idx {
 			c := &out[i]
 			c.Severity = Warning
 			c.Message = strings.Replace(c.Message, "rejects the pods of", "refuses some pods of", 1) +
-				", but it only slows the rollout: as the old ReplicaSets scale down, the pods that go free room for new ones " +
-				fmt.Sprintf("(the planner, enforcing %s, completes the rollout in %s", strings.Join(names, " and "), p.Duration)
+				", but it only slows the rollout: " + how +
+				fmt.Sprintf(" (the planner, enforcing %s, completes the rollout in %s", strings.Join(names, " and "), p.Duration)
 			if p.Refused > 0 {
 				c.Message += fmt.Sprintf(", waiting for room %d %s", p.Refused, plural(p.Refused, "time", "times"))
 			}
