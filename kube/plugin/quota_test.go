@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
 )
@@ -107,6 +108,17 @@ func TestWhyQuotaVerdict(t *testing.T) {
 		{"stuck: scaled up into a full quota", scaledUp(),
 			verdict{Stuck, []CauseCode{QuotaExceeded}, Blocking, nil, false},
 			[]string{"does not see it complete", "raise the ResourceQuota"}},
+		{"slowed: scaled up while another workload's pods are going", func() *State {
+			st := scaledUp()
+			st.ResourceQuotas = []*corev1.ResourceQuota{podsQuota(6, 6)}
+			for _, name := range []string{"batch-1", "batch-2"} {
+				st.QuotaPods = append(st.QuotaPods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", UID: types.UID(name),
+					DeletionTimestamp: ptr(metav1.NewTime(now.Add(5 * time.Second))), DeletionGracePeriodSeconds: ptr(int64(30))},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "job", Image: "job:1"}}}})
+			}
+			return st
+		}(), verdict{Progressing, []CauseCode{QuotaExceeded}, Warning, []CauseCode{QuotaExceeded}, true},
+			[]string{"but it only slows the rollout: the pods that go free room for the refused ones (the planner, enforcing ResourceQuota pods (pods 6/6)"}},
 		{"no quota read: no judgement, stuck as the condition says", quotaWorld(2, 0, 2, 1, nil),
 			verdict{Stuck, []CauseCode{QuotaExceeded}, Blocking, nil, false}, []string{"a ResourceQuota rejects the pods of web-"}},
 	}
