@@ -266,7 +266,7 @@ func whyCases() []whyCase {
 				report(t, fmt.Sprintf("quota slows the rollout (%s): complete %s after why said so (its estimate: %s)\n", e.side,
 					time.Since(start).Round(100*time.Millisecond), planned))
 			}},
-		{name: "spec fight that ended", upstream: true, state: plugin.Complete, want: []plugin.CauseCode{plugin.SpecFight},
+		{name: "spec fight that ended", upstream: true, show: true, state: plugin.Complete, want: []plugin.CauseCode{plugin.SpecFight},
 			setup: func(e *env) {
 				stop := e.fight(3, 6)
 				if code, r := e.waitWhy("web", []plugin.CauseCode{plugin.SpecFight}, plugin.Stuck, 45*time.Second); r.State != plugin.Stuck || code != plugin.ExitStuck {
@@ -281,7 +281,7 @@ func whyCases() []whyCase {
 				}
 				report(t, fmt.Sprintf("spec fight that ended (%s): not stuck any more %s after its last write\n", e.side, time.Since(e.fightStopped).Round(100*time.Millisecond)))
 			}},
-		{name: "spec fight between two scripts: both named", upstream: true, state: plugin.Stuck, want: []plugin.CauseCode{plugin.SpecFight},
+		{name: "spec fight between two scripts: both named", upstream: true, show: true, state: plugin.Stuck, want: []plugin.CauseCode{plugin.SpecFight},
 			setup: func(e *env) {
 				// kubectl set image owns the template; two scripts then
 				// take turns on spec.replicas, one through /scale: each
