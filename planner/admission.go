@@ -21,21 +21,23 @@ func (s *sim) admitPod(ctx context.Context, pod *corev1.Pod) error {
 	if s.setup || len(s.opts.Quotas) == 0 {
 		return nil
 	}
-	held, _, err := s.c.Pods(s.key.Namespace).List(ctx, metav1.ListOptions{})
+	now := s.clk.Now()
+	used, err := s.held.used(now)
 	if err != nil {
 		return err
 	}
-	now := s.clk.Now()
-	for _, p := range s.outsidePods {
-		if !outsideGone(p, now) {
-			held = append(held, p)
-		}
+	outside, err := s.outsideUsed(now)
+	if err != nil {
+		return err
+	}
+	for i := range used {
+		addList(used[i], outside[i])
 	}
 	rs := ""
 	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
 		rs = ref.Name
 	}
-	if err := AdmitPod(s.opts.Quotas, pod, held, now); err != nil {
+	if err := admit(s.opts.Quotas, pod, used, now); err != nil {
 		if !s.refusing[rs] {
 			s.tl.Refused++ // retried until a creation succeeds: one wait
 			s.refusing[rs] = true
@@ -124,4 +126,35 @@ func (s *sim) availabilityRequeue(ctx context.Context, rs *appsv1.ReplicaSet, no
 		s.requeue("rs/"+rs.Name, now, next.Sub(now))
 	}
 	return nil
+}
+
+// outsideUsed is what the Outside pods still there at now are charged,
+// per quota. It changes only at the instants of s.outside: the sums are
+// kept until the next one.
+func (s *sim) outsideUsed(now time.Time) ([]corev1.ResourceList, error) {
+	if s.outsideSums != nil && now.Before(s.outsideUntil) && !now.Before(s.outsideFrom) {
+		return s.outsideSums, nil
+	}
+	sums := make([]corev1.ResourceList, len(s.opts.Quotas))
+	for i, q := range s.opts.Quotas {
+		sums[i] = corev1.ResourceList{}
+		for _, p := range s.outsidePods {
+			if outsideGone(p, now) {
+				continue
+			}
+			c, err := q.charge(p, now)
+			if err != nil {
+				return nil, err
+			}
+			addList(sums[i], c)
+		}
+	}
+	s.outsideSums, s.outsideFrom, s.outsideUntil = sums, now, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, t := range s.outside {
+		if t.After(now) {
+			s.outsideUntil = t
+			break
+		}
+	}
+	return sums, nil
 }

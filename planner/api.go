@@ -36,7 +36,8 @@ type api struct {
 
 	// admit, if set, decides each pod creation first (admission: limit
 	// ranges and quotas); it may modify the pod.
-	admit func(ctx context.Context, pod *corev1.Pod) error
+	admit     func(ctx context.Context, pod *corev1.Pod) error
+	admitting sync.Mutex // one admission and creation at a time
 
 	mu       sync.Mutex
 	events   []string // recorded against the Deployment since the last step
@@ -145,6 +146,11 @@ func (a *api) UpdateDeploymentStatus(ctx context.Context, d *appsv1.Deployment) 
 
 func (a *api) CreatePod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
 	if a.admit != nil {
+		// The ReplicaSet controller creates a batch of pods at once:
+		// admission and creation are one step, as kube-apiserver's quota
+		// evaluator serialises the charges, or a batch would overshoot.
+		a.admitting.Lock()
+		defer a.admitting.Unlock()
 		if err := a.admit(ctx, pod); err != nil {
 			return nil, &refusal{err}
 		}

@@ -222,11 +222,43 @@ var mustSpecify = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceLimit
 // it. pod is the pod as admission sees it: defaulted, with LimitRange
 // defaults applied ([ApplyLimitRanges]). No argument is modified.
 func AdmitPod(quotas []Quota, pod *corev1.Pod, held []*corev1.Pod, now time.Time) error {
+	used := make([]corev1.ResourceList, len(quotas))
+	for i, q := range quotas {
+		used[i] = corev1.ResourceList{}
+		for _, h := range held {
+			c, err := q.charge(h, now)
+			if err != nil {
+				return err
+			}
+			addList(used[i], c)
+		}
+	}
+	return admit(quotas, pod, used, now)
+}
+
+// charge is what q charges p at now: p's usage of the resources q
+// limits; nil when p does not count against q.
+func (q Quota) charge(p *corev1.Pod, now time.Time) (corev1.ResourceList, error) {
+	if ok, err := q.Counts(p); err != nil || !ok {
+		return nil, err
+	}
+	out := corev1.ResourceList{}
+	for name, v := range PodUsage(p, now) {
+		if _, limited := q.Hard[name]; limited {
+			out[name] = v
+		}
+	}
+	return out, nil
+}
+
+// admit is AdmitPod with each quota's charges already summed (used[i]
+// for quotas[i], the resources it limits).
+func admit(quotas []Quota, pod *corev1.Pod, used []corev1.ResourceList, now time.Time) error {
 	forbidden := func(err error) error {
 		return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, cmp.Or(pod.Name, pod.GenerateName), err)
 	}
 	want := PodUsage(pod, now)
-	for _, q := range quotas {
+	for i, q := range quotas {
 		ok, err := q.Counts(pod)
 		if err != nil {
 			return err
@@ -237,25 +269,13 @@ func AdmitPod(quotas []Quota, pod *corev1.Pod, held []*corev1.Pod, now time.Time
 		if err := q.constraints(pod); err != nil {
 			return forbidden(fmt.Errorf("failed quota: %s: %v", q.Name, err))
 		}
-		used := corev1.ResourceList{}
-		for _, h := range held {
-			if ok, err := q.Counts(h); err != nil {
-				return err
-			} else if ok {
-				for name, v := range PodUsage(h, now) {
-					if _, limited := q.Hard[name]; limited {
-						add(used, name, v)
-					}
-				}
-			}
-		}
 		var over []corev1.ResourceName
 		for name, v := range want {
 			hard, limited := q.Hard[name]
 			if !limited || v.IsZero() {
 				continue
 			}
-			total := used[name].DeepCopy()
+			total := used[i][name].DeepCopy()
 			total.Add(v)
 			if total.Cmp(hard) > 0 {
 				over = append(over, name)
@@ -263,10 +283,26 @@ func AdmitPod(quotas []Quota, pod *corev1.Pod, held []*corev1.Pod, now time.Time
 		}
 		if len(over) > 0 {
 			return forbidden(fmt.Errorf("exceeded quota: %s, requested: %s, used: %s, limited: %s",
-				q.Name, listOf(want, over), listOf(used, over), listOf(q.Hard, over)))
+				q.Name, listOf(want, over), listOf(used[i], over), listOf(q.Hard, over)))
 		}
 	}
 	return nil
+}
+
+// addList adds the amounts of b to a.
+func addList(a, b corev1.ResourceList) {
+	for name, v := range b {
+		add(a, name, v)
+	}
+}
+
+// subList subtracts the amounts of b from a.
+func subList(a, b corev1.ResourceList) {
+	for name, v := range b {
+		cur := a[name]
+		cur.Sub(v)
+		a[name] = cur
+	}
 }
 
 // constraints is the pod evaluator's rule that a quota on cpu or memory

@@ -120,8 +120,13 @@ type sim struct {
 	outsidePods []*corev1.Pod
 	outside     []time.Time
 	// refusing holds the ReplicaSets whose last pod creation a quota
-	// refused.
+	// refused; held is what the pods held are charged (with Quotas).
 	refusing map[string]bool
+	held     *heldUsage
+	// outsideSums are the Outside pods' charges per quota, valid from
+	// outsideFrom until outsideUntil (the next instant one changes).
+	outsideSums               []corev1.ResourceList
+	outsideFrom, outsideUntil time.Time
 }
 
 func newSim(d *appsv1.Deployment, model PodModel, opts Options) (*sim, error) {
@@ -134,7 +139,12 @@ func newSim(d *appsv1.Deployment, model PodModel, opts Options) (*sim, error) {
 		refusing: map[string]bool{},
 		exp:      &replicaset.Expectations{},
 	}
-	s.c = memcluster.New(memcluster.Config{Clock: s.clk, Seed: opts.Seed})
+	cfg := memcluster.Config{Clock: s.clk, Seed: opts.Seed}
+	if len(opts.Quotas) > 0 {
+		s.held = newHeldUsage(opts.Quotas)
+		cfg.OnWrite = func(w memcluster.Write) { s.held.write(w, s.clk.Now()) }
+	}
+	s.c = memcluster.New(cfg)
 	old := memcluster.PodBehavior{ShutdownDelay: model.Shutdown}
 	inFlight := map[string][]time.Duration{}
 	for rs, ds := range opts.InFlight {
