@@ -16,13 +16,12 @@ import (
 // caller merges the inbox itself only when it is full, or when its own
 // request could otherwise be merged after it is due.
 //
-// Requests carry a sequence number. Get records in the item's entry the
-// latest number handed out (satSeq): a request whose number is not above it
-// was made before that Get, which served it, and it is dropped when merged.
-// A request merged while its item is queued or due again at Done is
-// dropped too. This gives the same results as merging at once, because
-// merging requests keeps the earliest due time, whatever their order.
-// Idle entries are kept while requests wait, so that satSeq is not lost.
+// Requests carry a sequence number, which orders equal due times. The
+// delay heap is independent of the ready FIFO, as client-go's waiting
+// queue is of its queue: an item may be queued, or being processed, and
+// wait out a delay at the same time; when the delay ends the item is
+// added again. Merging requests keeps the earliest due time, whatever
+// their order, so merging late gives the same results as merging at once.
 
 const (
 	// chunkLen is the length of the inbox's chunks: the inbox grows by
@@ -73,14 +72,16 @@ type delayState[T comparable] struct {
 // An item has at most one pending due time, and the earliest request wins:
 //
 //   - a later AddAfter with an earlier due time brings the item forward;
-//   - one with a later due time changes nothing (it cannot postpone);
-//   - if the item is already waiting for Get, or will be queued again at
-//     Done, it is due now and AddAfter changes nothing;
-//   - [Queue.Add] of an item waiting here makes it due now, and it is then
-//     processed once, not a second time when the delay ends.
+//   - one with a later due time changes nothing (it cannot postpone).
 //
-// An item that is being processed when its delay ends is queued again at
-// Done, as with Add. After ShutDown, AddAfter does nothing.
+// The delay is independent of the item's other adds, as in client-go: an
+// item already waiting for Get, or being processed, still waits out its
+// delay, and [Queue.Add] does not cancel it; when the delay ends the item
+// is added as by Add (nothing happens if it is still waiting for Get; one
+// that is being processed is queued again at Done). So a retry scheduled by
+// [Queue.AddRateLimited] happens when due even if the item has been
+// processed, and failed again, meanwhile. After ShutDown, AddAfter does
+// nothing.
 //
 // The queue runs no goroutine of its own: one timer of the queue's clock
 // ([clock.Clock.AfterFunc]) moves the items to the queue when they are
@@ -130,11 +131,10 @@ func addSat(now int64, d time.Duration) int64 {
 
 // addAfterLocked applies a delay request for e that is due at due. The
 // item goes to the heap even if it is due already, so that the timer's
-// callback moves due items to the queue in order of due time.
+// callback moves due items to the queue in order of due time, and even if
+// it is queued or being processed: it is added again when due (client-go's
+// waiting queue does not look at its queue either).
 func (q *Queue[T]) addAfterLocked(e *entry[T], due int64, seq uint64) {
-	if e.state&(queued|dirty) != 0 {
-		return // already due now
-	}
 	h := &q.delay
 	if e.state&delayed != 0 {
 		if due >= e.due {
@@ -193,11 +193,8 @@ func (q *Queue[T]) mergeChunk() bool {
 			break
 		}
 		e := q.items[r.key]
-		switch {
-		case e == nil:
+		if e == nil {
 			e = q.newEntry(r.key)
-		case e.satSeq >= r.seq:
-			continue // a Get came after the request and served it
 		}
 		q.addAfterLocked(e, r.due, r.seq)
 	}
@@ -272,17 +269,6 @@ func (q *Queue[T]) onTimer(gen uint64) {
 	}
 	if ok {
 		q.armTimer(q.now(), next)
-	}
-}
-
-// stopIfEmpty stops the timer when no request waits in the inbox. The heap
-// is empty and Queue.mu is held.
-func (h *delayState[T]) stopIfEmpty() {
-	h.imu.Lock()
-	defer h.imu.Unlock()
-	if h.n == 0 && h.timer != nil {
-		h.timer.Stop()
-		h.timer = nil
 	}
 }
 

@@ -75,7 +75,6 @@ type entry[T comparable] struct {
 	index    int         // position in the delay heap while delayed
 	due      int64       // when a delayed item becomes ready
 	seq      uint64      // delay request that set due; orders equal due times
-	satSeq   uint64      // delay requests up to this one were satisfied by a Get
 	addedAt  int64       // metrics only: when it last became pending
 	started  int64       // metrics only: when Get handed it out
 	forgetAt int64       // while armed
@@ -139,8 +138,9 @@ func (q *Queue[T]) now() int64 { return int64(q.clock.Now().Sub(q.epoch)) }
 //   - If item is already waiting for Get, Add does nothing (stingy).
 //   - If item is being processed, it is queued again, once, when Done is
 //     called for it.
-//   - If item is waiting in the delay heap, Add makes it due now; it is
-//     processed once, not once more when its delay ends.
+//   - A pending [Queue.AddAfter] or [Queue.AddRateLimited] of item is not
+//     affected: the item is added again when that delay ends, as with
+//     client-go.
 //
 // After [Queue.ShutDown], Add does nothing.
 func (q *Queue[T]) Add(item T) {
@@ -148,7 +148,6 @@ func (q *Queue[T]) Add(item T) {
 	if q.mu.TryLock() {
 		defer q.mu.Unlock()
 		if !q.shutdown {
-			q.mergePending()
 			q.addLocked(q.entryFor(item))
 		}
 		return
@@ -160,36 +159,15 @@ func (q *Queue[T]) Add(item T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if !q.shutdown {
-		q.mergePending()
 		e := q.entryFor(item)
 		q.addLocked(e)
 		q.quick.publish(e)
 	}
 }
 
-// mergePending merges the delay inbox if requests wait in it, so that an
-// Add that makes a delayed item due finds it in the heap and the timer
-// goes when nothing is left to wait for. mu is held.
-func (q *Queue[T]) mergePending() {
-	if q.delay.pending.Load() > 0 {
-		q.mergeInbox()
-		if len(q.delay.heap) == 0 {
-			q.delay.stopIfEmpty()
-		}
-	}
-}
-
 // addLocked makes e pending now: queued, or dirty if it is processing.
+// A pending delay of e is left alone.
 func (q *Queue[T]) addLocked(e *entry[T]) {
-	if e.state&delayed != 0 {
-		// The timer may now be early; its callback then finds nothing due
-		// and sets it again. With nothing left to wait for, it goes.
-		q.delay.remove(e)
-		e.state &^= delayed
-		if len(q.delay.heap) == 0 {
-			q.delay.stopIfEmpty()
-		}
-	}
 	switch {
 	case e.state&(queued|dirty) != 0:
 		return
@@ -213,7 +191,6 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 	q.init()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.mergePending()
 	q.enterGet()
 	for q.ready.len() == 0 || q.ready.peek().state&unreleased != 0 && !q.shutdown {
 		// Items re-added while in flight are still to come, even after
@@ -226,7 +203,6 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 	}
 	e := q.takeHead()
 	e.state = e.state&^failed | processing
-	e.satSeq = q.delay.seq.Load() // this run serves the delay requests made so far
 	q.lastGot = e
 	q.processing++
 	if q.metrics != nil {
@@ -401,11 +377,11 @@ func (q *Queue[T]) releaseIfIdle(e *entry[T]) {
 	q.trimIdle()
 }
 
-// trimIdle drops the oldest idle entries beyond maxIdle. While delay
-// requests wait in the inbox it drops none: their satSeq decides whether
-// those requests still hold.
+// trimIdle drops the oldest idle entries beyond maxIdle. A delay request
+// still in the inbox names its item, not its entry: merging it makes a
+// new entry if this one was dropped.
 func (q *Queue[T]) trimIdle() {
-	for q.idle.len() > maxIdle && q.delay.pending.Load() == 0 {
+	for q.idle.len() > maxIdle {
 		q.evict(q.idle.pop())
 	}
 }
