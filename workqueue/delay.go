@@ -16,12 +16,21 @@ import (
 // caller merges the inbox itself only when it is full, or when its own
 // request could otherwise be merged after it is due.
 //
-// Requests carry a sequence number, which orders equal due times. The
-// delay heap is independent of the ready FIFO, as client-go's waiting
-// queue is of its queue: an item may be queued, or being processed, and
-// wait out a delay at the same time; when the delay ends the item is
-// added again. Merging requests keeps the earliest due time, whatever
-// their order, so merging late gives the same results as merging at once.
+// There are two kinds of requests. A timed one (AddAfter, AddRateLimited)
+// is independent of the ready FIFO, as client-go's waiting queue is of its
+// queue: an item may be queued, or being processed, and wait out a timed
+// delay at the same time; when the delay ends the item is added again. A
+// batched one (AddBatched) is served by any add of the item before it is
+// due, and by any Get after it was made. An entry keeps the earliest due
+// time of each kind and sits in the heap once, at the earlier of the two.
+//
+// Requests carry a sequence number, which orders equal due times. Get
+// records in the item's entry the latest number handed out (satSeq): a
+// batched request whose number is not above it was made before that Get,
+// which served it, and it is dropped when merged. Idle entries are kept
+// while requests wait, so that satSeq is not lost. Merging keeps the
+// earliest due time of each kind, whatever the order of the requests, so
+// merging late gives the same results as merging at once.
 
 const (
 	// chunkLen is the length of the inbox's chunks: the inbox grows by
@@ -46,6 +55,8 @@ type delayRequest[T comparable] struct {
 	at  int64 // when it was made; never earlier than the requests before it
 	due int64
 	seq uint64
+	// batch marks an AddBatched request.
+	batch bool
 }
 
 // delayState is the delay heap, the inbox and the timer.
@@ -91,6 +102,26 @@ type delayState[T comparable] struct {
 // right away; on a [clock.Fake] the callback runs before Step or SetTime
 // returns.
 func (q *Queue[T]) AddAfter(item T, d time.Duration) {
+	q.addDelayed(item, d, false)
+}
+
+// AddBatched adds item within d: once d has passed, as measured by the
+// queue's clock, unless an add of the item comes first, which serves the
+// request. A burst of AddBatched calls for an item therefore costs one
+// run, d after the first of them, and a plain [Queue.Add] meanwhile (or a
+// Get of the item after the request was made) takes them all along: the
+// item runs once, at once, and not again when d ends. With d ≤ 0 it is
+// [Queue.Add]. A pending AddAfter or AddRateLimited of the item is not
+// affected. After ShutDown, AddBatched does nothing.
+//
+// It is what a controller's BatchPeriod uses; client-go has no
+// counterpart (its AddAfter is [Queue.AddAfter]).
+func (q *Queue[T]) AddBatched(item T, d time.Duration) {
+	q.addDelayed(item, d, true)
+}
+
+// addDelayed is AddAfter (batch false) or AddBatched.
+func (q *Queue[T]) addDelayed(item T, d time.Duration, batch bool) {
 	if d <= 0 {
 		q.Add(item)
 		return
@@ -105,7 +136,7 @@ func (q *Queue[T]) AddAfter(item T, d time.Duration) {
 	now := q.now() // under imu, so that requests are in order of time
 	due := addSat(now, d)
 	h.pending.Add(1) // before seq: see trimIdle
-	h.appendLocked(delayRequest[T]{key: item, at: now, due: due, seq: h.seq.Add(1)})
+	h.appendLocked(delayRequest[T]{key: item, at: now, due: due, seq: h.seq.Add(1), batch: batch})
 	if h.n == 1 || due < h.inboxMin {
 		h.inboxMin = due
 	}
@@ -129,24 +160,60 @@ func addSat(now int64, d time.Duration) int64 {
 	return now + int64(d)
 }
 
-// addAfterLocked applies a delay request for e that is due at due. The
-// item goes to the heap even if it is due already, so that the timer's
-// callback moves due items to the queue in order of due time, and even if
-// it is queued or being processed: it is added again when due (client-go's
-// waiting queue does not look at its queue either).
-func (q *Queue[T]) addAfterLocked(e *entry[T], due int64, seq uint64) {
-	h := &q.delay
-	if e.state&delayed != 0 {
-		if due >= e.due {
+// addAfterLocked applies a delay request for e that is due at due, timed
+// or batched. A timed request goes to the heap even if it is due already,
+// so that the timer's callback moves due items to the queue in order of
+// due time, and even if the item is queued or being processed: it is added
+// again when due (client-go's waiting queue does not look at its queue
+// either). A batched request of an item already queued, or queued again at
+// Done, is served already.
+func (q *Queue[T]) addAfterLocked(e *entry[T], due int64, seq uint64, batch bool) {
+	if batch {
+		if e.state&(queued|dirty) != 0 || e.state&batched != 0 && due >= e.batchDue {
 			return
 		}
+		e.batchDue, e.batchSeq = due, seq
+		e.state |= batched
+	} else {
+		if e.state&timed != 0 && due >= e.timedDue {
+			return
+		}
+		e.timedDue, e.timedSeq = due, seq
+		e.state |= timed
+	}
+	q.delay.place(e)
+}
+
+// place puts e in the heap at the earlier of its pending due times, or
+// takes it out of the heap when it has none. mu is held.
+func (h *delayState[T]) place(e *entry[T]) {
+	var due int64
+	var seq uint64
+	switch t, b := e.state&timed != 0, e.state&batched != 0; {
+	case t && (!b || e.timedDue < e.batchDue || e.timedDue == e.batchDue && e.timedSeq < e.batchSeq):
+		due, seq = e.timedDue, e.timedSeq
+	case b:
+		due, seq = e.batchDue, e.batchSeq
+	default:
+		if e.state&delayed != 0 {
+			h.remove(e)
+			e.state &^= delayed
+		}
+		return
+	}
+	if e.state&delayed == 0 {
 		e.due, e.seq = due, seq
-		h.up(e.index)
+		e.state |= delayed
+		h.push(e)
+		return
+	}
+	if due == e.due && seq == e.seq {
 		return
 	}
 	e.due, e.seq = due, seq
-	e.state |= delayed
-	h.push(e)
+	if !h.down(e.index) {
+		h.up(e.index)
+	}
 }
 
 // appendLocked adds r to the inbox. imu is held.
@@ -193,10 +260,13 @@ func (q *Queue[T]) mergeChunk() bool {
 			break
 		}
 		e := q.items[r.key]
-		if e == nil {
+		switch {
+		case e == nil:
 			e = q.newEntry(r.key)
+		case r.batch && e.satSeq >= r.seq:
+			continue // a Get came after the request and served it
 		}
-		q.addAfterLocked(e, r.due, r.seq)
+		q.addAfterLocked(e, r.due, r.seq, r.batch)
 	}
 	h.pending.Add(-int64(len(chunk)))
 	clear(chunk)
@@ -253,9 +323,16 @@ func (q *Queue[T]) onTimer(gen uint64) {
 	}
 	h.imu.Unlock()
 	for len(h.heap) > 0 && h.heap[0].due <= limit {
+		// The request that is due goes; the other kind's, if later,
+		// keeps e in the heap (a batched one is served by the add).
 		e := h.heap[0]
-		h.remove(e)
-		e.state &^= delayed
+		if e.state&timed != 0 && e.timedDue <= limit {
+			e.state &^= timed
+		}
+		if e.state&batched != 0 && e.batchDue <= limit {
+			e.state &^= batched
+		}
+		h.place(e)
 		q.addLocked(e)
 	}
 	h.imu.Lock()
@@ -272,12 +349,23 @@ func (q *Queue[T]) onTimer(gen uint64) {
 	}
 }
 
+// stopIfEmpty stops the timer when no request waits in the inbox. The heap
+// is empty and Queue.mu is held.
+func (h *delayState[T]) stopIfEmpty() {
+	h.imu.Lock()
+	defer h.imu.Unlock()
+	if h.n == 0 && h.timer != nil {
+		h.timer.Stop()
+		h.timer = nil
+	}
+}
+
 // discardDelayed empties the heap and the inbox at shutdown and stops the
 // timer. mu is held.
 func (q *Queue[T]) discardDelayed() {
 	h := &q.delay
 	for _, e := range h.heap {
-		e.state &^= delayed
+		e.state &^= delayed | timed | batched
 		q.releaseIfIdle(e)
 	}
 	clear(h.heap)

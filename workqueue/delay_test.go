@@ -15,7 +15,7 @@ import (
 
 func TestAddAfter(t *testing.T) {
 	type step struct {
-		verb  string // "add", "after", "get", "done", "step", "len"
+		verb  string // "add", "after", "batch", "get", "done", "step", "len"
 		item  string
 		delay time.Duration
 	}
@@ -119,6 +119,86 @@ func TestAddAfter(t *testing.T) {
 		want:   []string{"get a", "get a", "get marker", "len 0"},
 		reason: "the earliest pending request wins even across a run of the item",
 	}, {
+		name: "add serves a batched add",
+		steps: []step{
+			{verb: "batch", item: "a", delay: 5 * time.Second},
+			{verb: "after", item: "marker", delay: 5 * time.Second},
+			{verb: "add", item: "a"}, {verb: "len"},
+			{verb: "get"}, {verb: "done", item: "a"},
+			{verb: "step", delay: 5 * time.Second},
+			{verb: "get"}, {verb: "len"},
+		},
+		want:   []string{"len 1", "get a", "get marker", "len 0"},
+		reason: "Add makes a batched item due now and it runs once",
+	}, {
+		name: "batched add of a queued item is served",
+		steps: []step{
+			{verb: "add", item: "a"},
+			{verb: "batch", item: "a", delay: 5 * time.Second},
+			{verb: "after", item: "m1", delay: time.Second},
+			{verb: "step", delay: time.Second},
+			{verb: "get"}, {verb: "get"}, {verb: "done", item: "a"}, {verb: "done", item: "m1"},
+			{verb: "after", item: "m2", delay: 4 * time.Second},
+			{verb: "step", delay: 4 * time.Second},
+			{verb: "get"}, {verb: "len"},
+		},
+		want: []string{"get a", "get m1", "get m2", "len 0"},
+	}, {
+		name: "batched add of an item due again at Done is served",
+		steps: []step{
+			{verb: "add", item: "a"}, {verb: "get"}, {verb: "add", item: "a"},
+			{verb: "batch", item: "a", delay: 5 * time.Second},
+			{verb: "after", item: "m1", delay: time.Second},
+			{verb: "step", delay: time.Second},
+			{verb: "get"}, {verb: "done", item: "a"}, {verb: "get"}, {verb: "done", item: "a"}, {verb: "done", item: "m1"},
+			{verb: "after", item: "m2", delay: 4 * time.Second},
+			{verb: "step", delay: 4 * time.Second},
+			{verb: "get"}, {verb: "len"},
+		},
+		want:   []string{"get a", "get m1", "get a", "get m2", "len 0"},
+		reason: "the batched add merged into the pending re-add: a runs once more, not twice",
+	}, {
+		name: "batched adds: one run, at the first's due time",
+		steps: []step{
+			{verb: "batch", item: "a", delay: time.Second},
+			{verb: "batch", item: "a", delay: 3 * time.Second},
+			{verb: "after", item: "marker", delay: time.Second},
+			{verb: "step", delay: time.Second},
+			{verb: "get"}, {verb: "get"}, {verb: "done", item: "a"}, {verb: "done", item: "marker"},
+			{verb: "after", item: "m2", delay: 2 * time.Second},
+			{verb: "step", delay: 2 * time.Second},
+			{verb: "get"}, {verb: "len"},
+		},
+		want: []string{"get a", "get marker", "get m2", "len 0"},
+	}, {
+		name: "an add serves the batched add, not the timed one",
+		steps: []step{
+			{verb: "after", item: "a", delay: 5 * time.Second},
+			{verb: "batch", item: "a", delay: 2 * time.Second},
+			{verb: "add", item: "a"}, {verb: "get"}, {verb: "done", item: "a"},
+			{verb: "after", item: "m1", delay: 2 * time.Second},
+			{verb: "step", delay: 2 * time.Second},
+			{verb: "get"}, {verb: "done", item: "m1"},
+			{verb: "after", item: "m2", delay: 3 * time.Second},
+			{verb: "step", delay: 3 * time.Second},
+			{verb: "get"}, {verb: "get"}, {verb: "len"},
+		},
+		want:   []string{"get a", "get m1", "get a", "get m2", "len 0"},
+		reason: "nothing at 2s (the batch was served), a again at 5s (its timed request)",
+	}, {
+		name: "a due batched add leaves a later timed one",
+		steps: []step{
+			{verb: "batch", item: "a", delay: time.Second},
+			{verb: "after", item: "a", delay: 4 * time.Second},
+			{verb: "after", item: "m1", delay: time.Second},
+			{verb: "step", delay: time.Second},
+			{verb: "get"}, {verb: "get"}, {verb: "done", item: "a"}, {verb: "done", item: "m1"},
+			{verb: "after", item: "m2", delay: 3 * time.Second},
+			{verb: "step", delay: 3 * time.Second},
+			{verb: "get"}, {verb: "get"}, {verb: "len"},
+		},
+		want: []string{"get a", "get m1", "get a", "get m2", "len 0"},
+	}, {
 		name: "due while processing: queued at Done",
 		steps: []step{
 			{verb: "add", item: "a"}, {verb: "get"},
@@ -156,6 +236,8 @@ func TestAddAfter(t *testing.T) {
 					q.Add(s.item)
 				case "after":
 					q.AddAfter(s.item, s.delay)
+				case "batch":
+					q.AddBatched(s.item, s.delay)
 				case "get":
 					got = append(got, "get "+get(t, q))
 				case "done":

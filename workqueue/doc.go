@@ -12,7 +12,9 @@
 //     plain Add, or processing the item, does not cancel it, and the item is
 //     added again when it is due. A controller's retry therefore comes no
 //     later than its first backoff scheduled, however often the item is
-//     processed and fails meanwhile.
+//     processed and fails meanwhile. [Queue.AddBatched] (no client-go
+//     counterpart) is the stingy kind: a plain Add, or a Get, before it is
+//     due serves it, and the item runs once.
 //   - One worker per item: an item handed out by [Queue.Get] is not handed
 //     out again until [Queue.Done]. If it is added while being processed,
 //     it is queued again, once, at Done; the add is never lost.

@@ -134,16 +134,17 @@ func (l *Loop) next(ctx context.Context, log logr.Logger) bool {
 }
 
 // Enqueue adds what event rules asked for to q. Keys marked Batch wait
-// batch (if positive). The queue keeps the earliest deadline of a key: the
+// batch (if positive), as batched adds (workqueue.Queue.AddBatched): the
 // first batched event of a burst sets the time of the one sync for all of
-// it.
+// it, and an event that syncs the key at once takes them along. Keys with
+// an After delay are added as upstream's AddAfter adds them.
 func Enqueue(q *workqueue.Queue[types.NamespacedName], batch time.Duration, es []reconcile.Enqueue) {
 	for _, e := range es {
 		switch {
 		case e.After > 0:
 			q.AddAfter(e.Key, e.After)
 		case e.Batch && batch > 0:
-			q.AddAfter(e.Key, batch)
+			q.AddBatched(e.Key, batch)
 		default:
 			q.Add(e.Key)
 		}
