@@ -13,18 +13,58 @@ import (
 // item due at the same moment: due items are moved together, earliest
 // first, so anything else that had become due is queued by then.
 
-func TestAddAfter(t *testing.T) {
-	type step struct {
-		verb  string // "add", "after", "batch", "get", "done", "step", "len"
-		item  string
-		delay time.Duration
+// step is one step of a scripted delay test.
+type step struct {
+	verb  string // "add", "after", "batch", "get", "done", "step", "len"
+	item  string
+	delay time.Duration
+}
+
+// delayCase is a scripted delay test: the steps, and what the "get" and
+// "len" steps should see.
+type delayCase struct {
+	name   string
+	steps  []step
+	want   []string
+	reason string
+}
+
+// runDelayCases runs each case on a new queue with a fake clock.
+func runDelayCases(t *testing.T, tests []delayCase) {
+	t.Helper()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			q, fc := newFakeQueue(t)
+			var got []string
+			for _, s := range tc.steps {
+				switch s.verb {
+				case "add":
+					q.Add(s.item)
+				case "after":
+					q.AddAfter(s.item, s.delay)
+				case "batch":
+					q.AddBatched(s.item, s.delay)
+				case "get":
+					got = append(got, "get "+get(t, q))
+				case "done":
+					q.Done(s.item)
+				case "step":
+					fc.Step(s.delay)
+				case "len":
+					got = append(got, fmt.Sprintf("len %d", q.Len()))
+				default:
+					t.Fatalf("unknown verb %q", s.verb)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nmismatch (-want +got):\n%s", tc.reason, diff)
+			}
+		})
 	}
-	tests := []struct {
-		name   string
-		steps  []step
-		want   []string
-		reason string
-	}{{
+}
+
+func TestAddAfter(t *testing.T) {
+	runDelayCases(t, []delayCase{{
 		name: "due in order, ties in request order",
 		steps: []step{
 			{verb: "after", item: "c", delay: 3 * time.Second},
@@ -119,86 +159,6 @@ func TestAddAfter(t *testing.T) {
 		want:   []string{"get a", "get a", "get marker", "len 0"},
 		reason: "the earliest pending request wins even across a run of the item",
 	}, {
-		name: "add serves a batched add",
-		steps: []step{
-			{verb: "batch", item: "a", delay: 5 * time.Second},
-			{verb: "after", item: "marker", delay: 5 * time.Second},
-			{verb: "add", item: "a"}, {verb: "len"},
-			{verb: "get"}, {verb: "done", item: "a"},
-			{verb: "step", delay: 5 * time.Second},
-			{verb: "get"}, {verb: "len"},
-		},
-		want:   []string{"len 1", "get a", "get marker", "len 0"},
-		reason: "Add makes a batched item due now and it runs once",
-	}, {
-		name: "batched add of a queued item is served",
-		steps: []step{
-			{verb: "add", item: "a"},
-			{verb: "batch", item: "a", delay: 5 * time.Second},
-			{verb: "after", item: "m1", delay: time.Second},
-			{verb: "step", delay: time.Second},
-			{verb: "get"}, {verb: "get"}, {verb: "done", item: "a"}, {verb: "done", item: "m1"},
-			{verb: "after", item: "m2", delay: 4 * time.Second},
-			{verb: "step", delay: 4 * time.Second},
-			{verb: "get"}, {verb: "len"},
-		},
-		want: []string{"get a", "get m1", "get m2", "len 0"},
-	}, {
-		name: "batched add of an item due again at Done is served",
-		steps: []step{
-			{verb: "add", item: "a"}, {verb: "get"}, {verb: "add", item: "a"},
-			{verb: "batch", item: "a", delay: 5 * time.Second},
-			{verb: "after", item: "m1", delay: time.Second},
-			{verb: "step", delay: time.Second},
-			{verb: "get"}, {verb: "done", item: "a"}, {verb: "get"}, {verb: "done", item: "a"}, {verb: "done", item: "m1"},
-			{verb: "after", item: "m2", delay: 4 * time.Second},
-			{verb: "step", delay: 4 * time.Second},
-			{verb: "get"}, {verb: "len"},
-		},
-		want:   []string{"get a", "get m1", "get a", "get m2", "len 0"},
-		reason: "the batched add merged into the pending re-add: a runs once more, not twice",
-	}, {
-		name: "batched adds: one run, at the first's due time",
-		steps: []step{
-			{verb: "batch", item: "a", delay: time.Second},
-			{verb: "batch", item: "a", delay: 3 * time.Second},
-			{verb: "after", item: "marker", delay: time.Second},
-			{verb: "step", delay: time.Second},
-			{verb: "get"}, {verb: "get"}, {verb: "done", item: "a"}, {verb: "done", item: "marker"},
-			{verb: "after", item: "m2", delay: 2 * time.Second},
-			{verb: "step", delay: 2 * time.Second},
-			{verb: "get"}, {verb: "len"},
-		},
-		want: []string{"get a", "get marker", "get m2", "len 0"},
-	}, {
-		name: "an add serves the batched add, not the timed one",
-		steps: []step{
-			{verb: "after", item: "a", delay: 5 * time.Second},
-			{verb: "batch", item: "a", delay: 2 * time.Second},
-			{verb: "add", item: "a"}, {verb: "get"}, {verb: "done", item: "a"},
-			{verb: "after", item: "m1", delay: 2 * time.Second},
-			{verb: "step", delay: 2 * time.Second},
-			{verb: "get"}, {verb: "done", item: "m1"},
-			{verb: "after", item: "m2", delay: 3 * time.Second},
-			{verb: "step", delay: 3 * time.Second},
-			{verb: "get"}, {verb: "get"}, {verb: "len"},
-		},
-		want:   []string{"get a", "get m1", "get a", "get m2", "len 0"},
-		reason: "nothing at 2s (the batch was served), a again at 5s (its timed request)",
-	}, {
-		name: "a due batched add leaves a later timed one",
-		steps: []step{
-			{verb: "batch", item: "a", delay: time.Second},
-			{verb: "after", item: "a", delay: 4 * time.Second},
-			{verb: "after", item: "m1", delay: time.Second},
-			{verb: "step", delay: time.Second},
-			{verb: "get"}, {verb: "get"}, {verb: "done", item: "a"}, {verb: "done", item: "m1"},
-			{verb: "after", item: "m2", delay: 3 * time.Second},
-			{verb: "step", delay: 3 * time.Second},
-			{verb: "get"}, {verb: "get"}, {verb: "len"},
-		},
-		want: []string{"get a", "get m1", "get a", "get m2", "len 0"},
-	}, {
 		name: "due while processing: queued at Done",
 		steps: []step{
 			{verb: "add", item: "a"}, {verb: "get"},
@@ -225,34 +185,7 @@ func TestAddAfter(t *testing.T) {
 			{verb: "get"}, {verb: "len"},
 		},
 		want: []string{"get marker", "len 0"},
-	}}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			q, fc := newFakeQueue(t)
-			var got []string
-			for _, s := range tc.steps {
-				switch s.verb {
-				case "add":
-					q.Add(s.item)
-				case "after":
-					q.AddAfter(s.item, s.delay)
-				case "batch":
-					q.AddBatched(s.item, s.delay)
-				case "get":
-					got = append(got, "get "+get(t, q))
-				case "done":
-					q.Done(s.item)
-				case "step":
-					fc.Step(s.delay)
-				case "len":
-					got = append(got, fmt.Sprintf("len %d", q.Len()))
-				}
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nmismatch (-want +got):\n%s", tc.reason, diff)
-			}
-		})
-	}
+	}})
 }
 
 func TestShutDownDiscardsDelayedItems(t *testing.T) {

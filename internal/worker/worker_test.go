@@ -183,3 +183,40 @@ func TestClock(t *testing.T) {
 		t.Errorf("Clock(fake, real informers) = %v, %v; want the controller's own (the informers take no part in a simulation)", got, err)
 	}
 }
+
+// TestEnqueueBatchAndAfter checks the two delayed kinds of Enqueue: a
+// batched key joins a sync that an event asks for at once (one sync, not
+// a second when the period ends), while an After delay is kept however
+// often the key syncs meanwhile, as upstream's AddAfter.
+func TestEnqueueBatchAndAfter(t *testing.T) {
+	fc := clock.NewFake(time.Unix(0, 0))
+	q := workqueue.New(workqueue.Config[types.NamespacedName]{Clock: fc})
+	defer q.ShutDown()
+	syncOnce := func(why string) {
+		t.Helper()
+		if n := q.Len(); n != 1 {
+			t.Fatalf("%s: %d keys queued; want 1", why, n)
+		}
+		k, _ := q.Get()
+		q.Done(k)
+	}
+	Enqueue(q, time.Second, []reconcile.Enqueue{{Key: key, Batch: true}})
+	if n := q.Len(); n != 0 {
+		t.Fatalf("a batched key is queued at once (%d); want it to wait the period", n)
+	}
+	Enqueue(q, time.Second, []reconcile.Enqueue{{Key: key}})
+	syncOnce("an event of the key")
+	fc.Step(time.Second)
+	if n := q.Len(); n != 0 {
+		t.Errorf("the batched key is queued again when its period ends (%d); want it served by the sync", n)
+	}
+
+	Enqueue(q, time.Second, []reconcile.Enqueue{{Key: key, After: 2 * time.Second}})
+	Enqueue(q, time.Second, []reconcile.Enqueue{{Key: key}})
+	syncOnce("an event of the key")
+	fc.Step(2 * time.Second)
+	syncOnce("the After delay")
+
+	Enqueue(q, 0, []reconcile.Enqueue{{Key: key, Batch: true}})
+	syncOnce("a batched key without a period")
+}
