@@ -65,7 +65,8 @@ type writeSteps[T Object] struct {
 	// write starts from (found false: none) and the new object as the
 	// request decoded it (private to the write; not yet defaulted). A
 	// create's stored object does not matter (see create).
-	start func() (stored T, found bool, in T, err error)
+	// It may complete req (an apply learns whether it creates).
+	start func(req *admit.Request) (stored T, found bool, in T, err error)
 	// write runs with the lock held: the write's *Locked function, which
 	// stores (commitLocked) at most once; that commit is staged.
 	write func(in T) (T, error)
@@ -90,8 +91,9 @@ func admitWrite[T Object](ctx context.Context, r *Resource[T], s writeSteps[T]) 
 	c := r.c
 	adm := c.cfg.Admission
 	for {
+		req := s.req
 		c.mu.Lock()
-		stored, found, in, err := s.start()
+		stored, found, in, err := s.start(&req)
 		c.mu.Unlock()
 		if err != nil {
 			return zero, err
@@ -99,13 +101,12 @@ func admitWrite[T Object](ctx context.Context, r *Resource[T], s writeSteps[T]) 
 		if r.kind.Default != nil {
 			r.kind.Default(in) // as kube-apiserver's decoder defaults
 		}
-		req := s.req
 		req.Default = r.defaulter()
 		if req.Object, err = s.admitted(r, in); err != nil {
 			return zero, err
 		}
 		if found && !s.create {
-			if req.OldObject, err = s.admitted(r, deepCopy(stored)); err != nil {
+			if req.OldObject, err = s.admitted(r, r.inVersion(stored, req.Resource.Version)); err != nil {
 				return zero, err
 			}
 		}
@@ -145,7 +146,7 @@ func admitWrite[T Object](ctx context.Context, r *Resource[T], s writeSteps[T]) 
 		c.mu.Lock()
 		cur, exists := r.objs[st.key]
 		switch {
-		case st.added && exists && s.create && in.GetGenerateName() != "" && s.req.Name == "":
+		case st.added && exists && s.create && s.req.Name == "" && in.GetGenerateName() != "":
 			c.mu.Unlock()
 			continue // the generated name was taken meanwhile: another
 		case st.added && exists && s.create:
@@ -252,7 +253,7 @@ func (cl Client[T]) admissionNamespace(obj runtime.Object) string {
 // inVersion returns the stored object obj as read in version ("": as
 // stored), for admission of a request in that version.
 func (r *Resource[T]) inVersion(obj T, version string) T {
-	if r.kind.asVersionOf == nil || version == "" {
+	if r.kind.asVersionOf == nil || version == "" || version == r.kind.GVK.Version {
 		return obj
 	}
 	stub := r.kind.New()

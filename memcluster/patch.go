@@ -86,13 +86,20 @@ func (cl Client[T]) patch(ctx context.Context, name string, pt types.PatchType, 
 	}
 	var out T
 	var created bool
-	c.mu.Lock()
-	if pt == types.ApplyYAMLPatchType {
-		out, created, err = cl.r.applyLocked(cl.ns, name, data, opts, sub, version, view)
-	} else {
-		out, err = cl.r.patchLocked(cl.key(cl.ns, name), pt, data, status, managerOf(opts.FieldManager), view)
+	switch {
+	case c.admitting() && pt == types.ApplyYAMLPatchType:
+		out, created, err = cl.applyAdmitted(ctx, name, data, opts, sub, version, view)
+	case c.admitting():
+		out, err = cl.patchAdmitted(ctx, name, pt, data, opts, sub, version, view)
+	default:
+		c.mu.Lock()
+		if pt == types.ApplyYAMLPatchType {
+			out, created, err = cl.r.applyLocked(cl.ns, name, data, opts, sub, version, view)
+		} else {
+			out, err = cl.r.patchLocked(cl.key(cl.ns, name), pt, data, status, managerOf(opts.FieldManager), view)
+		}
+		c.mu.Unlock()
 	}
-	c.mu.Unlock()
 	if err != nil {
 		return zero, false, err
 	}

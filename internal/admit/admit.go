@@ -30,6 +30,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Operation is kube-apiserver's name of what a write does.
@@ -160,4 +161,12 @@ func (w *Warnings) List() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]string(nil), w.list...)
+}
+
+// ExpressionChecker is what an [Admitter] may also do: compile the CEL
+// expressions of an admission configuration (the match conditions of a
+// webhook configuration, the expressions of a policy) as kube-apiserver's
+// validation does when it is written, and return their errors.
+type ExpressionChecker interface {
+	CheckExpressions(obj runtime.Object) field.ErrorList
 }
