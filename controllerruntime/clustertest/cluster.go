@@ -28,6 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ctrlkit/ctrlkit/controllerruntime/crd"
+	"github.com/ctrlkit/ctrlkit/controllerruntime/internal/admission"
 	"github.com/ctrlkit/ctrlkit/internal/gate"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
@@ -163,6 +164,8 @@ type Cluster struct {
 	otherN  int               // its changes so far
 
 	filter atomic.Pointer[func(*http.Request)] // tests: sees every REST request
+
+	admission *admission.Admission // webhooks and policies (see memcluster.Config.Admission)
 }
 
 // Test runs f in a testing/synctest bubble with a new Cluster, and stops
@@ -243,14 +246,24 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	c.sched.note = c.rec.note
 	c.sched.conflict = func(st gate.Step) { c.wg.Go(func() { c.conflictWrite(st) }) }
 	builtinTypes := memcluster.LazyTypeConverter(func() managedfields.TypeConverter { return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme) })
+	var api http.Handler // the cluster's REST API, for its admission's own reads
+	adm, err := admission.New(admission.Config{Scheme: scheme, NoKeepAlive: serial,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { api.ServeHTTP(w, r) })})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	c.admission = adm
 	c.mc = memcluster.New(memcluster.Config{
 		Seed: opts.Seed, Gate: c.sched, OnWrite: func(w memcluster.Write) {
 			c.rec.write(w)
 			c.sched.wrote()
+			adm.Wrote(w)
 			if opts.onWrite != nil {
 				opts.onWrite(w)
 			}
 		},
+		Admission: adm,
 		OnRequest:           c.rec.request,
 		NoGarbageCollection: opts.Disable&GarbageCollector != 0,
 		// As on a real cluster: default, kube-system, kube-public and
@@ -261,6 +274,7 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 		TypeConverter:     memcluster.TypeConverterChain(builtinTypes, managedfields.NewDeducedTypeConverter()),
 		UntrackedManagers: untrackedManagers(opts),
 	})
+	api = memcluster.NewHandler(c.mc)
 	if c.sched.serial {
 		c.wg.Go(func() { c.sched.run(ctx) })
 	}
@@ -348,6 +362,7 @@ func (c *Cluster) shutdown() []error {
 	}
 	c.stopped = true
 	c.cancel()
+	c.admission.Stop()
 	c.wg.Wait()
 	c.errMu.Lock()
 	defer c.errMu.Unlock()

@@ -75,14 +75,14 @@ type Environment struct {
 	// one second.
 	Kubelet memcluster.KubeletConfig
 
-	// WebhookInstallOptions are envtest's: Start prepares what a
-	// Manager's webhook server needs, as envtest does (a serving
-	// certificate and its CA in LocalServingCertDir, LocalServingHost
-	// and a free LocalServingPort; the webhook configurations in Paths
-	// are read and checked), so that a suite that starts one runs
-	// unchanged. The bench does not call admission webhooks: objects are
-	// admitted without them (test your webhooks' Default and Validate
-	// functions directly, as kubebuilder's scaffolded suites do).
+	// WebhookInstallOptions are envtest's: Start installs the webhooks
+	// as envtest does. It makes a serving certificate and its CA (in
+	// LocalServingCertDir), picks LocalServingHost and a free
+	// LocalServingPort, points the clientConfig of every webhook of the
+	// configurations in Paths, MutatingWebhooks and ValidatingWebhooks
+	// there with the CA, and creates the configurations in the cluster,
+	// whose admission then calls them (see docs/admission.md): a suite's
+	// Manager whose webhook server listens there gets the AdmissionReviews.
 	WebhookInstallOptions WebhookInstallOptions
 
 	// Config is the rest.Config of the cluster, set by Start.
@@ -153,18 +153,17 @@ func (e *Environment) Start() (*rest.Config, error) {
 	if kubelet.Model == nil {
 		kubelet.Model = memcluster.FixedModel(memcluster.PodBehavior{ShutdownDelay: time.Millisecond})
 	}
-	if w := &e.WebhookInstallOptions; len(w.Paths) > 0 || len(w.MutatingWebhooks) > 0 || len(w.ValidatingWebhooks) > 0 {
-		if err := w.PrepWithoutInstalling(); err != nil {
-			return nil, fmt.Errorf("clustertest: webhooks: %w", err)
-		}
-	}
 	c, err := start(nil, Options{Scheme: scheme, Types: e.Types, Kinds: e.Kinds, CRDDirectoryPaths: paths, CRDs: crds, Disable: e.Disable, Kubelet: kubelet,
 		Seed: e.Seed, Faults: e.Faults, UntrackedBuiltinWrites: e.UntrackedBuiltinWrites, Concurrent: true}, false)
 	if err != nil {
 		return nil, err
 	}
-	e.c = c
 	e.Config = namedConfig(c.cfg, "environment")
+	if err := installWebhooks(&e.WebhookInstallOptions, e.Config); err != nil {
+		c.shutdown()
+		return nil, err
+	}
+	e.c = c
 	return rest.CopyConfig(e.Config), nil
 }
 
