@@ -263,7 +263,7 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 				opts.onWrite(w)
 			}
 		},
-		Admission: adm,
+		Admission:           adm,
 		OnRequest:           c.rec.request,
 		NoGarbageCollection: opts.Disable&GarbageCollector != 0,
 		// As on a real cluster: default, kube-system, kube-public and

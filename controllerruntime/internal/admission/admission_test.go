@@ -208,14 +208,16 @@ func TestWebhooks(t *testing.T) {
 		configs: []client.Object{validating("deny.example.com", server.client("/deny"), nil)},
 		want:    result{Err: `admission webhook "deny.example.com" denied the request: pods need an owner`, Calls: map[string]int{"/deny": 1}},
 	}, {
-		name: "failurePolicy Fail with the server down",
+		name:    "failurePolicy Fail with the server down",
 		configs: []client.Object{validating("down.example.com", admissionregistrationv1.WebhookClientConfig{URL: ptr.To(downURL + "/x")}, nil)},
 		want: result{Err: `Internal error occurred: failed calling webhook "down.example.com": failed to call webhook: Post "` + downURL +
 			`/x?timeout=10s": dial tcp ` + strings.TrimPrefix(downURL, "https://") + `: connect: connection refused`},
 	}, {
 		name: "failurePolicy Ignore with the server down",
 		configs: []client.Object{validating("down.example.com", admissionregistrationv1.WebhookClientConfig{URL: ptr.To(downURL + "/x")},
-			func(w *admissionregistrationv1.ValidatingWebhook) { w.FailurePolicy = ptr.To(admissionregistrationv1.Ignore) })},
+			func(w *admissionregistrationv1.ValidatingWebhook) {
+				w.FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
+			})},
 		want: result{},
 	}, {
 		name: "namespaceSelector misses",
