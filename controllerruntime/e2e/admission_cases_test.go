@@ -104,8 +104,10 @@ func admissionCases(hooks *sideHooks, downURL string) []sideCase {
 	}
 	ifNeeded := admissionregistrationv1.IfNeededReinvocationPolicy
 	return []sideCase{{
-		name:    "mutating webhook adds a label and a default",
-		configs: func(c *admissionCase) []runtime.Object { return []runtime.Object{mutating("mutate", c, nil, "/mutate")} },
+		name: "mutating webhook adds a label and a default",
+		configs: func(c *admissionCase) []runtime.Object {
+			return []runtime.Object{mutating("mutate", c, nil, "/mutate")}
+		},
 	}, {
 		name:    "validating webhook denies with a reason",
 		configs: func(c *admissionCase) []runtime.Object { return []runtime.Object{validating("deny", c, nil, "/deny")} },
