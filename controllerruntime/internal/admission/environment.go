@@ -84,8 +84,11 @@ func (a *Admission) start() error {
 			return fmt.Errorf("the informer of %v did not sync", typ)
 		}
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), a.track.synced()...) {
+	if !cache.WaitFor(ctx, "", a.track.synced()...) {
 		return ctx.Err()
+	}
+	if err := a.track.started(ctx, "validatingadmissionpolicies", "mutatingadmissionpolicies"); err != nil {
+		return err
 	}
 	// Every handler has its initial list, which holds every write made
 	// before start began.

@@ -42,10 +42,13 @@ type tracker struct {
 	latest   map[string]uint64 // resource: the version of its latest write
 	seen     map[string][]uint64
 	regs     []cache.ResourceEventHandlerRegistration // the handlers tracked
+	// handled is closed for a resource once a handler is registered on its
+	// informer (see started).
+	handled map[string]chan struct{}
 }
 
 func newTracker() tracker {
-	return tracker{progress: make(chan struct{}), latest: map[string]uint64{}, seen: map[string][]uint64{}}
+	return tracker{progress: make(chan struct{}), latest: map[string]uint64{}, seen: map[string][]uint64{}, handled: map[string]chan struct{}{}}
 }
 
 func (t *tracker) wrote(w memcluster.Write) {
@@ -194,7 +197,46 @@ type trackedInformer struct {
 }
 
 func (i trackedInformer) wrap(h cache.ResourceEventHandler) cache.ResourceEventHandler {
+	defer i.t.handlerAdded(i.resource)
 	return trackedHandler{next: h, t: i.t, resource: i.resource, id: i.t.handler(i.resource)}
+}
+
+// handledChan returns the channel closed once a handler is registered on
+// the informer of resource.
+func (t *tracker) handledChan(resource string) chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ch, ok := t.handled[resource]
+	if !ok {
+		ch = make(chan struct{})
+		t.handled[resource] = ch
+	}
+	return ch
+}
+
+func (t *tracker) handlerAdded(resource string) {
+	ch := t.handledChan(resource)
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+// started waits until a handler is registered on the informers of the
+// policies: a policy plugin's source registers its handlers once it has
+// listed the policies and bindings and compiled them, and is ready then
+// (the plugin polls for that every 100 ms; waiting for the registration
+// instead keeps a bench in virtual time from racing with the poll).
+func (t *tracker) started(ctx context.Context, resources ...string) error {
+	for _, r := range resources {
+		select {
+		case <-t.handledChan(r):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 func (i trackedInformer) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
@@ -219,13 +261,14 @@ func (t *tracker) registered(reg cache.ResourceEventHandlerRegistration, err err
 	return reg, err
 }
 
-// synced returns the HasSynced of every handler tracked.
-func (t *tracker) synced() []cache.InformerSynced {
+// synced returns what tells when every handler tracked has its initial
+// list.
+func (t *tracker) synced() []cache.DoneChecker {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var out []cache.InformerSynced
+	var out []cache.DoneChecker
 	for _, reg := range t.regs {
-		out = append(out, reg.HasSynced)
+		out = append(out, reg.HasSyncedChecker())
 	}
 	return out
 }
@@ -262,6 +305,32 @@ func (v trackedV1) MutatingWebhookConfigurations() admissionregistrationv1inform
 
 func (v trackedV1) ValidatingWebhookConfigurations() admissionregistrationv1informers.TypedValidatingWebhookConfigurationInformer {
 	return trackedValidating{v.Interface.ValidatingWebhookConfigurations(), v.t}
+}
+
+func (v trackedV1) ValidatingAdmissionPolicies() admissionregistrationv1informers.TypedValidatingAdmissionPolicyInformer {
+	return trackedValidatingPolicies{v.Interface.ValidatingAdmissionPolicies(), v.t}
+}
+
+func (v trackedV1) MutatingAdmissionPolicies() admissionregistrationv1informers.TypedMutatingAdmissionPolicyInformer {
+	return trackedMutatingPolicies{v.Interface.MutatingAdmissionPolicies(), v.t}
+}
+
+type trackedValidatingPolicies struct {
+	admissionregistrationv1informers.TypedValidatingAdmissionPolicyInformer
+	t *tracker
+}
+
+func (i trackedValidatingPolicies) Informer() cache.SharedIndexInformer {
+	return trackedInformer{i.TypedValidatingAdmissionPolicyInformer.Informer(), i.t, "validatingadmissionpolicies"}
+}
+
+type trackedMutatingPolicies struct {
+	admissionregistrationv1informers.TypedMutatingAdmissionPolicyInformer
+	t *tracker
+}
+
+func (i trackedMutatingPolicies) Informer() cache.SharedIndexInformer {
+	return trackedInformer{i.TypedMutatingAdmissionPolicyInformer.Informer(), i.t, "mutatingadmissionpolicies"}
 }
 
 type trackedMutating struct {
