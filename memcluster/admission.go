@@ -45,7 +45,7 @@ func stage[T Object](st *staged, r *Resource[T], typ watch.EventType, obj T) {
 }
 
 // admitting reports whether the cluster's admission has anything to do.
-func (c *Cluster) admitting() bool { return c.cfg.Admission != nil }
+func (c *Cluster) admitting() bool { return c.cfg.Admission != nil && c.cfg.Admission.Active() }
 
 // userOf is who made a request: what the context names (the REST API's
 // impersonation headers, or the bench's name of its client), else the

@@ -66,6 +66,8 @@ func describeAdmitted(obj runtime.Object) string {
 	return fmt.Sprintf("%T", obj)
 }
 
+func (f *fakeAdmission) Active() bool { return true }
+
 func (f *fakeAdmission) Mutate(ctx context.Context, req *admit.Request) error {
 	f.record("mutate", req)
 	if _, _, err := f.c.Pods("").List(ctx, metav1.ListOptions{}); err != nil {

@@ -90,6 +90,10 @@ type Request struct {
 // without any lock of the cluster held, from the goroutine of the request;
 // they may read and write the cluster (through its API).
 type Admitter interface {
+	// Active reports whether there is anything to admit with (a
+	// configuration exists): while it is false, writes skip admission.
+	// It is called at every write: it must be quick.
+	Active() bool
 	// Mutate runs the mutating stage. It may change req.Object.
 	Mutate(ctx context.Context, req *Request) error
 	// Validate runs the validating stage. It must not change the objects.

@@ -79,6 +79,10 @@ func (a *Admission) Stop() { a.cancel() }
 // lock held (memcluster.Config.OnWrite): it only records.
 func (a *Admission) Wrote(w memcluster.Write) { a.track.wrote(w) }
 
+// Active reports whether a configuration of admission is stored: without
+// one, writes skip admission.
+func (a *Admission) Active() bool { return a.track.configured() }
+
 // Mutate runs the mutating stage: mutating admission policies, then
 // mutating webhooks (reinvoked once if a later one changed the object, as
 // their reinvocationPolicy says), on req, whose Object it changes in place.
