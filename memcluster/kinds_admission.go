@@ -42,10 +42,14 @@ func admissionKindOf[T admissionKind](c *Cluster, kind, resource string, newObj 
 	k.Categories = []string{"api-extensions"}
 	k.Default = def
 	k.Generation = func(obj T) any { return spec(obj) }
-	k.Validate = func(obj, _ T) field.ErrorList {
+	k.Validate = func(obj, old T) field.ErrorList {
 		errs := validate(obj)
 		if ec, ok := c.cfg.Admission.(admit.ExpressionChecker); ok {
-			errs = append(errs, ec.CheckExpressions(obj)...)
+			var stored runtime.Object
+			if !isNil(old) {
+				stored = old
+			}
+			errs = append(errs, ec.CheckExpressions(obj, stored)...)
 		}
 		return errs
 	}
@@ -170,10 +174,13 @@ func validateClientConfig(p *field.Path, cc admissionregistrationv1.WebhookClien
 		return errs
 	}
 	s, sp := cc.Service, p.Child("service")
-	if s.Name == "" {
+	// kube-apiserver v1.37 passes the service's namespace and name to its
+	// check in each other's place: a missing namespace is reported as the
+	// name, and the other way round.
+	if s.Namespace == "" {
 		errs = append(errs, field.Required(sp.Child("name"), ""))
 	}
-	if s.Namespace == "" {
+	if s.Name == "" {
 		errs = append(errs, field.Required(sp.Child("namespace"), ""))
 	}
 	if port := s.Port; port != nil {

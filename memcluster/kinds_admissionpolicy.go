@@ -191,7 +191,8 @@ func validatingAdmissionPolicyBindingKind(c *Cluster) Kind[*admissionregistratio
 		func(o *O) field.ErrorList {
 			p := field.NewPath("spec")
 			errs := validateBindingSpec(p, o.Spec.PolicyName, o.Spec.ParamRef, o.Spec.MatchResources, false)
-			return append(errs, validateValidationActions(p.Child("validationActions"), o.Spec.ValidationActions)...)
+			errs = append(errs, validateValidationActions(p.Child("validationActions"), o.Spec.ValidationActions)...)
+			return append(errs, requiredLast(p, o.Spec.PolicyName, len(o.Spec.ValidationActions) == 0)...)
 		})
 }
 
@@ -201,15 +202,15 @@ func mutatingAdmissionPolicyBindingKind(c *Cluster) Kind[*admissionregistrationv
 		func() *O { return &O{} }, func() runtime.Object { return &admissionregistrationv1.MutatingAdmissionPolicyBindingList{} },
 		func(o *O) any { return o.Spec }, defaults.MutatingAdmissionPolicyBinding,
 		func(o *O) field.ErrorList {
-			return validateBindingSpec(field.NewPath("spec"), o.Spec.PolicyName, o.Spec.ParamRef, o.Spec.MatchResources, true)
+			p := field.NewPath("spec")
+			errs := validateBindingSpec(p, o.Spec.PolicyName, o.Spec.ParamRef, o.Spec.MatchResources, true)
+			return append(errs, requiredLast(p, o.Spec.PolicyName, false)...)
 		})
 }
 
 func validateBindingSpec(p *field.Path, policy string, ref *admissionregistrationv1.ParamRef, match *admissionregistrationv1.MatchResources, mutating bool) field.ErrorList {
 	var errs field.ErrorList
-	if policy == "" {
-		errs = append(errs, field.Required(p.Child("policyName"), ""))
-	} else {
+	if policy != "" {
 		for _, msg := range apivalidation.NameIsDNSSubdomain(policy, false) {
 			errs = append(errs, field.Invalid(p.Child("policyName"), policy, msg))
 		}
@@ -258,8 +259,19 @@ func validateValidationActions(p *field.Path, actions []admissionregistrationv1.
 	if seen[admissionregistrationv1.Deny] && seen[admissionregistrationv1.Warn] {
 		errs = append(errs, field.Invalid(p, actions, "must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)"))
 	}
-	if len(seen) == 0 {
-		errs = append(errs, field.Required(p, "at least one validation action is required"))
+	return errs
+}
+
+// requiredLast are the errors of a binding's required fields that
+// kube-apiserver v1.37 checks declaratively, and so reports after the
+// others: no policyName, no validation action (noActions).
+func requiredLast(p *field.Path, policy string, noActions bool) field.ErrorList {
+	var errs field.ErrorList
+	if policy == "" {
+		errs = append(errs, field.Required(p.Child("policyName"), ""))
+	}
+	if noActions {
+		errs = append(errs, field.Required(p.Child("validationActions"), "")) // the declarative check says no more
 	}
 	return errs
 }

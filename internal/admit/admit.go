@@ -168,9 +168,9 @@ func (w *Warnings) List() []string {
 }
 
 // ExpressionChecker is what an [Admitter] may also do: compile the CEL
-// expressions of an admission configuration (the match conditions of a
-// webhook configuration, the expressions of a policy) as kube-apiserver's
-// validation does when it is written, and return their errors.
+// expressions of an admission configuration being written (obj; old is
+// the stored one on update, else nil) as kube-apiserver's validation
+// does, and return their errors. memcluster calls it with its lock held.
 type ExpressionChecker interface {
-	CheckExpressions(obj runtime.Object) field.ErrorList
+	CheckExpressions(obj, old runtime.Object) field.ErrorList
 }

@@ -52,7 +52,8 @@ type Admission struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	track tracker
+	track     tracker
+	compilers compilers // CheckExpressions's
 
 	startOnce sync.Once
 	startErr  error

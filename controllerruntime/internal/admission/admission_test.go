@@ -403,3 +403,42 @@ func TestMutatingPolicyNeedsOpenAPI(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // the plugin compiles policies anew every 10 ms here
 	}
 }
+
+// TestCheckExpressions writes configurations whose CEL does not compile:
+// refused with kube-apiserver's field errors.
+func TestCheckExpressions(t *testing.T) {
+	c := newCluster(t)
+	server := newHooks(t, nil)
+	err := createErr(t, c, validating("bad.example.com", server.client("/x"), func(w *admissionregistrationv1.ValidatingWebhook) {
+		w.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "typo", Expression: "object.metadata.name =="}}
+	}))
+	want := `ValidatingWebhookConfiguration.admissionregistration.k8s.io "bad.example.com" is invalid: webhooks[0].matchConditions[0].expression: Invalid value: "object.metadata.name ==": compilation failed: ERROR: <input>:1:24: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}
+ | object.metadata.name ==
+ | .......................^`
+	if err == nil || err.Error() != want {
+		t.Errorf("create:\n got %v\nwant %s", err, want)
+	}
+	err = createErr(t, c, &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "bad"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: podRule[0]}}},
+			Validations:      []admissionregistrationv1.Validation{{Expression: "params.x == 1"}},
+		},
+	})
+	want = `ValidatingAdmissionPolicy.admissionregistration.k8s.io "bad" is invalid: spec.validations[0].expression: Invalid value: "params.x == 1": compilation failed: ERROR: <input>:1:1: undeclared reference to 'params' (in container '')
+ | params.x == 1
+ | ^`
+	if err == nil || err.Error() != want {
+		t.Errorf("create:\n got %v\nwant %s", err, want)
+	}
+}
+
+func createErr(t testing.TB, c *memcluster.Cluster, obj client.Object) error {
+	t.Helper()
+	cfg := &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: memcluster.NewHandler(c)}}
+	cl, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl.Create(t.Context(), obj)
+}
