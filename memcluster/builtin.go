@@ -24,8 +24,11 @@ import (
 )
 
 // AddBuiltinKinds adds every built-in kind memcluster models that [New]
-// does not add: those of [AddCoreKinds], and
+// does not add (New serves Pods, ReplicaSets, Deployments and Namespaces):
 //
+//   - core/v1 Service, ConfigMap, Secret, ServiceAccount, Event;
+//     events.k8s.io/v1 Event; coordination.k8s.io/v1 Lease; policy/v1
+//     PodDisruptionBudget;
 //   - apps/v1 StatefulSet, DaemonSet, ControllerRevision;
 //   - batch/v1 Job, CronJob;
 //   - core/v1 PersistentVolumeClaim, PersistentVolume, Endpoints, Node,
@@ -53,13 +56,14 @@ import (
 // for them: a StatefulSet creates no pods, a Job runs nothing, as in
 // envtest. See the package documentation for what else differs.
 //
-// Kinds the cluster already has (added by [AddCoreKinds], or by you with
-// [NewResource]) are kept, so it may be called after either, and twice.
+// Kinds the cluster already has (added by you with [NewResource], say)
+// are kept, so it may be called after them, and twice. It costs about a
+// millisecond of CPU per cluster.
 // Call it before the cluster serves requests. The test bench
 // (controllerruntime/clustertest) calls it; a simulation that needs only
 // Deployments, ReplicaSets and Pods does not need to.
 func AddBuiltinKinds(c *Cluster) {
-	AddCoreKinds(c)
+	addCoreKinds(c)
 	for _, b := range builtins {
 		if b.add != nil {
 			b.add(c)
@@ -68,7 +72,7 @@ func AddBuiltinKinds(c *Cluster) {
 }
 
 // builtin is a kind memcluster can serve: its version, plural, and how to
-// add it (nil: [New] or [AddCoreKinds] adds it).
+// add it (nil: [New] or addCoreKinds adds it).
 type builtin struct {
 	gvk      schema.GroupVersionKind
 	resource string

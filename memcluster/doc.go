@@ -92,10 +92,9 @@
 // [New] serves Pods, ReplicaSets, Deployments and Namespaces
 // ([Cluster.Namespaces]): enough for a simulation of rollouts. More kinds are added with:
 //
-//   - [AddCoreKinds]: core/v1 Service, ConfigMap, Secret, ServiceAccount,
-//     Event; events.k8s.io/v1 Event; coordination.k8s.io/v1 Lease;
-//     policy/v1 PodDisruptionBudget.
-//   - [AddBuiltinKinds] (the test bench's choice): those, and apps/v1
+//   - [AddBuiltinKinds] (the test bench's choice): core/v1 Service,
+//     ConfigMap, Secret, ServiceAccount, Event; events.k8s.io/v1 Event;
+//     coordination.k8s.io/v1 Lease; policy/v1 PodDisruptionBudget; apps/v1
 //     StatefulSet, DaemonSet, ControllerRevision; batch/v1 Job, CronJob;
 //     core/v1 PersistentVolumeClaim, PersistentVolume, Endpoints, Node,
 //     ReplicationController; autoscaling/v2 HorizontalPodAutoscaler;

@@ -26,7 +26,7 @@ type handler struct {
 // NewHandler returns a handler that serves the Kubernetes REST API of c
 // over HTTP: discovery, and get, list, watch, create, update, patch,
 // delete and deletecollection of every kind the cluster stores (those of
-// [New], [AddCoreKinds] and [AddBuiltinKinds], and yours from [KindFor]),
+// [New] and [AddBuiltinKinds], and yours from [KindFor]),
 // with their status and scale subresources, pods/eviction and
 // namespaces/finalize, in JSON, YAML and, for the k8s.io/api types,
 // protobuf. Unchanged client-go clientsets, the dynamic and metadata

@@ -194,7 +194,7 @@ func (cl Client[T]) UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateO
 // the result, as a lost response would be. sub is the subresource
 // written ("", "status", "scale") and manager the field manager, for
 // admission.
-func (cl Client[T]) replace(ctx context.Context, verb Verb, obj T, opts metav1.UpdateOptions, sub, manager string, write func(T) (T, error)) (T, error) {
+func (cl Client[T]) replace(ctx context.Context, verb gate.Verb, obj T, opts metav1.UpdateOptions, sub, manager string, write func(T) (T, error)) (T, error) {
 	var zero T
 	c := cl.r.c
 	if isNil(obj) {

@@ -267,7 +267,7 @@ func (w *watcher[T]) offerLocked(e event[T]) {
 		lag, drop = w.r.c.faults.watchDelivery()
 	}
 	if drop {
-		w.r.c.requested(context.Background(), Request{Verb: gate.VerbWatch, Resource: w.r.kind.groupResource().Resource, Dropped: true, Watch: w.id})
+		w.r.c.requested(context.Background(), Request{Verb: string(gate.VerbWatch), Resource: w.r.kind.groupResource().Resource, Dropped: true, Watch: w.id})
 		w.end(true)
 		return
 	}

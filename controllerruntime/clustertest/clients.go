@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 
 	"github.com/ctrlkit/ctrlkit/internal/admit"
@@ -25,6 +24,9 @@ import (
 // "manager" for the config [Cluster.NewManager] uses, "client" for
 // [Cluster.Client]'s, "config" for [Cluster.Config]'s, numbered from the
 // second on ("manager#2"). The built-in controllers name themselves.
+
+// testClient is the name of [Cluster.Client]'s client.
+const testClient = "client"
 
 type clientKey struct{}
 
@@ -122,9 +124,9 @@ func (cl *call) manager() string {
 type front struct {
 	rec  *recorder
 	next http.Handler
-	// decoder, if set, makes front read the precondition of updates and
-	// patches (for Explore's properties); it decodes protobuf bodies.
-	decoder runtime.Decoder
+	// preconditions makes front read the precondition of updates and
+	// patches (for Explore's properties), from JSON, YAML and protobuf bodies.
+	preconditions bool
 	// filter, if set, sees each request once front has read it (tests).
 	filter *atomic.Pointer[func(*http.Request)]
 }
@@ -137,8 +139,8 @@ func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		userAgent:    r.UserAgent(),
 		fieldManager: r.URL.Query().Get("fieldManager"),
 	}
-	if f.decoder != nil {
-		cl.precondition = precondition(r, f.decoder)
+	if f.preconditions {
+		cl.precondition = precondition(r)
 	}
 	if f.filter != nil {
 		if fn := f.filter.Load(); fn != nil {

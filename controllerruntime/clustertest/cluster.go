@@ -16,9 +16,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -101,7 +99,19 @@ type Options struct {
 	// Perturb lets Seed, with Interleave, also perturb the cluster at any
 	// step: watches that lag, close, or expire and relist, restarts,
 	// conflicting writers, leader handovers (see [Perturbations]).
+	// [AllPerturbations] turns every one on.
 	Perturb Perturbations
+	// PerturbTestClient lets PerturbConflict beat the test's own updates
+	// and patches too: those of [Cluster.Client], and of the memcluster's
+	// direct clients the test calls. Off (the default), another writer
+	// only ever races your controllers and the built-in ones, and a test
+	// that updates an object without retrying on a conflict is not failed
+	// by a 409 it did not ask for. Turn it on when your test plays a user
+	// who writes what your operator writes, and retries as a user would
+	// (k8s.io/client-go/util/retry.RetryOnConflict). The clients of
+	// [Cluster.Config] are not the test's own: a Manager may be built
+	// from it.
+	PerturbTestClient bool
 	// UntrackedBuiltinWrites leaves the writes of the built-in controllers
 	// and of the kubelet out of metadata.managedFields: their updates keep
 	// an object's managedFields as they were, and the ReplicaSets and pods
@@ -113,6 +123,8 @@ type Options struct {
 	UntrackedBuiltinWrites bool
 
 	onWrite func(memcluster.Write) // Explore's properties: every stored write
+	guide   []guided               // shrinking: the choices to follow (see shrink.go)
+	shared  *shared                // what the benches of one Explore share; nil: the bench's own
 
 	// CRDDirectoryPaths (files, and directories of .yaml, .yml and .json
 	// files) and CRDs are the CustomResourceDefinitions to install, as
@@ -138,7 +150,7 @@ type Kind struct {
 // controllers, on the virtual clock of a synctest bubble. Create it with
 // [Test].
 type Cluster struct {
-	t       testing.TB // nil for an Environment's
+	t       testing.TB // nil for a Server's
 	mc      *memcluster.Cluster
 	scheme  *runtime.Scheme
 	cfg     *rest.Config
@@ -201,7 +213,7 @@ func Test(t *testing.T, opts Options, f func(t *testing.T, c *Cluster)) {
 			return // the goroutines left were named already
 		}
 		t.Errorf("clustertest: the test deadlocked (testing/synctest: %v): every goroutine of the bubble is blocked and no timer is pending; they wait at:\n%s",
-			r, strings.Join(leftovers(bubble, 0), "\n"))
+			r, strings.Join(leftovers(bubble, 0, nil), "\n"))
 	}()
 	// controller-runtime falls back to a silent logger when nobody set one
 	// 30 s after the process started, by the clock; inside a bubble that
@@ -221,7 +233,7 @@ func Test(t *testing.T, opts Options, f func(t *testing.T, c *Cluster)) {
 }
 
 // start starts a cluster: in a synctest bubble for Test (serial: steps
-// one at a time), on the wall clock for an Environment (t nil).
+// one at a time), on the wall clock for a Server (t nil).
 func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	scheme := opts.Scheme
 	if scheme == nil {
@@ -245,7 +257,11 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	c.sched.onHalt = func(msg string) { c.fail(errors.New(msg)) }
 	c.sched.note = c.rec.note
 	c.sched.conflict = func(st gate.Step) { c.wg.Go(func() { c.conflictWrite(st) }) }
-	builtinTypes := memcluster.LazyTypeConverter(func() managedfields.TypeConverter { return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme) })
+	if opts.shared == nil {
+		opts.shared = newShared()
+	}
+	c.opts.shared = opts.shared
+	builtinTypes := opts.shared.builtinTypes
 	var api http.Handler // the cluster's REST API, for its admission's own reads
 	adm, err := admission.New(admission.Config{Scheme: scheme, NoKeepAlive: serial,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { api.ServeHTTP(w, r) })})
@@ -311,7 +327,7 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	}
 	fr := front{rec: c.rec, next: memcluster.NewHandler(c.mc), filter: &c.filter}
 	if opts.onWrite != nil {
-		fr.decoder = serializer.NewCodecFactory(scheme).UniversalDeserializer() // Explore's properties judge preconditions
+		fr.preconditions = true // Explore's properties judge them
 	}
 	c.cfg = &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: fr},
 		QPS: -1} // no client-side throttling: the cluster answers at once, in virtual time
@@ -379,7 +395,7 @@ func (c *Cluster) stop() (leftBehind bool) {
 	self := goroutineID()
 	for wait := time.Millisecond; ; wait *= 2 {
 		synctest.Wait()
-		left := leftovers(c.bubble, self)
+		left := leftovers(c.bubble, self, c.opts.shared)
 		if len(left) == 0 {
 			return false
 		}
@@ -409,7 +425,7 @@ func (c *Cluster) Memcluster() *memcluster.Cluster { return c.mc }
 // the test's own reads and writes. The trace names it "client".
 func (c *Cluster) Client() client.Client {
 	c.clOnce.Do(func() {
-		c.cl, c.clErr = client.New(namedConfig(c.cfg, c.names.next("client")), client.Options{Scheme: c.scheme})
+		c.cl, c.clErr = client.New(namedConfig(c.cfg, c.names.next(testClient)), client.Options{Scheme: c.scheme})
 	})
 	if c.clErr != nil {
 		c.t.Fatalf("clustertest: client: %v", c.clErr)

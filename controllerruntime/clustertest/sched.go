@@ -360,7 +360,7 @@ func stepText(w *waiter) string {
 		if st.Verb == pickVerb {
 			return fmt.Sprintf("a worker's pick from the queue of controller %s", st.Name)
 		}
-		return requestText(st.Verb, st.Resource, st.Namespace, st.Name, w.client, nil)
+		return requestText(string(st.Verb), st.Resource, st.Namespace, st.Name, w.client, nil)
 	case gate.StepDelivery:
 		return fmt.Sprintf("delivery of %s %s@%s to watch %d", st.Event, st.Resource, st.ResourceVersion, st.Watch)
 	}

@@ -5,9 +5,9 @@
 // poll with Gomega's Eventually at its default timeout and interval, and
 // AfterSuite stops everything.
 //
-// The suite runs on [clustertest.Environment]: the lines that build the
-// environment are the only ones that name the bench, and with
-// CTRLKIT_ENVTEST=1 (the control plane binaries in KUBEBUILDER_ASSETS)
+// The suite runs on package controllerruntime/envtest's Environment: the
+// lines that build the environment are the only ones that name the bench,
+// and with CTRLKIT_ENVTEST=1 (the control plane binaries in KUBEBUILDER_ASSETS)
 // they build envtest's instead, for comparison; the specs that need the
 // built-in controllers are then skipped. It is the proof that
 // such suites switch to the bench by that line, in real time; and since

@@ -13,12 +13,12 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/ctrlkit/ctrlkit/controllerruntime/clustertest"
+	"github.com/ctrlkit/ctrlkit/controllerruntime/envtest"
 )
 
 // The suite as envtest suites are written; the environment lines pick
@@ -52,12 +52,11 @@ var _ = BeforeSuite(func() {
 	crds := []string{filepath.Join("config", "crd", "bases")}
 	var err error
 	if onEnvtest {
-		env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true}
+		env := &crenvtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true}
 		testEnv = env
 		cfg, err = env.Start()
 	} else {
-		env := &clustertest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true,
-			Types: []client.Object{&Database{}}} // until the bench installs CRDs from CRDDirectoryPaths (issue 26)
+		env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true}
 		testEnv = env
 		cfg, err = env.Start()
 	}

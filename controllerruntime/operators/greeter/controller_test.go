@@ -19,10 +19,9 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/ctrlkit/ctrlkit/controllerruntime/clustertest"
+	"github.com/ctrlkit/ctrlkit/controllerruntime/envtest"
 	greeterv1 "github.com/ctrlkit/ctrlkit/controllerruntime/operators/greeter/apis/greeter/v1"
 	"github.com/ctrlkit/ctrlkit/controllerruntime/operators/greeter/generated/clientset/versioned"
 	"github.com/ctrlkit/ctrlkit/controllerruntime/operators/greeter/generated/informers/externalversions"
@@ -51,12 +50,11 @@ func run(m *testing.M) int {
 	var testEnv interface{ Stop() error }
 	var err error
 	if onEnvtest {
-		env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true}
+		env := &crenvtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true}
 		testEnv = env
 		cfg, err = env.Start()
 	} else {
-		env := &clustertest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true,
-			Types: []client.Object{&greeterv1.Greeter{}}} // until the bench installs CRDs from CRDDirectoryPaths (issue 26)
+		env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true}
 		testEnv = env
 		cfg, err = env.Start()
 	}

@@ -16,13 +16,13 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/ctrlkit/ctrlkit/controllerruntime/clustertest"
+	"github.com/ctrlkit/ctrlkit/controllerruntime/envtest"
 )
 
 // The suite as kubebuilder scaffolds a webhook suite; the environment
@@ -51,15 +51,15 @@ var _ = BeforeSuite(func() {
 
 	By("bootstrapping test environment")
 	crds := []string{filepath.Join("config", "crd", "bases")}
-	hooks := envtest.WebhookInstallOptions{Paths: []string{filepath.Join("config", "webhook")}}
-	var install *envtest.WebhookInstallOptions
+	hooks := crenvtest.WebhookInstallOptions{Paths: []string{filepath.Join("config", "webhook")}}
+	var install *crenvtest.WebhookInstallOptions
 	var err error
 	if onEnvtest {
-		env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true, WebhookInstallOptions: hooks}
+		env := &crenvtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true, WebhookInstallOptions: hooks}
 		testEnv, install = env, &env.WebhookInstallOptions
 		cfg, err = env.Start()
 	} else {
-		env := &clustertest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true, WebhookInstallOptions: hooks}
+		env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true, WebhookInstallOptions: hooks}
 		testEnv, install = env, &env.WebhookInstallOptions
 		cfg, err = env.Start()
 	}

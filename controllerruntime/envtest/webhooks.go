@@ -1,4 +1,4 @@
-package clustertest
+package envtest
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ func installWebhooks(w *WebhookInstallOptions, cfg *rest.Config) error {
 		return nil
 	}
 	if err := w.Install(cfg); err != nil {
-		return fmt.Errorf("clustertest: webhooks: %w", err)
+		return fmt.Errorf("envtest: webhooks: %w", err)
 	}
 	return nil
 }
