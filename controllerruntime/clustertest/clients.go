@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/ctrlkit/ctrlkit/internal/admit"
 )
 
 // Every request the bench serves carries, in its context, the name of the
@@ -146,7 +148,13 @@ func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	cw := &codeWriter{ResponseWriter: w, cl: cl, f: f, path: r.URL.Path}
-	withoutWatchList{next: f.next}.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), callKey{}, cl)))
+	ctx := context.WithValue(r.Context(), callKey{}, cl)
+	if cl.client != "" && r.Header.Get("Impersonate-User") == "" {
+		// The user admission sees (webhooks' userInfo): the bench's name of
+		// the client, with the powers of envtest's admin.
+		ctx = admit.WithUser(ctx, admit.User{Name: cl.client, Groups: []string{"system:masters", "system:authenticated"}})
+	}
+	withoutWatchList{next: f.next}.ServeHTTP(cw, r.WithContext(ctx))
 	cw.WriteHeader(http.StatusOK) // a handler that wrote nothing answered 200
 }
 

@@ -26,6 +26,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ctrlkit/ctrlkit/controllerruntime/crd"
+	"github.com/ctrlkit/ctrlkit/controllerruntime/internal/admission"
 	"github.com/ctrlkit/ctrlkit/internal/gate"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
@@ -175,6 +176,8 @@ type Cluster struct {
 	otherN  int               // its changes so far
 
 	filter atomic.Pointer[func(*http.Request)] // tests: sees every REST request
+
+	admission *admission.Admission // webhooks and policies (see memcluster.Config.Admission)
 }
 
 // Test runs f in a testing/synctest bubble with a new Cluster, and stops
@@ -259,14 +262,24 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	}
 	c.opts.shared = opts.shared
 	builtinTypes := opts.shared.builtinTypes
+	var api http.Handler // the cluster's REST API, for its admission's own reads
+	adm, err := admission.New(admission.Config{Scheme: scheme, NoKeepAlive: serial,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { api.ServeHTTP(w, r) })})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	c.admission = adm
 	c.mc = memcluster.New(memcluster.Config{
 		Seed: opts.Seed, Gate: c.sched, OnWrite: func(w memcluster.Write) {
 			c.rec.write(w)
 			c.sched.wrote()
+			adm.Wrote(w)
 			if opts.onWrite != nil {
 				opts.onWrite(w)
 			}
 		},
+		Admission:           adm,
 		OnRequest:           c.rec.request,
 		NoGarbageCollection: opts.Disable&GarbageCollector != 0,
 		// As on a real cluster: default, kube-system, kube-public and
@@ -277,6 +290,7 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 		TypeConverter:     memcluster.TypeConverterChain(builtinTypes, managedfields.NewDeducedTypeConverter()),
 		UntrackedManagers: untrackedManagers(opts),
 	})
+	api = memcluster.NewHandler(c.mc)
 	if c.sched.serial {
 		c.wg.Go(func() { c.sched.run(ctx) })
 	}
@@ -364,6 +378,7 @@ func (c *Cluster) shutdown() []error {
 	}
 	c.stopped = true
 	c.cancel()
+	c.admission.Stop()
 	c.wg.Wait()
 	c.errMu.Lock()
 	defer c.errMu.Unlock()

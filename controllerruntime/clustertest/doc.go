@@ -93,6 +93,20 @@
 //     state the Deployments went through (surge and availability bounds,
 //     revisions, completion), whoever manages them.
 //
+// # Admission webhooks and policies
+//
+// The cluster admits writes as kube-apiserver v1.37 does, with its own
+// admission plugins: the mutating and validating webhooks of the
+// MutatingWebhookConfigurations and ValidatingWebhookConfigurations you
+// create (or an [Environment] installs from its WebhookInstallOptions, as
+// envtest does), called over HTTPS, and ValidatingAdmissionPolicies with
+// their bindings and params. Admission's userInfo names the client (the
+// bench's name of it: "manager", "client", "environment", ...). A
+// webhook server must run outside a [Test]'s bubble (one listening inside
+// it stops virtual time); in an [Environment], a suite's Manager serves
+// its webhooks as on envtest. See docs/admission.md for what is
+// supported, the order of the stages and what is not modelled.
+//
 // # Answers that say what is stuck
 //
 // When [Cluster.RunUntil] gives up (its limit reached, or at once when

@@ -55,14 +55,14 @@ type Environment struct {
 	ErrorIfCRDPathMissing bool
 	CRDInstallOptions     CRDInstallOptions
 
-	// WebhookInstallOptions are envtest's: Start prepares what a
-	// Manager's webhook server needs, as envtest does (a serving
-	// certificate and its CA in LocalServingCertDir, LocalServingHost
-	// and a free LocalServingPort; the webhook configurations in Paths
-	// are read and checked), so that a suite that starts one runs
-	// unchanged. The bench does not call admission webhooks: objects are
-	// admitted without them (test your webhooks' Default and Validate
-	// functions directly, as kubebuilder's scaffolded suites do).
+	// WebhookInstallOptions are envtest's: Start installs the webhooks
+	// as envtest does. It makes a serving certificate and its CA (in
+	// LocalServingCertDir), picks LocalServingHost and a free
+	// LocalServingPort, points the clientConfig of every webhook of the
+	// configurations in Paths, MutatingWebhooks and ValidatingWebhooks
+	// there with the CA, and creates the configurations in the cluster,
+	// whose admission then calls them (see docs/admission.md): a suite's
+	// Manager whose webhook server listens there gets the AdmissionReviews.
 	WebhookInstallOptions WebhookInstallOptions
 
 	// Config is the rest.Config of the cluster, set by Start. Its
@@ -109,7 +109,7 @@ type Environment struct {
 }
 
 // Start starts the cluster and its built-in controllers, installs the
-// CRDs and prepares the webhook serving options, as envtest's Start does,
+// CRDs and installs the webhooks, as envtest's Start does,
 // and returns a rest.Config for the cluster (also in e.Config).
 //
 // What the bench cannot do fails Start with an error that says so:
@@ -157,6 +157,10 @@ func (e *Environment) Start() (*rest.Config, error) {
 	}
 	e.s = s
 	e.Config = s.Config()
+	if err := installWebhooks(&e.WebhookInstallOptions, e.Config); err != nil {
+		e.s = nil
+		return nil, errors.Join(err, s.Stop(), e.WebhookInstallOptions.Cleanup())
+	}
 	return rest.CopyConfig(e.Config), nil
 }
 
