@@ -23,14 +23,20 @@ import (
 // Gomega's Eventually polling, AfterSuite stopping it) runs on the bench
 // by changing its import line.
 //
-// Unlike envtest, the cluster runs the built-in controllers (Deployment,
-// ReplicaSet, garbage collector, kubelet: each can be switched off with
-// Disable), so a Deployment your operator creates gets ReplicaSets, pods
-// that become ready, and a status. It starts in milliseconds, needs no
-// binaries, and serves requests in process. Time is the wall clock: the
-// kubelet makes pods ready at once (Kubelet sets other delays), and a
-// RequeueAfter of an hour takes an hour. Use clustertest.Test for virtual
-// time.
+// By default the cluster is what envtest's is: an API server and nothing
+// else. No garbage collector, namespace or disruption controller, no
+// Deployment or ReplicaSet controller, no scheduler and no kubelet run:
+// a Deployment gets no ReplicaSets, a pod stays Pending and unbound, a
+// deleted owner leaves its dependents, an object deleted with Foreground
+// propagation keeps its foregroundDeletion finalizer, a namespace being
+// deleted stays Terminating. Suites written for envtest do that work by
+// hand, and the bench leaves it to them. Set Controllers to
+// clustertest.AllControllers to run the bench's own (see
+// [Environment.Controllers]).
+//
+// It starts in milliseconds, needs no binaries, and serves requests in
+// process. Time is the wall clock: a RequeueAfter of an hour takes an
+// hour. Use clustertest.Test for virtual time.
 //
 // Start may be called once; Stop ends everything it started.
 type Environment struct {
@@ -78,17 +84,31 @@ type Environment struct {
 	// clustertest.Options.
 	Types []client.Object
 	Kinds []clustertest.Kind
-	// Disable, Seed, Faults and UntrackedBuiltinWrites are as in
+	// Controllers are the bench's built-in controllers to run: none
+	// (the zero value) is envtest's cluster, kube-apiserver alone.
+	// clustertest.AllControllers runs them all, as a real cluster's
+	// kube-controller-manager, scheduler and kubelets would: ctrlkit's
+	// Deployment and ReplicaSet controllers (kube-controller-manager
+	// v1.37's behaviour: ReplicaSets, pods, rollouts, status), the garbage
+	// collector (owners' dependents deleted in the background, foreground
+	// and orphan finalizers honoured), the namespace controller, the
+	// disruption controller (PodDisruptionBudget status, evictions), and
+	// the kubelet (Nodes registered, pods bound to them, started and made
+	// ready, graceful deletions finished). Or pick some, as
+	// clustertest.GarbageCollector|clustertest.NamespaceController. The
+	// guide (docs/envtest.md in the repository) says which envtest idioms
+	// then break.
+	Controllers clustertest.Controllers
+	// Kubelet configures the simulated kubelet, when Controllers runs it.
+	// A nil Model makes pods start and become ready at once, and deleted
+	// pods go a millisecond later: a kubelet's seconds would eat
+	// Eventually's default timeout of one second.
+	Kubelet memcluster.KubeletConfig
+	// Seed, Faults and UntrackedBuiltinWrites are as in
 	// clustertest.Options.
-	Disable                clustertest.Controllers
 	Seed                   uint64
 	Faults                 memcluster.Faults
 	UntrackedBuiltinWrites bool
-	// Kubelet configures the simulated kubelet. A nil Model makes pods
-	// start and become ready at once, and deleted pods go a millisecond
-	// later: a kubelet's seconds would eat Eventually's default timeout of
-	// one second.
-	Kubelet memcluster.KubeletConfig
 
 	// Accepted so that envtest suites compile unchanged, and ignored: the
 	// bench has no binaries and no processes. ControlPlane may not set
@@ -108,7 +128,8 @@ type Environment struct {
 	s  *clustertest.Server
 }
 
-// Start starts the cluster and its built-in controllers, installs the
+// Start starts the cluster (and the built-in controllers of
+// e.Controllers), installs the
 // CRDs and prepares the webhook serving options, as envtest's Start does,
 // and returns a rest.Config for the cluster (also in e.Config).
 //
@@ -151,7 +172,7 @@ func (e *Environment) Start() (*rest.Config, error) {
 		return nil, errors.Join(fmt.Errorf("envtest: webhooks: %w", err), e.WebhookInstallOptions.Cleanup())
 	}
 	s, err := clustertest.NewServer(clustertest.Options{Scheme: e.Scheme, Types: e.Types, Kinds: e.Kinds, CRDDirectoryPaths: paths, CRDs: crds,
-		Disable: e.Disable, Kubelet: kubelet, Seed: e.Seed, Faults: e.Faults, UntrackedBuiltinWrites: e.UntrackedBuiltinWrites})
+		Disable: clustertest.AllControllers &^ e.Controllers, Kubelet: kubelet, Seed: e.Seed, Faults: e.Faults, UntrackedBuiltinWrites: e.UntrackedBuiltinWrites})
 	if err != nil {
 		return nil, errors.Join(err, e.WebhookInstallOptions.Cleanup())
 	}

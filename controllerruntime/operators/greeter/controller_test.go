@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/ctrlkit/ctrlkit/controllerruntime/clustertest"
 	"github.com/ctrlkit/ctrlkit/controllerruntime/envtest"
 	greeterv1 "github.com/ctrlkit/ctrlkit/controllerruntime/operators/greeter/apis/greeter/v1"
 	"github.com/ctrlkit/ctrlkit/controllerruntime/operators/greeter/generated/clientset/versioned"
@@ -54,7 +55,8 @@ func run(m *testing.M) int {
 		testEnv = env
 		cfg, err = env.Start()
 	} else {
-		env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true}
+		env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true,
+			Controllers: clustertest.AllControllers} // the specs that need them are skipped on envtest
 		testEnv = env
 		cfg, err = env.Start()
 	}
