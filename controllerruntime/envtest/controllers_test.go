@@ -109,7 +109,7 @@ func TestRunsNoControllersByDefault(t *testing.T) {
 }
 
 // Controllers: clustertest.AllControllers runs the bench's own: a
-// Deployment rolls out to ready pods, and the
+// Deployment rolls out to ready pods bound to registered Nodes, and the
 // garbage collector and namespace controller do their work.
 func TestControllersRunsTheBenchsControllers(t *testing.T) {
 	env := &envtest.Environment{Controllers: clustertest.AllControllers}
@@ -133,6 +133,12 @@ func TestControllersRunsTheBenchsControllers(t *testing.T) {
 	}
 	if len(pods.Items) != 2 {
 		t.Fatalf("%d pods, want 2", len(pods.Items))
+	}
+	for _, p := range pods.Items {
+		var n corev1.Node
+		if err := c.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, &n); err != nil {
+			t.Errorf("pod %s is bound to node %q: %v", p.Name, p.Spec.NodeName, err)
+		}
 	}
 
 	// The garbage collector deletes the Deployment's ReplicaSet and pods.
