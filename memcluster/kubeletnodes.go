@@ -74,9 +74,9 @@ func newNodeIDs(seed uint64, n int) nodeIDs {
 // nodes, in zone ("" for none), at now.
 func kubeletNode(name string, n int, zone string, ids nodeIDs, now metav1.Time) *corev1.Node {
 	labels := map[string]string{
-		corev1.LabelHostname:     name,
-		corev1.LabelOSStable:     "linux",
-		corev1.LabelArchStable:   "amd64",
+		corev1.LabelHostname:      name,
+		corev1.LabelOSStable:      "linux",
+		corev1.LabelArchStable:    "amd64",
 		"beta.kubernetes.io/os":   "linux",
 		"beta.kubernetes.io/arch": "amd64",
 	}
