@@ -2,10 +2,12 @@ package envtest_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -86,6 +88,51 @@ func TestRunsNoControllersByDefault(t *testing.T) {
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(pdb), pdb); err != nil || pdb.Status.ObservedGeneration != 0 {
 		t.Errorf("budget: %v, status %+v; want no status", err, pdb.Status)
+	}
+
+	// No kubelet: a pod bound to a node and deleted gracefully stays
+	// Terminating (nothing confirms its end); an unbound one goes at once,
+	// after a write of its deletionTimestamp, as kube-apiserver deletes it.
+	bound := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bound", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: "node-0", Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}}}
+	unbound := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "unbound", Namespace: "default"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}}}
+	for _, p := range []*corev1.Pod{bound, unbound} {
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wc, err := client.NewWithWatch(env.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(ctx, &corev1.PodList{}, client.InNamespace("default"), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: unbound.ResourceVersion}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for _, p := range []*corev1.Pod{bound, unbound} {
+		if err := c.Delete(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(bound), bound); err != nil || bound.DeletionTimestamp == nil {
+		t.Errorf("bound pod after its deletion: %v, deletionTimestamp %v; want it Terminating", err, bound.DeletionTimestamp)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(unbound), unbound); !apierrors.IsNotFound(err) {
+		t.Errorf("unbound pod after its deletion: %v; want it gone", err)
+	}
+	var events []string
+	for ev := range w.ResultChan() {
+		p := ev.Object.(*corev1.Pod)
+		events = append(events, fmt.Sprintf("%s %s deleting=%t", ev.Type, p.Name, p.DeletionTimestamp != nil))
+		if ev.Type == watch.Deleted {
+			break
+		}
+	}
+	wantEvents := []string{"MODIFIED bound deleting=true", "MODIFIED unbound deleting=true", "DELETED unbound deleting=true"}
+	if diff := cmp.Diff(wantEvents, events); diff != "" {
+		t.Errorf("watch events of the deletions mismatch (-want +got):\n%s", diff)
 	}
 
 	// No kubelet: no Nodes, and a pod stays unbound.
