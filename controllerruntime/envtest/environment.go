@@ -104,8 +104,14 @@ type Environment struct {
 	// pods go a millisecond later: a kubelet's seconds would eat
 	// Eventually's default timeout of one second.
 	Kubelet memcluster.KubeletConfig
+	// Latency delays every request as a local kube-apiserver would, so
+	// that a suite's test goroutine does not outrun its controllers (see
+	// [Latency]). Nil means 1 ms for each read and 2 ms for each write;
+	// &envtest.Latency{} answers at once. The delays appear in the trace
+	// as injected latency.
+	Latency *Latency
 	// Seed, Faults and UntrackedBuiltinWrites are as in
-	// clustertest.Options.
+	// clustertest.Options. Faults come on top of Latency.
 	Seed                   uint64
 	Faults                 memcluster.Faults
 	UntrackedBuiltinWrites bool
@@ -166,13 +172,17 @@ func (e *Environment) Start() (*rest.Config, error) {
 	if kubelet.Model == nil {
 		kubelet.Model = memcluster.FixedModel(memcluster.PodBehavior{ShutdownDelay: time.Millisecond})
 	}
+	faults, err := e.withLatency(e.Faults)
+	if err != nil {
+		return nil, err
+	}
 	// As envtest: the serving certificate, host and port, whether or not
 	// the suite has webhook configurations.
 	if err := e.WebhookInstallOptions.PrepWithoutInstalling(); err != nil {
 		return nil, errors.Join(fmt.Errorf("envtest: webhooks: %w", err), e.WebhookInstallOptions.Cleanup())
 	}
 	s, err := clustertest.NewServer(clustertest.Options{Scheme: e.Scheme, Types: e.Types, Kinds: e.Kinds, CRDDirectoryPaths: paths, CRDs: crds,
-		Disable: clustertest.AllControllers &^ e.Controllers, Kubelet: kubelet, Seed: e.Seed, Faults: e.Faults, UntrackedBuiltinWrites: e.UntrackedBuiltinWrites})
+		Disable: clustertest.AllControllers &^ e.Controllers, Kubelet: kubelet, Seed: e.Seed, Faults: faults, UntrackedBuiltinWrites: e.UntrackedBuiltinWrites})
 	if err != nil {
 		return nil, errors.Join(err, e.WebhookInstallOptions.Cleanup())
 	}
@@ -227,11 +237,15 @@ func (e *Environment) Trace() []string { return e.server().Trace() }
 // Check is clustertest.Server.Check.
 func (e *Environment) Check() error { return e.server().Check() }
 
-// SetFaults is clustertest.Server.SetFaults.
+// SetFaults is clustertest.Server.SetFaults; the delays of Latency stay.
 func (e *Environment) SetFaults(f memcluster.Faults) error {
 	s := e.server()
 	if s == nil {
 		return errors.New("envtest: SetFaults before Start")
+	}
+	f, err := e.withLatency(f)
+	if err != nil {
+		return err
 	}
 	return s.SetFaults(f)
 }
