@@ -428,6 +428,15 @@
 // reset its DisruptionTarget condition. A pod matched by several budgets
 // updates all of them (upstream picks one). They record no Events.
 //
+// The [Kubelet] registers its Nodes when it is created, as a v1.37
+// kubelet on Linux registers one (labels, capacity and allocatable,
+// conditions, addresses, nodeInfo; see KubeletConfig.Nodes and Zones),
+// and binds pods only to those that exist. The rest of a Node's life is
+// not modelled: no heartbeats or Leases in kube-node-lease, no taints,
+// never NotReady or unreachable, no node-pressure eviction, no
+// re-registration of a deleted Node (whose pods run on: no pod garbage
+// collector deletes them).
+//
 // # Usage
 //
 //	fc := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))

@@ -44,12 +44,21 @@ const (
 	// GarbageCollector deletes objects whose owners are all gone, and the
 	// dependents of a deleted object (background and orphan propagation).
 	GarbageCollector
-	// Kubelet schedules pods to fake nodes and runs them through Pending,
-	// Running and Ready (or a failure), as Options.Kubelet's model says.
+	// Kubelet registers the Nodes of Options.Kubelet, binds pods to them
+	// and runs them through Pending, Running and Ready (or a failure), as
+	// Options.Kubelet's model says, and finishes their graceful deletions.
 	Kubelet
+	// NamespaceController deletes the content of a namespace being
+	// deleted, then the namespace. It runs only with the GarbageCollector:
+	// disabling the collector disables it too.
+	NamespaceController
+	// DisruptionController computes the status of PodDisruptionBudgets,
+	// which the eviction of a pod they cover needs (without it, such an
+	// eviction answers 429, as in envtest).
+	DisruptionController
 
 	// AllControllers is every built-in controller.
-	AllControllers = DeploymentController | ReplicaSetController | GarbageCollector | Kubelet
+	AllControllers = DeploymentController | ReplicaSetController | GarbageCollector | Kubelet | NamespaceController | DisruptionController
 )
 
 // Options configures a Cluster. The zero value is a cluster of client-go's
@@ -279,9 +288,11 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 				opts.onWrite(w)
 			}
 		},
-		Admission:           adm,
-		OnRequest:           c.rec.request,
-		NoGarbageCollection: opts.Disable&GarbageCollector != 0,
+		Admission:              adm,
+		OnRequest:              c.rec.request,
+		NoGarbageCollection:    opts.Disable&GarbageCollector != 0,
+		NoNamespaceController:  opts.Disable&NamespaceController != 0,
+		NoDisruptionController: opts.Disable&DisruptionController != 0,
 		// As on a real cluster: default, kube-system, kube-public and
 		// kube-node-lease exist.
 		RequireNamespaces: true,

@@ -28,6 +28,13 @@ type Server struct {
 // them by default, as in [Test]). The steps of the cluster happen as their
 // goroutines run (opts.Concurrent is implied), so Interleave, Schedule and
 // Perturb, which need virtual time, are refused.
+//
+// The kubelet's default model takes seconds, which are now wall-clock
+// seconds: a pod starts and becomes ready a second or two after its
+// creation, and a deleted pod lingers for its grace period (30 s by
+// default). For pods that come and go at once, as envtest-shaped suites
+// expect, set Options.Kubelet.Model to
+// memcluster.FixedModel(memcluster.PodBehavior{ShutdownDelay: time.Millisecond}).
 func NewServer(opts Options) (*Server, error) {
 	if opts.Interleave || opts.Schedule != "" {
 		return nil, errors.New("clustertest: a Server runs on the wall clock: Options.Interleave and Options.Schedule need the virtual time of Test")

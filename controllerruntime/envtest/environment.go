@@ -23,14 +23,20 @@ import (
 // Gomega's Eventually polling, AfterSuite stopping it) runs on the bench
 // by changing its import line.
 //
-// Unlike envtest, the cluster runs the built-in controllers (Deployment,
-// ReplicaSet, garbage collector, kubelet: each can be switched off with
-// Disable), so a Deployment your operator creates gets ReplicaSets, pods
-// that become ready, and a status. It starts in milliseconds, needs no
-// binaries, and serves requests in process. Time is the wall clock: the
-// kubelet makes pods ready at once (Kubelet sets other delays), and a
-// RequeueAfter of an hour takes an hour. Use clustertest.Test for virtual
-// time.
+// By default the cluster is what envtest's is: an API server and nothing
+// else. No garbage collector, namespace or disruption controller, no
+// Deployment or ReplicaSet controller, no scheduler and no kubelet run:
+// a Deployment gets no ReplicaSets, a pod stays Pending and unbound, a
+// deleted owner leaves its dependents, an object deleted with Foreground
+// propagation keeps its foregroundDeletion finalizer, a namespace being
+// deleted stays Terminating. Suites written for envtest do that work by
+// hand, and the bench leaves it to them. Set Controllers to
+// clustertest.AllControllers to run the bench's own (see
+// [Environment.Controllers]).
+//
+// It starts in milliseconds, needs no binaries, and serves requests in
+// process. Time is the wall clock: a RequeueAfter of an hour takes an
+// hour. Use clustertest.Test for virtual time.
 //
 // Start may be called once; Stop ends everything it started.
 type Environment struct {
@@ -78,17 +84,37 @@ type Environment struct {
 	// clustertest.Options.
 	Types []client.Object
 	Kinds []clustertest.Kind
-	// Disable, Seed, Faults and UntrackedBuiltinWrites are as in
-	// clustertest.Options.
-	Disable                clustertest.Controllers
+	// Controllers are the bench's built-in controllers to run: none
+	// (the zero value) is envtest's cluster, kube-apiserver alone.
+	// clustertest.AllControllers runs them all, as a real cluster's
+	// kube-controller-manager, scheduler and kubelets would: ctrlkit's
+	// Deployment and ReplicaSet controllers (kube-controller-manager
+	// v1.37's behaviour: ReplicaSets, pods, rollouts, status), the garbage
+	// collector (owners' dependents deleted in the background, foreground
+	// and orphan finalizers honoured), the namespace controller, the
+	// disruption controller (PodDisruptionBudget status, evictions), and
+	// the kubelet (Nodes registered, pods bound to them, started and made
+	// ready, graceful deletions finished). Or pick some, as
+	// clustertest.GarbageCollector|clustertest.NamespaceController. The
+	// guide (docs/envtest.md in the repository) says which envtest idioms
+	// then break.
+	Controllers clustertest.Controllers
+	// Kubelet configures the simulated kubelet, when Controllers runs it.
+	// A nil Model makes pods start and become ready at once, and deleted
+	// pods go a millisecond later: a kubelet's seconds would eat
+	// Eventually's default timeout of one second.
+	Kubelet memcluster.KubeletConfig
+	// Latency delays every request as a local kube-apiserver would, so
+	// that a suite's test goroutine does not outrun its controllers (see
+	// [Latency]). Nil means 1 ms for each read and 2 ms for each write;
+	// &envtest.Latency{} answers at once. The delays appear in the trace
+	// as injected latency.
+	Latency *Latency
+	// Seed, Faults and UntrackedBuiltinWrites are as in
+	// clustertest.Options. Faults come on top of Latency.
 	Seed                   uint64
 	Faults                 memcluster.Faults
 	UntrackedBuiltinWrites bool
-	// Kubelet configures the simulated kubelet. A nil Model makes pods
-	// start and become ready at once, and deleted pods go a millisecond
-	// later: a kubelet's seconds would eat Eventually's default timeout of
-	// one second.
-	Kubelet memcluster.KubeletConfig
 
 	// Accepted so that envtest suites compile unchanged, and ignored: the
 	// bench has no binaries and no processes. ControlPlane may not set
@@ -108,8 +134,9 @@ type Environment struct {
 	s  *clustertest.Server
 }
 
-// Start starts the cluster and its built-in controllers, installs the
-// CRDs and installs the webhooks, as envtest's Start does,
+// Start starts the cluster (and the built-in controllers of
+// e.Controllers), installs the CRDs and installs the webhooks, as
+// envtest's Start does,
 // and returns a rest.Config for the cluster (also in e.Config).
 //
 // What the bench cannot do fails Start with an error that says so:
@@ -145,13 +172,17 @@ func (e *Environment) Start() (*rest.Config, error) {
 	if kubelet.Model == nil {
 		kubelet.Model = memcluster.FixedModel(memcluster.PodBehavior{ShutdownDelay: time.Millisecond})
 	}
+	faults, err := e.withLatency(e.Faults)
+	if err != nil {
+		return nil, err
+	}
 	// As envtest: the serving certificate, host and port, whether or not
 	// the suite has webhook configurations.
 	if err := e.WebhookInstallOptions.PrepWithoutInstalling(); err != nil {
 		return nil, errors.Join(fmt.Errorf("envtest: webhooks: %w", err), e.WebhookInstallOptions.Cleanup())
 	}
 	s, err := clustertest.NewServer(clustertest.Options{Scheme: e.Scheme, Types: e.Types, Kinds: e.Kinds, CRDDirectoryPaths: paths, CRDs: crds,
-		Disable: e.Disable, Kubelet: kubelet, Seed: e.Seed, Faults: e.Faults, UntrackedBuiltinWrites: e.UntrackedBuiltinWrites})
+		Disable: clustertest.AllControllers &^ e.Controllers, Kubelet: kubelet, Seed: e.Seed, Faults: faults, UntrackedBuiltinWrites: e.UntrackedBuiltinWrites})
 	if err != nil {
 		return nil, errors.Join(err, e.WebhookInstallOptions.Cleanup())
 	}
@@ -210,11 +241,15 @@ func (e *Environment) Trace() []string { return e.server().Trace() }
 // Check is clustertest.Server.Check.
 func (e *Environment) Check() error { return e.server().Check() }
 
-// SetFaults is clustertest.Server.SetFaults.
+// SetFaults is clustertest.Server.SetFaults; the delays of Latency stay.
 func (e *Environment) SetFaults(f memcluster.Faults) error {
 	s := e.server()
 	if s == nil {
 		return errors.New("envtest: SetFaults before Start")
+	}
+	f, err := e.withLatency(f)
+	if err != nil {
+		return err
 	}
 	return s.SetFaults(f)
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/ctrlkit/ctrlkit/controllerruntime/clustertest"
 	"github.com/ctrlkit/ctrlkit/controllerruntime/envtest"
 )
 
@@ -59,7 +60,8 @@ var _ = BeforeSuite(func() {
 		testEnv = env
 		cfg, err = env.Start()
 	} else {
-		env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true}
+		env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true,
+			Controllers: clustertest.AllControllers} // the specs that need them are skipped on envtest
 		testEnv = env
 		cfg, err = env.Start()
 	}
