@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -125,6 +126,9 @@ type front struct {
 	decoder runtime.Decoder
 	// filter, if set, sees each request once front has read it (tests).
 	filter *atomic.Pointer[func(*http.Request)]
+	// latency delays every request before it is served
+	// (Options.RequestLatency).
+	latency time.Duration
 }
 
 func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -142,6 +146,9 @@ func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if fn := f.filter.Load(); fn != nil {
 			(*fn)(r)
 		}
+	}
+	if f.latency > 0 {
+		wait(r.Context(), f.latency) // a request whose context ends meanwhile fails when served
 	}
 	cw := &codeWriter{ResponseWriter: w, cl: cl, f: f, path: r.URL.Path}
 	withoutWatchList{next: f.next}.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), callKey{}, cl)))
@@ -200,5 +207,15 @@ func (w *codeWriter) Flush() {
 	w.WriteHeader(http.StatusOK)
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
+	}
+}
+
+// wait waits for d, or until ctx ends.
+func wait(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }

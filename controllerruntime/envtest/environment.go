@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ctrlkit/ctrlkit/controllerruntime/clustertest"
+	"github.com/ctrlkit/ctrlkit/controllerruntime/internal/bubble"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
@@ -84,6 +85,15 @@ type Environment struct {
 	Seed                   uint64
 	Faults                 memcluster.Faults
 	UntrackedBuiltinWrites bool
+	// RequestLatency is how long the cluster takes to answer each
+	// request. Zero means 1 ms in virtual time (under [RunSpecs]) and
+	// none on the wall clock; a negative latency means none. In virtual
+	// time a latency lets a controller that writes in a loop (one that
+	// flips a field back and forth until the test's next step settles
+	// it) take time, as against a real API server, so that the suite's
+	// polls run beside it: without one, the loop would hold the clock at
+	// one instant for ever. See clustertest.Options.RequestLatency.
+	RequestLatency time.Duration
 	// Kubelet configures the simulated kubelet. A nil Model makes pods
 	// start and become ready at once, and deleted pods go a millisecond
 	// later: a kubelet's seconds would eat Eventually's default timeout of
@@ -126,6 +136,10 @@ func (e *Environment) Start() (*rest.Config, error) {
 	if err := checkControlPlane(&e.ControlPlane); err != nil {
 		return nil, err
 	}
+	virtual := bubble.Current() != 0
+	if w := &e.WebhookInstallOptions; virtual && (len(w.Paths) > 0 || len(w.MutatingWebhooks) > 0 || len(w.ValidatingWebhooks) > 0) {
+		return nil, errWebhooks
+	}
 	var paths []string
 	mustExist := e.ErrorIfCRDPathMissing || e.CRDInstallOptions.ErrorIfPathMissing
 	for _, p := range append(append([]string(nil), e.CRDDirectoryPaths...), e.CRDInstallOptions.Paths...) {
@@ -150,8 +164,12 @@ func (e *Environment) Start() (*rest.Config, error) {
 	if err := e.WebhookInstallOptions.PrepWithoutInstalling(); err != nil {
 		return nil, errors.Join(fmt.Errorf("envtest: webhooks: %w", err), e.WebhookInstallOptions.Cleanup())
 	}
+	latency := max(e.RequestLatency, 0)
+	if virtual && e.RequestLatency == 0 {
+		latency = defaultVirtualLatency
+	}
 	s, err := clustertest.NewServer(clustertest.Options{Scheme: e.Scheme, Types: e.Types, Kinds: e.Kinds, CRDDirectoryPaths: paths, CRDs: crds,
-		Disable: e.Disable, Kubelet: kubelet, Seed: e.Seed, Faults: e.Faults, UntrackedBuiltinWrites: e.UntrackedBuiltinWrites})
+		Disable: e.Disable, Kubelet: kubelet, Seed: e.Seed, Faults: e.Faults, UntrackedBuiltinWrites: e.UntrackedBuiltinWrites, RequestLatency: latency})
 	if err != nil {
 		return nil, errors.Join(err, e.WebhookInstallOptions.Cleanup())
 	}
@@ -159,6 +177,11 @@ func (e *Environment) Start() (*rest.Config, error) {
 	e.Config = s.Config()
 	return rest.CopyConfig(e.Config), nil
 }
+
+// defaultVirtualLatency is RequestLatency's default in virtual time: a
+// loop of writes runs at a thousand a second of virtual time, about what
+// it would against kube-apiserver on a laptop.
+const defaultVirtualLatency = time.Millisecond
 
 // checkControlPlane refuses kube-apiserver flags: the bench has no
 // kube-apiserver process to pass them to.
