@@ -147,7 +147,7 @@ func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			(*fn)(r)
 		}
 	}
-	if f.latency > 0 {
+	if f.latency > 0 && isResourcePath(r.URL.Path) {
 		wait(r.Context(), f.latency) // a request whose context ends meanwhile fails when served
 	}
 	cw := &codeWriter{ResponseWriter: w, cl: cl, f: f, path: r.URL.Path}
@@ -208,6 +208,24 @@ func (w *codeWriter) Flush() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
+}
+
+// isResourcePath reports whether a REST path names resources
+// (/api/v1/pods, /apis/apps/v1/namespaces/x/deployments/y/status), not
+// discovery (/api, /apis/apps/v1) or /version. Discovery goes without
+// Options.RequestLatency: controller-runtime's REST mapper and cache
+// discover while holding locks other goroutines wait for, and a goroutine
+// waiting for a lock is not durably blocked: a latency there would hold
+// the bubble's clock for ever.
+func isResourcePath(path string) bool {
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(segs) > 0 && segs[0] == "api":
+		return len(segs) > 2
+	case len(segs) > 0 && segs[0] == "apis":
+		return len(segs) > 3
+	}
+	return false
 }
 
 // wait waits for d, or until ctx ends.

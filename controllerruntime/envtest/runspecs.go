@@ -183,7 +183,7 @@ func summarize(gs []bubble.Goroutine, self int) []string {
 	count := map[string]int{}
 	var order []string
 	for _, g := range gs {
-		if g.ID == self || g.Calls("testing.testingSynctestTest", "internal/synctest.Run", "github.com/onsi/ginkgo/v2/internal/interrupt_handler.") {
+		if g.ID == self || g.Calls("testing.testingSynctestTest", "testing/synctest.", "internal/synctest.Run", "github.com/onsi/ginkgo/v2/internal/interrupt_handler.") {
 			continue
 		}
 		where := g.Where()
