@@ -63,7 +63,8 @@ const leftoverGrace = 30 * time.Second
 //   - interrupts (Ctrl-C, SIGTERM) end the test binary at once, printing
 //     where the suite's goroutines wait, instead of Ginkgo's
 //     interrupt handling (its handler cannot reach across the bubble's
-//     edge). The bench holds no processes or files to clean up.
+//     edge); the bench holds no processes or files to clean up. Ginkgo's
+//     progress signal (SIGUSR1, SIGINFO) prints where they wait.
 //
 // Goroutines still running 30 virtual seconds after the last spec (a
 // Manager whose context AfterSuite does not cancel) are listed in the
@@ -149,18 +150,20 @@ func ownProcessState(seed int64) (restore func()) {
 	rand.Seed(seed) // client-go's jitter draws from the global source; clustertest lets Seed seed it
 	return func() {
 		metricsserver.DefaultBindAddress = address
-		signal.Reset(interrupts...)
+		signal.Reset(append(slices.Clone(interrupts), progressSignals...)...)
 	}
 }
 
-// interrupts are the signals Ginkgo handles.
+// interrupts are the signals on which Ginkgo stops the suite.
 var interrupts = []os.Signal{os.Interrupt, syscall.SIGTERM}
 
-// takeSignals replaces every handler of the interrupts (Ginkgo's, whose
-// channel belongs to the bubble) with the watchdog's.
+// takeSignals replaces every handler of the signals Ginkgo handles (its
+// channels belong to the bubble: the runtime's signal loop, outside it,
+// must not touch them) with the watchdog's.
 func (w *watchdog) takeSignals() {
-	signal.Reset(interrupts...)
-	signal.Notify(w.signals, interrupts...)
+	signals := append(slices.Clone(interrupts), progressSignals...)
+	signal.Reset(signals...)
+	signal.Notify(w.signals, signals...)
 }
 
 // awaitLeftovers waits, in virtual time, up to leftoverGrace for the

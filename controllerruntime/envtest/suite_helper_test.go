@@ -16,8 +16,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ctrlkit/ctrlkit/controllerruntime/clustertest"
@@ -69,6 +73,7 @@ type suite struct {
 func kubebuilderShaped(opts ctrl.Options, setup func(ctrl.Manager) error) *suite {
 	s := &suite{}
 	ginkgo.BeforeSuite(func() {
+		logf.SetLogger(zap.New(zap.WriteTo(ginkgo.GinkgoWriter), zap.UseDevMode(true)))
 		s.ctx, s.cancel = context.WithCancel(context.Background())
 		s.env = &envtest.Environment{Disable: clustertest.AllControllers}
 		cfg, err := s.env.Start()
@@ -94,23 +99,28 @@ func kubebuilderShaped(opts ctrl.Options, setup func(ctrl.Manager) error) *suite
 	return s
 }
 
-// stamper writes, on every reconcile of a ConfigMap, the count of its
-// reconciles into it, and comes back an hour later.
+// stamper counts the reconciles of each ConfigMap in a ConfigMap of its
+// own ("<name>-count", which it does not watch), and comes back to each an
+// hour later.
 func stamper(mgr ctrl.Manager) error {
 	c := mgr.GetClient()
-	return ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-		var cm corev1.ConfigMap
-		if err := c.Get(ctx, req.NamespacedName, &cm); err != nil {
-			return reconcile.Result{}, client.IgnoreNotFound(err)
-		}
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
+	counted := predicate.NewPredicateFuncs(func(o client.Object) bool { return !strings.HasSuffix(o.GetName(), "-count") })
+	return ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}, builder.WithPredicates(counted)).Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		count := configMap(req.Name + "-count")
+		if err := c.Get(ctx, client.ObjectKeyFromObject(count), count); client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, err
 		}
 		var n int
-		fmt.Sscan(cm.Data["reconciles"], &n)
-		cm.Data["reconciles"] = fmt.Sprint(n + 1)
-		cm.Data["at"] = time.Now().UTC().Format(time.RFC3339)
-		return reconcile.Result{RequeueAfter: time.Hour}, c.Update(ctx, &cm)
+		if s := count.Data["reconciles"]; s != "" {
+			if _, err := fmt.Sscan(s, &n); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+		count.Data = map[string]string{"reconciles": fmt.Sprint(n + 1), "at": time.Now().UTC().Format(time.RFC3339)}
+		if count.ResourceVersion == "" {
+			return reconcile.Result{RequeueAfter: time.Hour}, c.Create(ctx, count)
+		}
+		return reconcile.Result{RequeueAfter: time.Hour}, c.Update(ctx, count)
 	}))
 }
 
@@ -118,10 +128,10 @@ func configMap(name string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
 }
 
-// reconciles reads the count stamper wrote.
+// reconciles reads the count stamper wrote for ConfigMap name.
 func reconciles(s *suite, name string) func() (string, error) {
 	return func() (string, error) {
-		cm := configMap(name)
+		cm := configMap(name + "-count")
 		err := s.k8sClient.Get(s.ctx, client.ObjectKeyFromObject(cm), cm)
 		return cm.Data["reconciles"], err
 	}

@@ -85,6 +85,7 @@ func parse(s string) (Goroutine, bool) {
 	}
 	idText, state, ok := strings.Cut(head, " [")
 	state, ok2 := strings.CutSuffix(state, "]:")
+	idText, _, _ = strings.Cut(idText, " ") // "9 gp=0x… m=nil" with GOTRACEBACK=system
 	id, err := strconv.Atoi(idText)
 	if !ok || !ok2 || err != nil {
 		return Goroutine{}, false
