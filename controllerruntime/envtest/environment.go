@@ -19,7 +19,7 @@ import (
 )
 
 // Environment is the bench with the shape of controller-runtime's
-// envtest.Environment, on the wall clock: a suite written for envtest
+// envtest.Environment: a suite written for envtest
 // (Ginkgo's BeforeSuite starting the environment and a Manager,
 // Gomega's Eventually polling, AfterSuite stopping it) runs on the bench
 // by changing its import line.
@@ -28,10 +28,11 @@ import (
 // ReplicaSet, garbage collector, kubelet: each can be switched off with
 // Disable), so a Deployment your operator creates gets ReplicaSets, pods
 // that become ready, and a status. It starts in milliseconds, needs no
-// binaries, and serves requests in process. Time is the wall clock: the
-// kubelet makes pods ready at once (Kubelet sets other delays), and a
-// RequeueAfter of an hour takes an hour. Use clustertest.Test for virtual
-// time.
+// binaries, and serves requests in process. Started in a suite that
+// [RunSpecs] runs, it runs in virtual time: a RequeueAfter of an hour
+// takes no wall time, and the kubelet's delays are virtual too. Otherwise
+// time is the wall clock: the kubelet makes pods ready at once (Kubelet
+// sets other delays), and a RequeueAfter of an hour takes an hour.
 //
 // Start may be called once; Stop ends everything it started.
 type Environment struct {
@@ -123,7 +124,9 @@ type Environment struct {
 // and returns a rest.Config for the cluster (also in e.Config).
 //
 // What the bench cannot do fails Start with an error that says so:
-// UseExistingCluster, and kube-apiserver flags set through ControlPlane.
+// UseExistingCluster, kube-apiserver flags set through ControlPlane, and,
+// in virtual time (under [RunSpecs]), webhooks: a webhook server listens
+// on a real socket, which virtual time cannot wait on.
 func (e *Environment) Start() (*rest.Config, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
