@@ -102,6 +102,15 @@ func TestRunSpecsNamesAListener(t *testing.T) {
 		"the Manager's metrics server; set ctrl.Options.Metrics.BindAddress")
 }
 
+// TestRunSpecsNamesALockWaiter runs a spec that waits for time while
+// holding a lock another goroutine waits for (as code that holds a lock
+// across a request does): the suite cannot move, and the test binary
+// ends, naming the lock's waiter.
+func TestRunSpecsNamesALockWaiter(t *testing.T) {
+	c := runChild(t, "lock", nil)
+	c.expect(t, 2, "envtest: virtual time cannot advance", "waits for a lock (sync.Mutex.Lock) in github.com/ctrlkit/ctrlkit/controllerruntime/envtest_test.waitForLock")
+}
+
 func TestRunSpecsRefusesWebhooks(t *testing.T) {
 	c := runChild(t, "webhooks", nil)
 	c.expect(t, 1, "[BeforeSuite] [FAILED]", "envtest: this suite has webhooks (WebhookInstallOptions), which cannot run in virtual time")

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -42,6 +43,7 @@ func TestHelperSuite(t *testing.T) {
 		"requeue":    requeueSpecs,
 		"eventually": failingEventuallySpecs,
 		"listener":   listenerSpecs,
+		"lock":       lockSpecs,
 		"webhooks":   webhookSpecs,
 		"leftover":   leftoverSpecs,
 		"interrupt":  interruptSpecs,
@@ -173,6 +175,23 @@ func listenerSpecs() {
 		gomega.Expect(s.k8sClient.Create(s.ctx, configMap("listened"))).To(gomega.Succeed())
 		gomega.Eventually(reconciles(s, "listened")).Should(gomega.Equal("1"))
 	})
+}
+
+// lockSpecs wait for time (as for a request's turn) while holding a lock
+// another goroutine waits for.
+func lockSpecs() {
+	ginkgo.It("sleeps under a lock", func() {
+		var mu sync.Mutex
+		mu.Lock()
+		go waitForLock(&mu)
+		time.Sleep(time.Millisecond) // never ends: the lock's waiter is not durably blocked
+		mu.Unlock()
+	})
+}
+
+func waitForLock(mu *sync.Mutex) {
+	mu.Lock()
+	defer mu.Unlock()
 }
 
 // webhookSpecs start an Environment with webhooks.

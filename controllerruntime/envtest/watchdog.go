@@ -17,18 +17,17 @@ import (
 // clock from moving: while it waits, every Eventually, sleep and requeue
 // of the suite waits with it. The watchdog, a goroutine outside the
 // bubble on the wall clock, reads the bubble's goroutines a few times a
-// second, and ends the test binary with a message naming what waits and
-// what to change once the wait cannot end by itself: a listener that has
-// waited for connections for patience, or, with every goroutine of the
-// suite blocked and nothing changing for patience, a connection read or a
-// lock. Other waits that last (a pipe, a system call, a channel of no
-// bubble) are named in a warning after warnAfter. The watchdog only reads:
-// when virtual time advances never depends on it.
+// second. Once every goroutine of the suite has been blocked, nothing
+// changing, for patience, it ends the test binary with a message naming
+// what waits and what to change, if what waits cannot end by itself: a
+// listener, a connection read, a lock (whose holder waits in the bubble).
+// Other waits that last (a pipe, a system call, a channel of no bubble)
+// are named in a warning after warnAfter. The watchdog only reads: when
+// virtual time advances never depends on it.
 
-// patience is how long (wall clock) the watchdog waits before it gives up
-// on the suite: a server a spec starts and stops (an httptest.Server it
-// calls) is left alone, a Manager's listener that lives as long as the
-// suite is not.
+// patience is how long (wall clock) the suite may stay stuck before the
+// watchdog gives up on it: a spec that calls a server of its own (an
+// httptest.Server) keeps moving, and is left alone.
 const patience = 2 * time.Second
 
 // warnAfter is how long (wall clock) a wait that may end by itself lasts,
@@ -177,21 +176,19 @@ func (w *watchdog) close() {
 func (w *watchdog) run() {
 	tick := time.NewTicker(watchPeriod)
 	defer tick.Stop()
-	listened := map[int]int{} // listener → readings in a row
 	var last snapshot
-	still := 0 // readings in a row with nothing moving, every goroutine blocked
+	still := 0 // readings in a row with nothing moving, every goroutine blocked, some not durably
 	warned := false
 	for {
 		select {
 		case <-w.stop:
 			return
 		case sig := <-w.signals:
-			if slices.Contains(progressSignals, sig) {
-				fmt.Fprintln(os.Stderr, w.where(sig))
-				continue
-			}
 			fmt.Fprintln(os.Stderr, w.where(sig))
-			os.Exit(1)
+			if !slices.Contains(progressSignals, sig) {
+				os.Exit(1)
+			}
+			continue
 		case <-tick.C:
 		}
 		id := w.bubble.Load()
@@ -199,17 +196,6 @@ func (w *watchdog) run() {
 			continue
 		}
 		sn := read(bubble.Of(id))
-		now := map[int]int{}
-		var fatal []stall
-		for _, st := range sn.stalls {
-			if st.kind == listening {
-				now[st.id] = listened[st.id] + 1
-				if time.Duration(now[st.id])*watchPeriod >= patience {
-					fatal = append(fatal, st)
-				}
-			}
-		}
-		listened = now
 		if !sn.busy && len(sn.stalls) > 0 && sn.key == last.key {
 			still++
 		} else {
@@ -217,14 +203,13 @@ func (w *watchdog) run() {
 		}
 		last = sn
 		stuck := time.Duration(still) * watchPeriod
-		if stuck >= patience {
-			for _, st := range sn.stalls {
-				if st.kind == reading || st.kind == locking {
-					fatal = append(fatal, st)
-				}
+		var fatal []stall
+		for _, st := range sn.stalls {
+			if st.kind != outside {
+				fatal = append(fatal, st)
 			}
 		}
-		if len(fatal) > 0 {
+		if stuck >= patience && len(fatal) > 0 {
 			panic(verdict(fatal, w.specText()))
 		}
 		if stuck >= warnAfter && !warned {
