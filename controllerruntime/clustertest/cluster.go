@@ -130,6 +130,15 @@ type Options struct {
 	// deadlines); your own writes and every server-side apply are recorded
 	// as before. Off (the default), managedFields are kube-apiserver's.
 	UntrackedBuiltinWrites bool
+	// RequestLatency is how long the cluster takes to answer each REST
+	// request, on its clock: the request waits that long before it is
+	// served. Zero (the default) answers at once, so that in [Test]
+	// everything a change sets off happens at one virtual instant. With
+	// a latency, a controller that writes in a loop lets time pass, as
+	// it would against a real API server, instead of holding the clock
+	// at one instant (package controllerruntime/envtest sets 1 ms in
+	// virtual time, so that a suite's polls run beside such a loop).
+	RequestLatency time.Duration
 
 	onWrite func(memcluster.Write) // Explore's properties: every stored write
 	guide   []guided               // shrinking: the choices to follow (see shrink.go)
@@ -241,8 +250,9 @@ func Test(t *testing.T, opts Options, f func(t *testing.T, c *Cluster)) {
 	})
 }
 
-// start starts a cluster: in a synctest bubble for Test (serial: steps
-// one at a time), on the wall clock for a Server (t nil).
+// start starts a cluster: in a synctest bubble for Test and for a Server
+// started in one (serial: steps one at a time, unless opts.Concurrent),
+// on the wall clock for a Server (t nil).
 func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	scheme := opts.Scheme
 	if scheme == nil {
@@ -336,7 +346,10 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	if err := c.mc.SetFaults(opts.Faults); err != nil {
 		return fail(fmt.Errorf("clustertest: Options.Faults: %w", err))
 	}
-	fr := front{rec: c.rec, next: memcluster.NewHandler(c.mc), filter: &c.filter}
+	if opts.RequestLatency < 0 {
+		return fail(fmt.Errorf("clustertest: negative Options.RequestLatency %v", opts.RequestLatency))
+	}
+	fr := front{rec: c.rec, next: memcluster.NewHandler(c.mc), filter: &c.filter, latency: opts.RequestLatency}
 	if opts.onWrite != nil {
 		fr.preconditions = true // Explore's properties judge them
 	}

@@ -14,11 +14,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ctrlkit/ctrlkit/controllerruntime/clustertest"
+	"github.com/ctrlkit/ctrlkit/controllerruntime/internal/bubble"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
 // Environment is the bench with the shape of controller-runtime's
-// envtest.Environment, on the wall clock: a suite written for envtest
+// envtest.Environment: a suite written for envtest
 // (Ginkgo's BeforeSuite starting the environment and a Manager,
 // Gomega's Eventually polling, AfterSuite stopping it) runs on the bench
 // by changing its import line.
@@ -35,8 +36,11 @@ import (
 // [Environment.Controllers]).
 //
 // It starts in milliseconds, needs no binaries, and serves requests in
-// process. Time is the wall clock: a RequeueAfter of an hour takes an
-// hour. Use clustertest.Test for virtual time.
+// process. Started in a suite that [RunSpecs] runs, it runs in virtual
+// time: a RequeueAfter of an hour takes no wall time, and so do the
+// request latencies ([Environment.Latency]) and the kubelet's delays.
+// Otherwise time is the wall clock: a RequeueAfter of an hour takes an
+// hour.
 //
 // Start may be called once; Stop ends everything it started.
 type Environment struct {
@@ -140,7 +144,9 @@ type Environment struct {
 // and returns a rest.Config for the cluster (also in e.Config).
 //
 // What the bench cannot do fails Start with an error that says so:
-// UseExistingCluster, and kube-apiserver flags set through ControlPlane.
+// UseExistingCluster, kube-apiserver flags set through ControlPlane, and,
+// in virtual time (under [RunSpecs]), webhooks: a webhook server listens
+// on a real socket, which virtual time cannot wait on.
 func (e *Environment) Start() (*rest.Config, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -152,6 +158,10 @@ func (e *Environment) Start() (*rest.Config, error) {
 	}
 	if err := checkControlPlane(&e.ControlPlane); err != nil {
 		return nil, err
+	}
+	virtual := bubble.Current() != 0
+	if w := &e.WebhookInstallOptions; virtual && (len(w.Paths) > 0 || len(w.MutatingWebhooks) > 0 || len(w.ValidatingWebhooks) > 0) {
+		return nil, errWebhooks
 	}
 	var paths []string
 	mustExist := e.ErrorIfCRDPathMissing || e.CRDInstallOptions.ErrorIfPathMissing
