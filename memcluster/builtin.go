@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
@@ -36,7 +37,12 @@ import (
 //   - networking.k8s.io/v1 Ingress, IngressClass, NetworkPolicy;
 //   - rbac.authorization.k8s.io/v1 Role, ClusterRole, RoleBinding,
 //     ClusterRoleBinding;
-//   - discovery.k8s.io/v1 EndpointSlice.
+//   - discovery.k8s.io/v1 EndpointSlice;
+//   - admissionregistration.k8s.io/v1 MutatingWebhookConfiguration,
+//     ValidatingWebhookConfiguration, ValidatingAdmissionPolicy,
+//     ValidatingAdmissionPolicyBinding, MutatingAdmissionPolicy,
+//     MutatingAdmissionPolicyBinding (which call nothing unless
+//     [Config.Admission] is set, as the test bench sets it).
 //
 // Each is served as kube-apiserver v1.37 serves it, to what controllers
 // observe: its API defaults (package defaults), the fields its server
@@ -106,6 +112,18 @@ var builtins = []builtin{
 	{rbacv1.SchemeGroupVersion.WithKind("RoleBinding"), "rolebindings", func(c *Cluster) { addKind(c, roleBindingKind()) }},
 	{rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"), "clusterrolebindings", func(c *Cluster) { addKind(c, clusterRoleBindingKind()) }},
 	{discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"), "endpointslices", func(c *Cluster) { addKind(c, endpointSliceKind()) }},
+	{admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"), "mutatingwebhookconfigurations",
+		func(c *Cluster) { addKind(c, mutatingWebhookConfigurationKind(c)) }},
+	{admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingWebhookConfiguration"), "validatingwebhookconfigurations",
+		func(c *Cluster) { addKind(c, validatingWebhookConfigurationKind(c)) }},
+	{admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy"), "validatingadmissionpolicies",
+		func(c *Cluster) { addKind(c, validatingAdmissionPolicyKind(c)) }},
+	{admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding"), "validatingadmissionpolicybindings",
+		func(c *Cluster) { addKind(c, validatingAdmissionPolicyBindingKind(c)) }},
+	{admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingAdmissionPolicy"), "mutatingadmissionpolicies",
+		func(c *Cluster) { addKind(c, mutatingAdmissionPolicyKind(c)) }},
+	{admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingAdmissionPolicyBinding"), "mutatingadmissionpolicybindings",
+		func(c *Cluster) { addKind(c, mutatingAdmissionPolicyBindingKind(c)) }},
 }
 
 // addKind adds k unless the cluster has its kind already.

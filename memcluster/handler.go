@@ -105,6 +105,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, nil, representation{}, apierrors.NewInternalError(err))
 		return
 	}
+	w, r = h.c.forAdmission(w, r)
 	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	switch {
 	case segs[0] == "version" && len(segs) == 1:

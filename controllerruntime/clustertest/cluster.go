@@ -26,6 +26,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ctrlkit/ctrlkit/controllerruntime/crd"
+	"github.com/ctrlkit/ctrlkit/controllerruntime/internal/admission"
 	"github.com/ctrlkit/ctrlkit/internal/gate"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
@@ -43,12 +44,21 @@ const (
 	// GarbageCollector deletes objects whose owners are all gone, and the
 	// dependents of a deleted object (background and orphan propagation).
 	GarbageCollector
-	// Kubelet schedules pods to fake nodes and runs them through Pending,
-	// Running and Ready (or a failure), as Options.Kubelet's model says.
+	// Kubelet registers the Nodes of Options.Kubelet, binds pods to them
+	// and runs them through Pending, Running and Ready (or a failure), as
+	// Options.Kubelet's model says, and finishes their graceful deletions.
 	Kubelet
+	// NamespaceController deletes the content of a namespace being
+	// deleted, then the namespace. It runs only with the GarbageCollector:
+	// disabling the collector disables it too.
+	NamespaceController
+	// DisruptionController computes the status of PodDisruptionBudgets,
+	// which the eviction of a pod they cover needs (without it, such an
+	// eviction answers 429, as in envtest).
+	DisruptionController
 
 	// AllControllers is every built-in controller.
-	AllControllers = DeploymentController | ReplicaSetController | GarbageCollector | Kubelet
+	AllControllers = DeploymentController | ReplicaSetController | GarbageCollector | Kubelet | NamespaceController | DisruptionController
 )
 
 // Options configures a Cluster. The zero value is a cluster of client-go's
@@ -120,6 +130,15 @@ type Options struct {
 	// deadlines); your own writes and every server-side apply are recorded
 	// as before. Off (the default), managedFields are kube-apiserver's.
 	UntrackedBuiltinWrites bool
+	// RequestLatency is how long the cluster takes to answer each REST
+	// request, on its clock: the request waits that long before it is
+	// served. Zero (the default) answers at once, so that in [Test]
+	// everything a change sets off happens at one virtual instant. With
+	// a latency, a controller that writes in a loop lets time pass, as
+	// it would against a real API server, instead of holding the clock
+	// at one instant (package controllerruntime/envtest sets 1 ms in
+	// virtual time, so that a suite's polls run beside such a loop).
+	RequestLatency time.Duration
 
 	onWrite func(memcluster.Write) // Explore's properties: every stored write
 	guide   []guided               // shrinking: the choices to follow (see shrink.go)
@@ -175,6 +194,8 @@ type Cluster struct {
 	otherN  int               // its changes so far
 
 	filter atomic.Pointer[func(*http.Request)] // tests: sees every REST request
+
+	admission *admission.Admission // webhooks and policies (see memcluster.Config.Admission)
 }
 
 // Test runs f in a testing/synctest bubble with a new Cluster, and stops
@@ -229,8 +250,9 @@ func Test(t *testing.T, opts Options, f func(t *testing.T, c *Cluster)) {
 	})
 }
 
-// start starts a cluster: in a synctest bubble for Test (serial: steps
-// one at a time), on the wall clock for a Server (t nil).
+// start starts a cluster: in a synctest bubble for Test and for a Server
+// started in one (serial: steps one at a time, unless opts.Concurrent),
+// on the wall clock for a Server (t nil).
 func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	scheme := opts.Scheme
 	if scheme == nil {
@@ -259,16 +281,28 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	}
 	c.opts.shared = opts.shared
 	builtinTypes := opts.shared.builtinTypes
+	var api http.Handler // the cluster's REST API, for its admission's own reads
+	adm, err := admission.New(admission.Config{Scheme: scheme, NoKeepAlive: serial,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { api.ServeHTTP(w, r) })})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	c.admission = adm
 	c.mc = memcluster.New(memcluster.Config{
 		Seed: opts.Seed, Gate: c.sched, OnWrite: func(w memcluster.Write) {
 			c.rec.write(w)
 			c.sched.wrote()
+			adm.Wrote(w)
 			if opts.onWrite != nil {
 				opts.onWrite(w)
 			}
 		},
-		OnRequest:           c.rec.request,
-		NoGarbageCollection: opts.Disable&GarbageCollector != 0,
+		Admission:              adm,
+		OnRequest:              c.rec.request,
+		NoGarbageCollection:    opts.Disable&GarbageCollector != 0,
+		NoNamespaceController:  opts.Disable&NamespaceController != 0,
+		NoDisruptionController: opts.Disable&DisruptionController != 0,
 		// As on a real cluster: default, kube-system, kube-public and
 		// kube-node-lease exist.
 		RequireNamespaces: true,
@@ -277,6 +311,7 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 		TypeConverter:     memcluster.TypeConverterChain(builtinTypes, managedfields.NewDeducedTypeConverter()),
 		UntrackedManagers: untrackedManagers(opts),
 	})
+	api = memcluster.NewHandler(c.mc)
 	if c.sched.serial {
 		c.wg.Go(func() { c.sched.run(ctx) })
 	}
@@ -311,7 +346,10 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	if err := c.mc.SetFaults(opts.Faults); err != nil {
 		return fail(fmt.Errorf("clustertest: Options.Faults: %w", err))
 	}
-	fr := front{rec: c.rec, next: memcluster.NewHandler(c.mc), filter: &c.filter}
+	if opts.RequestLatency < 0 {
+		return fail(fmt.Errorf("clustertest: negative Options.RequestLatency %v", opts.RequestLatency))
+	}
+	fr := front{rec: c.rec, next: memcluster.NewHandler(c.mc), filter: &c.filter, latency: opts.RequestLatency}
 	if opts.onWrite != nil {
 		fr.preconditions = true // Explore's properties judge them
 	}
@@ -364,6 +402,7 @@ func (c *Cluster) shutdown() []error {
 	}
 	c.stopped = true
 	c.cancel()
+	c.admission.Stop()
 	c.wg.Wait()
 	c.errMu.Lock()
 	defer c.errMu.Unlock()

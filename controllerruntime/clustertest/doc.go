@@ -8,25 +8,24 @@
 //     returns RequeueAfter: time.Hour runs again one virtual hour later, in
 //     microseconds of wall time, and the same test gives the same trace of
 //     requests, writes and events run after run, faults included.
-//   - [Server], on the wall clock, for code that cannot run in a synctest
-//     bubble: a TestMain that starts a client-go operator, or a suite
-//     written for envtest (Ginkgo's BeforeSuite and AfterSuite, Gomega's
-//     Eventually polling on the wall clock). Package
-//     controllerruntime/envtest builds envtest's Environment on it, so
-//     that such a suite switches to the bench by changing its import
-//     line.
+//   - [Server], for code that does not run inside Test's function: a
+//     TestMain that starts a client-go operator (on the wall clock), or a
+//     suite written for envtest (Ginkgo's BeforeSuite and AfterSuite,
+//     Gomega's Eventually). Package controllerruntime/envtest builds
+//     envtest's Environment on it, so that such a suite switches to the
+//     bench by changing its import line, and its envtest.RunSpecs runs
+//     the suite in a synctest bubble, where a Server runs on the virtual
+//     clock as Test's cluster does (docs/virtual-time.md).
 //
 // Pick [Test] for new tests, and whenever time matters (requeues after an
 // hour, progress deadlines, a kubelet's delays), or a failure must replay
 // exactly: virtual time is exact and costs nothing, and the trace is a
-// function of the seed. Pick a [Server] (through package
-// controllerruntime/envtest for an envtest suite) to run an existing suite
-// unchanged: Ginkgo and Gomega poll and time out on the wall clock and
-// start goroutines of their own, which cannot live in the synctest bubble
-// that virtual time needs (RunSpecs inside a bubble fails with "select on
-// synctest channel from outside bubble"). On the wall clock the bench's
-// kubelet makes pods ready at once, so an Eventually's default second is
-// enough for a rollout.
+// function of the seed. Pick package controllerruntime/envtest to run an
+// existing envtest suite unchanged, with envtest.RunSpecs in virtual time
+// (its Eventually, sleeps and requeues take no wall time), or on the wall
+// clock where it must (webhooks, real sockets); there the bench's kubelet
+// makes pods ready at once, so an Eventually's default second is enough
+// for a rollout.
 //
 //	func TestMyOperator(t *testing.T) {
 //		clustertest.Test(t, clustertest.Options{Scheme: scheme, Types: []client.Object{&v1.WebApp{}}},
@@ -92,6 +91,20 @@
 //     event, with its virtual time; [Cluster.Check]: planner.Check on every
 //     state the Deployments went through (surge and availability bounds,
 //     revisions, completion), whoever manages them.
+//
+// # Admission webhooks and policies
+//
+// The cluster admits writes as kube-apiserver v1.37 does, with its own
+// admission plugins: the mutating and validating webhooks of the
+// MutatingWebhookConfigurations and ValidatingWebhookConfigurations you
+// create (or an [Environment] installs from its WebhookInstallOptions, as
+// envtest does), called over HTTPS, and ValidatingAdmissionPolicies with
+// their bindings and params. Admission's userInfo names the client (the
+// bench's name of it: "manager", "client", "environment", ...). A
+// webhook server must run outside a [Test]'s bubble (one listening inside
+// it stops virtual time); in an [Environment], a suite's Manager serves
+// its webhooks as on envtest. See docs/admission.md for what is
+// supported, the order of the stages and what is not modelled.
 //
 // # Answers that say what is stuck
 //

@@ -14,23 +14,33 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ctrlkit/ctrlkit/controllerruntime/clustertest"
+	"github.com/ctrlkit/ctrlkit/controllerruntime/internal/bubble"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
 // Environment is the bench with the shape of controller-runtime's
-// envtest.Environment, on the wall clock: a suite written for envtest
+// envtest.Environment: a suite written for envtest
 // (Ginkgo's BeforeSuite starting the environment and a Manager,
 // Gomega's Eventually polling, AfterSuite stopping it) runs on the bench
 // by changing its import line.
 //
-// Unlike envtest, the cluster runs the built-in controllers (Deployment,
-// ReplicaSet, garbage collector, kubelet: each can be switched off with
-// Disable), so a Deployment your operator creates gets ReplicaSets, pods
-// that become ready, and a status. It starts in milliseconds, needs no
-// binaries, and serves requests in process. Time is the wall clock: the
-// kubelet makes pods ready at once (Kubelet sets other delays), and a
-// RequeueAfter of an hour takes an hour. Use clustertest.Test for virtual
-// time.
+// By default the cluster is what envtest's is: an API server and nothing
+// else. No garbage collector, namespace or disruption controller, no
+// Deployment or ReplicaSet controller, no scheduler and no kubelet run:
+// a Deployment gets no ReplicaSets, a pod stays Pending and unbound, a
+// deleted owner leaves its dependents, an object deleted with Foreground
+// propagation keeps its foregroundDeletion finalizer, a namespace being
+// deleted stays Terminating. Suites written for envtest do that work by
+// hand, and the bench leaves it to them. Set Controllers to
+// clustertest.AllControllers to run the bench's own (see
+// [Environment.Controllers]).
+//
+// It starts in milliseconds, needs no binaries, and serves requests in
+// process. Started in a suite that [RunSpecs] runs, it runs in virtual
+// time: a RequeueAfter of an hour takes no wall time, and so do the
+// request latencies ([Environment.Latency]) and the kubelet's delays.
+// Otherwise time is the wall clock: a RequeueAfter of an hour takes an
+// hour.
 //
 // Start may be called once; Stop ends everything it started.
 type Environment struct {
@@ -55,14 +65,14 @@ type Environment struct {
 	ErrorIfCRDPathMissing bool
 	CRDInstallOptions     CRDInstallOptions
 
-	// WebhookInstallOptions are envtest's: Start prepares what a
-	// Manager's webhook server needs, as envtest does (a serving
-	// certificate and its CA in LocalServingCertDir, LocalServingHost
-	// and a free LocalServingPort; the webhook configurations in Paths
-	// are read and checked), so that a suite that starts one runs
-	// unchanged. The bench does not call admission webhooks: objects are
-	// admitted without them (test your webhooks' Default and Validate
-	// functions directly, as kubebuilder's scaffolded suites do).
+	// WebhookInstallOptions are envtest's: Start installs the webhooks
+	// as envtest does. It makes a serving certificate and its CA (in
+	// LocalServingCertDir), picks LocalServingHost and a free
+	// LocalServingPort, points the clientConfig of every webhook of the
+	// configurations in Paths, MutatingWebhooks and ValidatingWebhooks
+	// there with the CA, and creates the configurations in the cluster,
+	// whose admission then calls them (see docs/admission.md): a suite's
+	// Manager whose webhook server listens there gets the AdmissionReviews.
 	WebhookInstallOptions WebhookInstallOptions
 
 	// Config is the rest.Config of the cluster, set by Start. Its
@@ -78,17 +88,37 @@ type Environment struct {
 	// clustertest.Options.
 	Types []client.Object
 	Kinds []clustertest.Kind
-	// Disable, Seed, Faults and UntrackedBuiltinWrites are as in
-	// clustertest.Options.
-	Disable                clustertest.Controllers
+	// Controllers are the bench's built-in controllers to run: none
+	// (the zero value) is envtest's cluster, kube-apiserver alone.
+	// clustertest.AllControllers runs them all, as a real cluster's
+	// kube-controller-manager, scheduler and kubelets would: ctrlkit's
+	// Deployment and ReplicaSet controllers (kube-controller-manager
+	// v1.37's behaviour: ReplicaSets, pods, rollouts, status), the garbage
+	// collector (owners' dependents deleted in the background, foreground
+	// and orphan finalizers honoured), the namespace controller, the
+	// disruption controller (PodDisruptionBudget status, evictions), and
+	// the kubelet (Nodes registered, pods bound to them, started and made
+	// ready, graceful deletions finished). Or pick some, as
+	// clustertest.GarbageCollector|clustertest.NamespaceController. The
+	// guide (docs/envtest.md in the repository) says which envtest idioms
+	// then break.
+	Controllers clustertest.Controllers
+	// Kubelet configures the simulated kubelet, when Controllers runs it.
+	// A nil Model makes pods start and become ready at once, and deleted
+	// pods go a millisecond later: a kubelet's seconds would eat
+	// Eventually's default timeout of one second.
+	Kubelet memcluster.KubeletConfig
+	// Latency delays every request as a local kube-apiserver would, so
+	// that a suite's test goroutine does not outrun its controllers (see
+	// [Latency]). Nil means 1 ms for each read and 2 ms for each write;
+	// &envtest.Latency{} answers at once. The delays appear in the trace
+	// as injected latency.
+	Latency *Latency
+	// Seed, Faults and UntrackedBuiltinWrites are as in
+	// clustertest.Options. Faults come on top of Latency.
 	Seed                   uint64
 	Faults                 memcluster.Faults
 	UntrackedBuiltinWrites bool
-	// Kubelet configures the simulated kubelet. A nil Model makes pods
-	// start and become ready at once, and deleted pods go a millisecond
-	// later: a kubelet's seconds would eat Eventually's default timeout of
-	// one second.
-	Kubelet memcluster.KubeletConfig
 
 	// Accepted so that envtest suites compile unchanged, and ignored: the
 	// bench has no binaries and no processes. ControlPlane may not set
@@ -108,12 +138,15 @@ type Environment struct {
 	s  *clustertest.Server
 }
 
-// Start starts the cluster and its built-in controllers, installs the
-// CRDs and prepares the webhook serving options, as envtest's Start does,
+// Start starts the cluster (and the built-in controllers of
+// e.Controllers), installs the CRDs and installs the webhooks, as
+// envtest's Start does,
 // and returns a rest.Config for the cluster (also in e.Config).
 //
 // What the bench cannot do fails Start with an error that says so:
-// UseExistingCluster, and kube-apiserver flags set through ControlPlane.
+// UseExistingCluster, kube-apiserver flags set through ControlPlane, and,
+// in virtual time (under [RunSpecs]), webhooks: a webhook server listens
+// on a real socket, which virtual time cannot wait on.
 func (e *Environment) Start() (*rest.Config, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -125,6 +158,10 @@ func (e *Environment) Start() (*rest.Config, error) {
 	}
 	if err := checkControlPlane(&e.ControlPlane); err != nil {
 		return nil, err
+	}
+	virtual := bubble.Current() != 0
+	if w := &e.WebhookInstallOptions; virtual && (len(w.Paths) > 0 || len(w.MutatingWebhooks) > 0 || len(w.ValidatingWebhooks) > 0) {
+		return nil, errWebhooks
 	}
 	var paths []string
 	mustExist := e.ErrorIfCRDPathMissing || e.CRDInstallOptions.ErrorIfPathMissing
@@ -145,18 +182,26 @@ func (e *Environment) Start() (*rest.Config, error) {
 	if kubelet.Model == nil {
 		kubelet.Model = memcluster.FixedModel(memcluster.PodBehavior{ShutdownDelay: time.Millisecond})
 	}
+	faults, err := e.withLatency(e.Faults)
+	if err != nil {
+		return nil, err
+	}
 	// As envtest: the serving certificate, host and port, whether or not
 	// the suite has webhook configurations.
 	if err := e.WebhookInstallOptions.PrepWithoutInstalling(); err != nil {
 		return nil, errors.Join(fmt.Errorf("envtest: webhooks: %w", err), e.WebhookInstallOptions.Cleanup())
 	}
 	s, err := clustertest.NewServer(clustertest.Options{Scheme: e.Scheme, Types: e.Types, Kinds: e.Kinds, CRDDirectoryPaths: paths, CRDs: crds,
-		Disable: e.Disable, Kubelet: kubelet, Seed: e.Seed, Faults: e.Faults, UntrackedBuiltinWrites: e.UntrackedBuiltinWrites})
+		Disable: clustertest.AllControllers &^ e.Controllers, Kubelet: kubelet, Seed: e.Seed, Faults: faults, UntrackedBuiltinWrites: e.UntrackedBuiltinWrites})
 	if err != nil {
 		return nil, errors.Join(err, e.WebhookInstallOptions.Cleanup())
 	}
 	e.s = s
 	e.Config = s.Config()
+	if err := installWebhooks(&e.WebhookInstallOptions, e.Config); err != nil {
+		e.s = nil
+		return nil, errors.Join(err, s.Stop(), e.WebhookInstallOptions.Cleanup())
+	}
 	return rest.CopyConfig(e.Config), nil
 }
 
@@ -206,11 +251,15 @@ func (e *Environment) Trace() []string { return e.server().Trace() }
 // Check is clustertest.Server.Check.
 func (e *Environment) Check() error { return e.server().Check() }
 
-// SetFaults is clustertest.Server.SetFaults.
+// SetFaults is clustertest.Server.SetFaults; the delays of Latency stay.
 func (e *Environment) SetFaults(f memcluster.Faults) error {
 	s := e.server()
 	if s == nil {
 		return errors.New("envtest: SetFaults before Start")
+	}
+	f, err := e.withLatency(f)
+	if err != nil {
+		return err
 	}
 	return s.SetFaults(f)
 }

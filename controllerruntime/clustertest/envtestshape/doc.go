@@ -11,8 +11,9 @@
 // they build envtest's instead, for comparison; the specs that need the
 // built-in controllers are then skipped. It is the proof that
 // such suites switch to the bench by that line, in real time; and since
-// the bench runs the built-in Deployment, ReplicaSet and garbage
-// collection controllers and a kubelet, its specs also check what envtest
-// cannot show (the Site reports Available once its pods are ready, and
+// its Environment turns on the bench's built-in Deployment, ReplicaSet and
+// garbage collection controllers and its kubelet (Controllers:
+// clustertest.AllControllers), its specs also check what envtest cannot
+// show (the Site reports Available once its pods are ready, and
 // deleting it deletes its Deployment).
 package envtestshape
