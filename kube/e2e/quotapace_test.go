@@ -34,15 +34,20 @@ import (
 // kube-controller-manager quota controller and kubelet. It writes each
 // run's timeline (pods, ReplicaSets, the quota, events, the controllers'
 // syncs) to CTRLKIT_E2E_QUOTA_DIR if set. CTRLKIT_E2E_QUOTA_RUNS sets the
-// number of runs (default 1).
+// number of runs; unset, the test is skipped: one run costs two control
+// planes and 1–3 minutes of wall time on a loaded machine, and it measures
+// (the completion times vary from 0 to tens of seconds on either side, see
+// docs/why.md) rather than checks. The mechanism it measured is checked
+// without a cluster by replicaset's TestControllerRetriesARefusedCreateWhenFirstDue
+// and the conformance module's TestWorkqueue.
 func TestQuotaPace(t *testing.T) {
-	runs := 1
-	if s := os.Getenv("CTRLKIT_E2E_QUOTA_RUNS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 {
-			t.Fatalf("CTRLKIT_E2E_QUOTA_RUNS=%q: want a number of runs", s)
-		}
-		runs = n
+	s := os.Getenv("CTRLKIT_E2E_QUOTA_RUNS")
+	if s == "" {
+		t.Skip("a measurement: set CTRLKIT_E2E_QUOTA_RUNS to the number of runs")
+	}
+	runs, err := strconv.Atoi(s)
+	if err != nil || runs < 1 {
+		t.Fatalf("CTRLKIT_E2E_QUOTA_RUNS=%q: want a number of runs ≥ 1", s)
 	}
 	dir := os.Getenv("CTRLKIT_E2E_QUOTA_DIR")
 	var rows []string
