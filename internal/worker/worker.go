@@ -54,6 +54,12 @@ type Loop struct {
 	Sync func(ctx context.Context, key types.NamespacedName) (reconcile.Result, error)
 	// Skipped, if set, counts the skips.
 	Skipped Skipper
+	// SkipsFail makes a skipped sync count as a failed one, as upstream's
+	// ReplicaSet controller counts the sync its consistency check refuses
+	// (StaleControllerConsistencyReplicaSet): the key is retried with the
+	// rate limiter's backoff, and the failure counts toward it. Unset, a
+	// skip counts as a success: the limiter forgets the key's failures.
+	SkipsFail bool
 }
 
 // Run waits until synced is closed (nil: it is), then runs the workers
@@ -104,8 +110,11 @@ func (l *Loop) next(ctx context.Context, log logr.Logger) bool {
 			if l.Skipped != nil {
 				l.Skipped.SyncSkipped()
 			}
-			l.Queue.Forget(key)
-			return true
+			if !l.SkipsFail {
+				l.Queue.Forget(key)
+				return true
+			}
+			err = fmt.Errorf("%s %v: the cache is behind this controller's own writes", l.KeyName, key)
 		}
 		if sctx == nil {
 			sctx = ctx

@@ -220,3 +220,33 @@ func TestEnqueueBatchAndAfter(t *testing.T) {
 	Enqueue(q, 0, []reconcile.Enqueue{{Key: key, Batch: true}})
 	syncOnce("a batched key without a period")
 }
+
+// With SkipsFail a skipped sync is a failure, as upstream's ReplicaSet
+// controller's consistency check makes it: retried with the backoff, and
+// counted toward it, until a sync succeeds.
+func TestSkipsFail(t *testing.T) {
+	l, calls, lines := newLoop(0)
+	var s skips
+	l.Skipped = &s
+	l.SkipsFail = true
+	behind := true
+	l.Skip = func(ctx context.Context, _ types.NamespacedName) (context.Context, bool, error) {
+		return ctx, behind, nil
+	}
+	l.Queue.Serve(1)
+	l.Queue.Add(key)
+	for range 2 {
+		l.next(context.Background(), logger(lines))
+	}
+	if *calls != 0 || s != 2 || l.Queue.NumRequeues(key) != 2 || l.Queue.Len() != 1 {
+		t.Errorf("behind: %d syncs, %d skips, %d requeues, %d queued; want 0, 2, 2 and 1", *calls, s, l.Queue.NumRequeues(key), l.Queue.Len())
+	}
+	if len(*lines) == 0 || !strings.Contains((*lines)[0], "the cache is behind this controller's own writes") {
+		t.Errorf("log %q; want the skip logged as a sync error", *lines)
+	}
+	behind = false
+	drive(t, context.Background(), l, logger(lines), 10)
+	if *calls != 1 || l.Queue.NumRequeues(key) != 0 {
+		t.Errorf("caught up: %d syncs, %d requeues; want 1 and 0", *calls, l.Queue.NumRequeues(key))
+	}
+}
