@@ -57,8 +57,9 @@ type Loop struct {
 	// SkipsFail makes a skipped sync count as a failed one, as upstream's
 	// ReplicaSet controller counts the sync its consistency check refuses
 	// (StaleControllerConsistencyReplicaSet): the key is retried with the
-	// rate limiter's backoff, and the failure counts toward it. Unset, a
-	// skip counts as a success: the limiter forgets the key's failures.
+	// rate limiter's backoff (up to MaxRetries), and the failure counts
+	// toward it. It is logged at V(4), not as an error. Unset, a skip
+	// counts as a success: the limiter forgets the key's failures.
 	SkipsFail bool
 }
 
@@ -110,11 +111,18 @@ func (l *Loop) next(ctx context.Context, log logr.Logger) bool {
 			if l.Skipped != nil {
 				l.Skipped.SyncSkipped()
 			}
-			if !l.SkipsFail {
+			switch {
+			case !l.SkipsFail:
 				l.Queue.Forget(key)
-				return true
+			case l.MaxRetries == 0 || l.Queue.NumRequeues(key) < l.MaxRetries:
+				// A failure for the backoff, but no error: the write's
+				// event comes.
+				log.V(4).Info("Cache behind this controller's own writes; will retry", l.KeyName, key)
+				l.Queue.AddRateLimited(key)
+			default:
+				l.Queue.Forget(key) // the write's event enqueues it
 			}
-			err = fmt.Errorf("%s %v: the cache is behind this controller's own writes", l.KeyName, key)
+			return true
 		}
 		if sctx == nil {
 			sctx = ctx

@@ -235,18 +235,32 @@ func TestSkipsFail(t *testing.T) {
 	}
 	l.Queue.Serve(1)
 	l.Queue.Add(key)
+	v4 := funcr.New(func(_, args string) { *lines = append(*lines, args) }, funcr.Options{Verbosity: 4})
 	for range 2 {
-		l.next(context.Background(), logger(lines))
+		l.next(context.Background(), v4)
 	}
 	if *calls != 0 || s != 2 || l.Queue.NumRequeues(key) != 2 || l.Queue.Len() != 1 {
 		t.Errorf("behind: %d syncs, %d skips, %d requeues, %d queued; want 0, 2, 2 and 1", *calls, s, l.Queue.NumRequeues(key), l.Queue.Len())
 	}
-	if len(*lines) == 0 || !strings.Contains((*lines)[0], "the cache is behind this controller's own writes") {
-		t.Errorf("log %q; want the skip logged as a sync error", *lines)
+	if len(*lines) != 2 || !strings.Contains((*lines)[0], `"level"=4 "msg"="Cache behind this controller's own writes; will retry"`) {
+		t.Errorf("log %q; want each skip logged at V(4), not as an error", *lines)
 	}
 	behind = false
 	drive(t, context.Background(), l, logger(lines), 10)
 	if *calls != 1 || l.Queue.NumRequeues(key) != 0 {
 		t.Errorf("caught up: %d syncs, %d requeues; want 1 and 0", *calls, l.Queue.NumRequeues(key))
+	}
+}
+
+// With MaxRetries, a key skipped that often is dropped as a failing key
+// is: its write's event enqueues it again.
+func TestSkipsFailMaxRetries(t *testing.T) {
+	l, calls, lines := newLoop(2)
+	l.SkipsFail = true
+	l.Skip = func(ctx context.Context, _ types.NamespacedName) (context.Context, bool, error) { return ctx, true, nil }
+	l.Queue.Add(key)
+	drive(t, context.Background(), l, logger(lines), 10)
+	if *calls != 0 || l.Queue.NumRequeues(key) != 0 || l.Queue.Len() != 0 {
+		t.Errorf("%d syncs, %d requeues, %d queued; want the key dropped after 2 retries: 0, 0, 0", *calls, l.Queue.NumRequeues(key), l.Queue.Len())
 	}
 }
