@@ -257,7 +257,9 @@ func TestSkipsFail(t *testing.T) {
 func TestSkipsFailMaxRetries(t *testing.T) {
 	l, calls, lines := newLoop(2)
 	l.SkipsFail = true
-	l.Skip = func(ctx context.Context, _ types.NamespacedName) (context.Context, bool, error) { return ctx, true, nil }
+	l.Skip = func(ctx context.Context, _ types.NamespacedName) (context.Context, bool, error) {
+		return ctx, true, nil
+	}
 	l.Queue.Add(key)
 	drive(t, context.Background(), l, logger(lines), 10)
 	if *calls != 0 || l.Queue.NumRequeues(key) != 0 || l.Queue.Len() != 0 {
