@@ -76,24 +76,20 @@ func (cl Client[T]) delete(ctx context.Context, name string, opts metav1.DeleteO
 		return zero, false, err
 	}
 	key := cl.key(cl.ns, name)
-	c.mu.Lock()
-	c.holdLocked()
-	out, gone, removal, err := cl.r.deleteStepLocked(key, opts, lat > 0)
-	c.releaseLocked()
-	c.mu.Unlock()
-	if err == nil && removal {
-		// The second write.
-		if err := clock.Sleep(context.WithoutCancel(ctx), c.clock, lat); err != nil {
-			return zero, false, err
-		}
-		if err := c.enter(context.WithoutCancel(ctx), gate.Step{Kind: gate.StepRequest, Verb: gate.VerbDelete, Resource: gr.Resource, Namespace: cl.ns, Name: name}); err != nil {
-			return zero, false, err
-		}
+	split := lat > 0
+	var out T
+	var gone, removal bool
+	if c.admitting() && admitsDelete(cl.r, key, opts) {
+		out, gone, removal, err = cl.deleteAdmitted(ctx, key, opts, split)
+	} else {
 		c.mu.Lock()
 		c.holdLocked()
-		out, gone, err = cl.r.removeDeletedLocked(key, out, opts)
+		out, gone, removal, err = cl.r.deleteStepLocked(key, opts, split)
 		c.releaseLocked()
 		c.mu.Unlock()
+	}
+	if err == nil && removal {
+		out, gone, err = cl.removeDeleted(ctx, key, out, opts, lat)
 	}
 	if err != nil {
 		return zero, false, err
@@ -102,6 +98,37 @@ func (cl Client[T]) delete(ctx context.Context, name string, opts metav1.DeleteO
 		return zero, false, after
 	}
 	return deepCopy(out), gone, nil
+}
+
+// removeDeleted is the second write of a deletion split by
+// deleteStepLocked, lat after its first, which stored marked. The request
+// is past cancelling: as etcd's, the write goes on.
+func (cl Client[T]) removeDeleted(ctx context.Context, key types.NamespacedName, marked T, opts metav1.DeleteOptions, lat time.Duration) (T, bool, error) {
+	var zero T
+	c := cl.r.c
+	ctx = context.WithoutCancel(ctx)
+	if err := clock.Sleep(ctx, c.clock, lat); err != nil {
+		return zero, false, err
+	}
+	step := gate.Step{Kind: gate.StepRequest, Verb: gate.VerbDelete, Resource: cl.r.kind.groupResource().Resource, Namespace: key.Namespace, Name: key.Name}
+	if err := c.enter(ctx, step); err != nil {
+		return zero, false, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.holdLocked()
+	defer c.releaseLocked()
+	return cl.r.removeDeletedLocked(key, marked, opts)
+}
+
+// admitsDelete reports whether a delete with opts of the object at key
+// of r gets to admission: kube-apiserver refuses bad options, and its
+// NamespaceLifecycle the deletion of an immortal namespace, first.
+func admitsDelete[T Object](r *Resource[T], key types.NamespacedName, opts metav1.DeleteOptions) bool {
+	if errs := metav1validation.ValidateDeleteOptions(&opts); len(errs) > 0 {
+		return false
+	}
+	return any(r) != any(r.c.namespaces) || !immortalNamespace(key.Name)
 }
 
 // returnsDeletedObject are the registries that answer a delete that

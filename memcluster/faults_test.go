@@ -1,8 +1,6 @@
 package memcluster
 
 import (
-	"github.com/ctrlkit/ctrlkit/internal/gate"
-
 	"github.com/ctrlkit/ctrlkit/clock"
 
 	"fmt"
@@ -21,7 +19,7 @@ import (
 func TestFaultsReproducible(t *testing.T) {
 	outcomes := func(seed uint64) []string {
 		c := New(Config{Seed: seed})
-		c.SetFaults(Faults{Rules: []FaultRule{{Verb: gate.VerbCreate, Resource: "pods", Rate: 0.5, Reason: metav1.StatusReasonServiceUnavailable}}})
+		c.SetFaults(Faults{Rules: []FaultRule{{Verb: "create", Resource: "pods", Rate: 0.5, Reason: metav1.StatusReasonServiceUnavailable}}})
 		var out []string
 		for i := range 20 {
 			_, err := c.Pods("ns").Create(ctxT(t), pod(fmt.Sprint("p", i), "", ""), metav1.CreateOptions{})
@@ -95,7 +93,7 @@ func TestFaultErrors(t *testing.T) {
 
 func TestFaultAfterWrite(t *testing.T) {
 	c, _ := newTestCluster(t)
-	c.SetFaults(Faults{Rules: []FaultRule{{Verb: gate.VerbCreate, Rate: 1, Reason: metav1.StatusReasonServerTimeout, AfterWrite: true}}})
+	c.SetFaults(Faults{Rules: []FaultRule{{Verb: "create", Rate: 1, Reason: metav1.StatusReasonServerTimeout, AfterWrite: true}}})
 	if _, err := c.Pods("ns").Create(ctxT(t), pod("p", "", ""), metav1.CreateOptions{}); !apierrors.IsServerTimeout(err) {
 		t.Fatalf("Create() error = %v; want a timeout", err)
 	}
@@ -108,7 +106,7 @@ func TestFaultAfterWrite(t *testing.T) {
 func TestFaultLatencyIsVirtual(t *testing.T) {
 	c, fc := newTestCluster(t)
 	must(c.Pods("ns").Create(ctxT(t), pod("p", "", ""), metav1.CreateOptions{}))(t)
-	c.SetFaults(Faults{Rules: []FaultRule{{Verb: gate.VerbGet, Latency: 10 * time.Second}}})
+	c.SetFaults(Faults{Rules: []FaultRule{{Verb: "get", Latency: 10 * time.Second}}})
 	var done atomic.Bool
 	var wg sync.WaitGroup
 	// The request runs on a goroutine of its own: tracked work, as a
@@ -242,7 +240,7 @@ func splitDeletion(t *testing.T, between func(*testing.T, *Cluster)) ([]string, 
 	p := must(c.Pods("ns").Create(ctxT(t), pod("p", "", ""), metav1.CreateOptions{}))(t)
 	w := must(c.Pods("ns").Watch(ctxT(t), metav1.ListOptions{ResourceVersion: p.ResourceVersion}))(t)
 	defer w.Stop()
-	if err := c.SetFaults(Faults{Rules: []FaultRule{{Verb: gate.VerbDelete, Latency: time.Second}}}); err != nil {
+	if err := c.SetFaults(Faults{Rules: []FaultRule{{Verb: "delete", Latency: time.Second}}}); err != nil {
 		t.Fatal(err)
 	}
 	var done atomic.Bool

@@ -86,7 +86,9 @@ func (r *Resource[T]) createWithUIDLocked(obj T, ns string, a author, uid types.
 	if len(errs) > 0 {
 		return zero, apierrors.NewInvalid(r.kind.groupKind(), in.GetName(), errs)
 	}
-	if _, exists := r.objs[objectKey(in)]; exists {
+	if _, exists := r.objs[objectKey(in)]; exists && r.c.staging == nil {
+		// (A staged create checks when it commits, after the validating
+		// stage of admission, as kube-apiserver's storage does.)
 		return zero, apierrors.NewAlreadyExists(r.kind.groupResource(), in.GetName())
 	}
 	if r.kind.toStorage != nil {
@@ -306,6 +308,11 @@ func (r *Resource[T]) finalizedLocked(obj T) bool {
 // commitLocked allocates a resourceVersion, stores obj (which the store
 // now owns) and records the event for watchers.
 func (r *Resource[T]) commitLocked(typ watch.EventType, obj T) T {
+	if st := r.c.staging; st != nil {
+		r.c.staging = nil // the write's own commit only
+		stage(st, r, typ, obj)
+		return obj
+	}
 	rv := r.c.nextRVLocked()
 	obj.SetResourceVersion(formatRV(rv))
 	key := objectKey(obj)

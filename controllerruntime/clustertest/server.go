@@ -9,13 +9,18 @@ import (
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
-// Server is a bench on the wall clock, outside any synctest bubble: the
-// cluster of [Test], for code that cannot live in a bubble. A TestMain of
-// a client-go operator starts one and runs its controller against
-// [Server.Config]; package controllerruntime/envtest builds its
-// envtest-shaped Environment on it. Time is the wall clock: a RequeueAfter
-// of an hour takes an hour, and the order of what happens at once may
-// differ from run to run (as Options.Concurrent says).
+// Server is the cluster of [Test] for code that does not run inside
+// Test's function: a TestMain of a client-go operator starts one and runs
+// its controller against [Server.Config]; package controllerruntime/envtest
+// builds its envtest-shaped Environment on it.
+//
+// Started outside any synctest bubble, it runs on the wall clock: a
+// RequeueAfter of an hour takes an hour, and the order of what happens at
+// once may differ from run to run (as Options.Concurrent says). Started
+// inside a bubble (envtest.RunSpecs runs a Ginkgo suite in one), it runs
+// on the bubble's virtual clock, its steps one at a time in the canonical
+// order as in [Test] (unless Options.Concurrent), so that the same suite
+// with the same seed makes the same trace.
 //
 // Create it with [NewServer]; Stop ends everything it started.
 type Server struct {
@@ -23,27 +28,32 @@ type Server struct {
 	c  *Cluster
 }
 
-// NewServer starts a cluster as opts says, on the wall clock, and returns
-// it. Its built-in controllers run as opts.Disable leaves them (all of
-// them by default, as in [Test]). The steps of the cluster happen as their
-// goroutines run (opts.Concurrent is implied), so Interleave, Schedule and
-// Perturb, which need virtual time, are refused.
+// NewServer starts a cluster as opts says and returns it: on the wall
+// clock, or on the virtual clock of the synctest bubble it is called in.
+// Its built-in controllers run as opts.Disable leaves them (all of them by
+// default, as in [Test]). On the wall clock the steps of the cluster
+// happen as their goroutines run (opts.Concurrent is implied). Interleave,
+// Schedule and Perturb, which explore orderings, are [Explore]'s and
+// [Test]'s: a Server refuses them.
 //
-// The kubelet's default model takes seconds, which are now wall-clock
-// seconds: a pod starts and becomes ready a second or two after its
-// creation, and a deleted pod lingers for its grace period (30 s by
+// The kubelet's default model takes seconds, which on the wall clock are
+// wall-clock seconds: a pod starts and becomes ready a second or two after
+// its creation, and a deleted pod lingers for its grace period (30 s by
 // default). For pods that come and go at once, as envtest-shaped suites
 // expect, set Options.Kubelet.Model to
 // memcluster.FixedModel(memcluster.PodBehavior{ShutdownDelay: time.Millisecond}).
 func NewServer(opts Options) (*Server, error) {
 	if opts.Interleave || opts.Schedule != "" {
-		return nil, errors.New("clustertest: a Server runs on the wall clock: Options.Interleave and Options.Schedule need the virtual time of Test")
+		return nil, errors.New("clustertest: a Server does not explore orderings: Options.Interleave and Options.Schedule are Test's")
 	}
 	if opts.Perturb != 0 {
-		return nil, errors.New("clustertest: a Server runs on the wall clock: Options.Perturb needs the virtual time of Test")
+		return nil, errors.New("clustertest: a Server does not explore orderings: Options.Perturb is Test's")
 	}
-	opts.Concurrent = true
-	c, err := start(nil, opts, false)
+	virtual := currentBubble() != 0
+	if !virtual {
+		opts.Concurrent = true
+	}
+	c, err := start(nil, opts, virtual)
 	if err != nil {
 		return nil, err
 	}
@@ -82,8 +92,8 @@ func (s *Server) Stop() error {
 }
 
 // Describe says what is stuck, as [Cluster.RunUntil] does when it gives
-// up (without the blocked workers: those are told from a bubble's
-// goroutines), for a suite to print when a poll gives up.
+// up (on the wall clock without the blocked workers: those are told from
+// a bubble's goroutines), for a suite to print when a poll gives up.
 func (s *Server) Describe() string {
 	if c := s.cluster(); c != nil {
 		return c.describe()
@@ -91,8 +101,9 @@ func (s *Server) Describe() string {
 	return ""
 }
 
-// Trace is [Cluster.Trace]: what happened, with wall-clock times since
-// the start. On the wall clock it differs from run to run.
+// Trace is [Cluster.Trace]: what happened, with the times since the
+// start. On the wall clock it differs from run to run; in a bubble the
+// same run (same seed, same order of specs) gives the same trace.
 func (s *Server) Trace() []string {
 	if c := s.cluster(); c != nil {
 		return c.Trace()

@@ -17,7 +17,30 @@
 // installs the suite's CRDs through its API, serving their kinds with
 // their schemas.
 //
-// The cluster runs on the wall clock, as the suite's Eventually expects.
+// # Virtual time
+//
+// One more line runs the suite in virtual time: [RunSpecs] in place of
+// Ginkgo's,
+//
+//	envtest.RunSpecs(t, "Controller Suite") // was RunSpecs(t, "Controller Suite")
+//
+// runs the specs in a testing/synctest bubble where time moves only when
+// every goroutine of the suite waits, straight to the next timer: the
+// suite's Eventually and Consistently polls and timeouts, its sleeps, the
+// Manager's requeues and resyncs and client-go's backoffs take no wall
+// time, a passing suite costs the CPU of its work, and a spec that fails
+// after a two-minute Eventually fails at once. An Environment started in
+// BeforeSuite then runs on the bubble's clock, its requests a millisecond
+// or two each ([Environment.Latency]), one at a time in a fixed order, so
+// that the same Ginkgo seed gives the same trace. What cannot live in a
+// bubble is named, not waited for: a listener (a Manager's metrics or
+// health-probe address the suite set), webhooks (Start refuses them:
+// keep such suites on the wall clock), a connection to a real cluster,
+// parallel Ginkgo. Without RunSpecs, or with CTRLKIT_WALL_CLOCK=1, the
+// cluster runs on the wall clock, as the suite's Eventually expects. See
+// docs/virtual-time.md for what runs on which clock, the limits, and
+// measured suites.
+//
 // [Environment.Describe], [Environment.Trace] and [Environment.Check] say
 // what happened and what is stuck, for a suite to print when a spec fails.
 //
@@ -28,6 +51,11 @@
 // (AddUser). The binary and timeout options are accepted and ignored.
 //
 // # Global state
+//
+// [RunSpecs] owns, for the suite's duration, controller-runtime's
+// metricsserver.DefaultBindAddress ("0": no metrics listener by default),
+// math/rand's global source (seeded with Ginkgo's seed) and the handlers
+// of the interrupt and progress signals, and restores them.
 //
 // This package imports controller-runtime's envtest, for its
 // WebhookInstallOptions and CRDInstallOptions types and their preparation

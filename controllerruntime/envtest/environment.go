@@ -14,11 +14,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ctrlkit/ctrlkit/controllerruntime/clustertest"
+	"github.com/ctrlkit/ctrlkit/controllerruntime/internal/bubble"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
 // Environment is the bench with the shape of controller-runtime's
-// envtest.Environment, on the wall clock: a suite written for envtest
+// envtest.Environment: a suite written for envtest
 // (Ginkgo's BeforeSuite starting the environment and a Manager,
 // Gomega's Eventually polling, AfterSuite stopping it) runs on the bench
 // by changing its import line.
@@ -35,8 +36,11 @@ import (
 // [Environment.Controllers]).
 //
 // It starts in milliseconds, needs no binaries, and serves requests in
-// process. Time is the wall clock: a RequeueAfter of an hour takes an
-// hour. Use clustertest.Test for virtual time.
+// process. Started in a suite that [RunSpecs] runs, it runs in virtual
+// time: a RequeueAfter of an hour takes no wall time, and so do the
+// request latencies ([Environment.Latency]) and the kubelet's delays.
+// Otherwise time is the wall clock: a RequeueAfter of an hour takes an
+// hour.
 //
 // Start may be called once; Stop ends everything it started.
 type Environment struct {
@@ -61,14 +65,14 @@ type Environment struct {
 	ErrorIfCRDPathMissing bool
 	CRDInstallOptions     CRDInstallOptions
 
-	// WebhookInstallOptions are envtest's: Start prepares what a
-	// Manager's webhook server needs, as envtest does (a serving
-	// certificate and its CA in LocalServingCertDir, LocalServingHost
-	// and a free LocalServingPort; the webhook configurations in Paths
-	// are read and checked), so that a suite that starts one runs
-	// unchanged. The bench does not call admission webhooks: objects are
-	// admitted without them (test your webhooks' Default and Validate
-	// functions directly, as kubebuilder's scaffolded suites do).
+	// WebhookInstallOptions are envtest's: Start installs the webhooks
+	// as envtest does. It makes a serving certificate and its CA (in
+	// LocalServingCertDir), picks LocalServingHost and a free
+	// LocalServingPort, points the clientConfig of every webhook of the
+	// configurations in Paths, MutatingWebhooks and ValidatingWebhooks
+	// there with the CA, and creates the configurations in the cluster,
+	// whose admission then calls them (see docs/admission.md): a suite's
+	// Manager whose webhook server listens there gets the AdmissionReviews.
 	WebhookInstallOptions WebhookInstallOptions
 
 	// Config is the rest.Config of the cluster, set by Start. Its
@@ -135,12 +139,14 @@ type Environment struct {
 }
 
 // Start starts the cluster (and the built-in controllers of
-// e.Controllers), installs the
-// CRDs and prepares the webhook serving options, as envtest's Start does,
+// e.Controllers), installs the CRDs and installs the webhooks, as
+// envtest's Start does,
 // and returns a rest.Config for the cluster (also in e.Config).
 //
 // What the bench cannot do fails Start with an error that says so:
-// UseExistingCluster, and kube-apiserver flags set through ControlPlane.
+// UseExistingCluster, kube-apiserver flags set through ControlPlane, and,
+// in virtual time (under [RunSpecs]), webhooks: a webhook server listens
+// on a real socket, which virtual time cannot wait on.
 func (e *Environment) Start() (*rest.Config, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -152,6 +158,10 @@ func (e *Environment) Start() (*rest.Config, error) {
 	}
 	if err := checkControlPlane(&e.ControlPlane); err != nil {
 		return nil, err
+	}
+	virtual := bubble.Current() != 0
+	if w := &e.WebhookInstallOptions; virtual && (len(w.Paths) > 0 || len(w.MutatingWebhooks) > 0 || len(w.ValidatingWebhooks) > 0) {
+		return nil, errWebhooks
 	}
 	var paths []string
 	mustExist := e.ErrorIfCRDPathMissing || e.CRDInstallOptions.ErrorIfPathMissing
@@ -188,6 +198,10 @@ func (e *Environment) Start() (*rest.Config, error) {
 	}
 	e.s = s
 	e.Config = s.Config()
+	if err := installWebhooks(&e.WebhookInstallOptions, e.Config); err != nil {
+		e.s = nil
+		return nil, errors.Join(err, s.Stop(), e.WebhookInstallOptions.Cleanup())
+	}
 	return rest.CopyConfig(e.Config), nil
 }
 

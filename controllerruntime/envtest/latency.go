@@ -38,7 +38,7 @@ func (l Latency) rules() ([]memcluster.FaultRule, error) {
 		return nil, errors.New("envtest: a negative Latency")
 	}
 	var rules []memcluster.FaultRule
-	add := func(d time.Duration, verbs ...memcluster.Verb) {
+	add := func(d time.Duration, verbs ...string) {
 		if d == 0 {
 			return
 		}

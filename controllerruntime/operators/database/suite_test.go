@@ -23,7 +23,9 @@ import (
 )
 
 // The suite as envtest suites are written; the environment lines pick
-// envtest (CTRLKIT_ENVTEST=1, binaries in KUBEBUILDER_ASSETS) or the bench.
+// envtest (CTRLKIT_ENVTEST=1 with CTRLKIT_WALL_CLOCK=1, binaries in
+// KUBEBUILDER_ASSETS) or the bench, and envtest.RunSpecs runs it in
+// virtual time (on the wall clock with CTRLKIT_WALL_CLOCK=1).
 
 var (
 	ctx       context.Context
@@ -36,7 +38,7 @@ var (
 
 func TestControllers(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Database Controller Suite")
+	envtest.RunSpecs(t, "Database Controller Suite") // virtual time; CTRLKIT_WALL_CLOCK=1 for the wall clock
 }
 
 var _ = BeforeSuite(func() {
