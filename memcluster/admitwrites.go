@@ -150,15 +150,15 @@ func updateOptionsOf(opts metav1.PatchOptions) runtime.Object {
 
 // deleteAdmitted is a delete through admission: both stages see the
 // object as stored, then the deletion takes effect if it is still stored
-// as they saw it.
-func (cl Client[T]) deleteAdmitted(ctx context.Context, key types.NamespacedName, opts metav1.DeleteOptions) (T, bool, error) {
+// as they saw it (split as by deleteStepLocked).
+func (cl Client[T]) deleteAdmitted(ctx context.Context, key types.NamespacedName, opts metav1.DeleteOptions, split bool) (out T, gone, removal bool, err error) {
 	r := cl.r
 	c := r.c
 	for {
 		stored, found, err := cl.admitDelete(ctx, key, typedOptions(opts.DeepCopy(), "DeleteOptions"))
 		if err != nil {
 			var zero T
-			return zero, false, err
+			return zero, false, false, err
 		}
 		c.mu.Lock()
 		if found && !r.unchangedLocked(key, stored, true) {
@@ -166,10 +166,10 @@ func (cl Client[T]) deleteAdmitted(ctx context.Context, key types.NamespacedName
 			continue
 		}
 		c.holdLocked()
-		out, gone, err := r.deleteLocked(key, opts)
+		out, gone, removal, err := r.deleteStepLocked(key, opts, split)
 		c.releaseLocked()
 		c.mu.Unlock()
-		return out, gone, err
+		return out, gone, removal, err
 	}
 }
 

@@ -1,6 +1,7 @@
 package memcluster
 
 import (
+	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/internal/gate"
 
 	"context"
@@ -40,8 +41,10 @@ import (
 //     spec.terminationGracePeriodSeconds) and stays until its kubelet
 //     confirms with a zero grace period. An unbound or finished pod, or a
 //     zero grace period, goes at once (after a write that sets its
-//     deletionTimestamp, as kube-apiserver's). A second Delete may only
-//     shorten the period, and changes nothing else while it runs.
+//     deletionTimestamp, as kube-apiserver's; with an injected latency
+//     the two writes are that latency apart: watchers see it being
+//     deleted meanwhile). A second Delete may only shorten the period,
+//     and changes nothing else while it runs.
 //   - An object with finalizers gets a deletionTimestamp and stays until
 //     an update removes its last finalizer.
 //   - The generation is bumped when the deletionTimestamp is first set.
@@ -57,24 +60,36 @@ func (cl Client[T]) Delete(ctx context.Context, name string, opts metav1.DeleteO
 
 // delete is Delete, returning a copy of the object as the request left it
 // and whether it is gone (see deleteLocked).
+//
+// A deletion that kube-apiserver makes in two storage writes (the
+// deletionTimestamp, then the removal: a pod that is unbound or finished,
+// a zero grace period) takes the request's injected latency again between
+// the two, as the second write takes etcd's time again: watchers see the
+// object being deleted for that long before it goes, and before the
+// request returns.
 func (cl Client[T]) delete(ctx context.Context, name string, opts metav1.DeleteOptions) (T, bool, error) {
 	var zero T
 	c := cl.r.c
-	after, err := c.admit(ctx, gate.VerbDelete, cl.r.kind.groupResource(), cl.ns, name)
+	gr := cl.r.kind.groupResource()
+	lat, after, err := c.admitDelayed(ctx, gate.VerbDelete, gr, cl.ns, name)
 	if err != nil {
 		return zero, false, err
 	}
 	key := cl.key(cl.ns, name)
+	split := lat > 0
 	var out T
-	var gone bool
+	var gone, removal bool
 	if c.admitting() && admitsDelete(cl.r, key, opts) {
-		out, gone, err = cl.deleteAdmitted(ctx, key, opts)
+		out, gone, removal, err = cl.deleteAdmitted(ctx, key, opts, split)
 	} else {
 		c.mu.Lock()
 		c.holdLocked()
-		out, gone, err = cl.r.deleteLocked(key, opts)
+		out, gone, removal, err = cl.r.deleteStepLocked(key, opts, split)
 		c.releaseLocked()
 		c.mu.Unlock()
+	}
+	if err == nil && removal {
+		out, gone, err = cl.removeDeleted(ctx, key, out, opts, lat)
 	}
 	if err != nil {
 		return zero, false, err
@@ -83,6 +98,27 @@ func (cl Client[T]) delete(ctx context.Context, name string, opts metav1.DeleteO
 		return zero, false, after
 	}
 	return deepCopy(out), gone, nil
+}
+
+// removeDeleted is the second write of a deletion split by
+// deleteStepLocked, lat after its first, which stored marked. The request
+// is past cancelling: as etcd's, the write goes on.
+func (cl Client[T]) removeDeleted(ctx context.Context, key types.NamespacedName, marked T, opts metav1.DeleteOptions, lat time.Duration) (T, bool, error) {
+	var zero T
+	c := cl.r.c
+	ctx = context.WithoutCancel(ctx)
+	if err := clock.Sleep(ctx, c.clock, lat); err != nil {
+		return zero, false, err
+	}
+	step := gate.Step{Kind: gate.StepRequest, Verb: gate.VerbDelete, Resource: cl.r.kind.groupResource().Resource, Namespace: key.Namespace, Name: key.Name}
+	if err := c.enter(ctx, step); err != nil {
+		return zero, false, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.holdLocked()
+	defer c.releaseLocked()
+	return cl.r.removeDeletedLocked(key, marked, opts)
 }
 
 // admitsDelete reports whether a delete with opts of the object at key
@@ -131,41 +167,49 @@ var defaultGCPolicies = map[schema.GroupVersionKind]gcPolicy{
 // request left it: still stored, being deleted (gone is false), or as it
 // was last stored before it left (gone is true).
 func (r *Resource[T]) deleteLocked(key types.NamespacedName, opts metav1.DeleteOptions) (out T, gone bool, err error) {
+	out, gone, _, err = r.deleteStepLocked(key, opts, false)
+	return out, gone, err
+}
+
+// deleteStepLocked is deleteLocked. With split, a deletion that ends at
+// once after writing the deletionTimestamp stops after that write and
+// reports removal: the caller removes the object (removeDeletedLocked).
+func (r *Resource[T]) deleteStepLocked(key types.NamespacedName, opts metav1.DeleteOptions, split bool) (out T, gone, removal bool, err error) {
 	var zero T
 	if errs := metav1validation.ValidateDeleteOptions(&opts); len(errs) > 0 {
-		return zero, false, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
+		return zero, false, false, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
 	}
 	isNamespace := any(r) == any(r.c.namespaces)
 	if isNamespace && immortalNamespace(key.Name) {
 		// NamespaceLifecycle admission, which runs before the registry.
-		return zero, false, apierrors.NewForbidden(r.kind.groupResource(), key.Name, fmt.Errorf("this namespace may not be deleted"))
+		return zero, false, false, apierrors.NewForbidden(r.kind.groupResource(), key.Name, fmt.Errorf("this namespace may not be deleted"))
 	}
 	old, ok := r.objs[key]
 	if !ok {
-		return zero, false, apierrors.NewNotFound(r.kind.groupResource(), key.Name)
+		return zero, false, false, apierrors.NewNotFound(r.kind.groupResource(), key.Name)
 	}
 	if isNamespace {
 		ns, gone, err := r.c.deleteNamespaceLocked(key, opts)
 		if ns == nil {
-			return zero, gone, err
+			return zero, gone, false, err
 		}
-		return any(ns).(T), gone, err
+		return any(ns).(T), gone, false, err
 	}
-	return r.storeDeleteLocked(old, opts)
+	return r.storeDeleteLocked(old, opts, split)
 }
 
 // storeDeleteLocked is the deletion of kube-apiserver's generic registry
 // store: graceful deletion, finalizers, and the propagation finalizers.
-func (r *Resource[T]) storeDeleteLocked(old T, opts metav1.DeleteOptions) (T, bool, error) {
+func (r *Resource[T]) storeDeleteLocked(old T, opts metav1.DeleteOptions, split bool) (out T, gone, removal bool, err error) {
 	var zero T
 	if p := opts.Preconditions; p != nil {
 		gr := schema.GroupResource{Group: r.kind.GVK.Group, Resource: r.kind.GVK.Kind}
 		if p.UID != nil && *p.UID != old.GetUID() {
-			return zero, false, apierrors.NewConflict(gr, old.GetName(),
+			return zero, false, false, apierrors.NewConflict(gr, old.GetName(),
 				fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, old.GetUID()))
 		}
 		if p.ResourceVersion != nil && *p.ResourceVersion != old.GetResourceVersion() {
-			return zero, false, apierrors.NewConflict(gr, old.GetName(),
+			return zero, false, false, apierrors.NewConflict(gr, old.GetName(),
 				fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, old.GetResourceVersion()))
 		}
 	}
@@ -175,9 +219,9 @@ func (r *Resource[T]) storeDeleteLocked(old T, opts metav1.DeleteOptions) (T, bo
 		r.kind.PrepareDelete(next)
 		if next.GetDeletionTimestamp() != nil { // a deletion of its own
 			if r.finalizedLocked(next) {
-				return r.removeLocked(next), true, nil
+				return r.removeLocked(next), true, false, nil
 			}
-			return r.commitLocked(watch.Modified, next), false, nil
+			return r.commitLocked(watch.Modified, next), false, false, nil
 		}
 	}
 	graceful := false
@@ -185,7 +229,7 @@ func (r *Resource[T]) storeDeleteLocked(old T, opts metav1.DeleteOptions) (T, bo
 	if r.kind.GracePeriod != nil {
 		period, pending, ok := r.gracefulDelete(old, next, opts.GracePeriodSeconds, now)
 		if pending {
-			return old, false, nil // already deleting, no sooner than asked: nothing changes
+			return old, false, false, nil // already deleting, no sooner than asked: nothing changes
 		}
 		graceful, lastGrace = ok, period
 	}
@@ -197,19 +241,50 @@ func (r *Resource[T]) storeDeleteLocked(old T, opts metav1.DeleteOptions) (T, bo
 	if !graceful {
 		if !pendingFinalizers {
 			r.removeLocked(deepCopy(old))
-			return old, true, nil
+			return old, true, false, nil
 		}
 		markDeleting(next, now)
 	}
-	stored := old
+	stored, wrote := old, false
 	if !semanticallyEqual(old, next) {
-		stored = r.commitLocked(watch.Modified, next)
+		stored, wrote = r.commitLocked(watch.Modified, next), true
 	}
 	if pendingFinalizers || lastGrace > 0 {
-		return stored, false, nil
+		return stored, false, false, nil
+	}
+	if split && wrote {
+		return stored, false, true, nil
 	}
 	r.removeLocked(deepCopy(stored))
-	return stored, true, nil
+	return stored, true, false, nil
+}
+
+// removeDeletedLocked is the second write of a deletion split by
+// deleteStepLocked, whose first write stored marked. As kube-apiserver's
+// second write, it removes whatever is stored at key then, under the
+// request's preconditions only (its ResourceVersion precondition now
+// being marked's): an update made meanwhile does not stop it, a deletion
+// made meanwhile ends it (the object as marked is the one deleted). It
+// returns the object as the deletion leaves it, and whether it is gone.
+func (r *Resource[T]) removeDeletedLocked(key types.NamespacedName, marked T, opts metav1.DeleteOptions) (T, bool, error) {
+	var zero T
+	cur, ok := r.objs[key]
+	if !ok {
+		return marked, true, nil
+	}
+	if p := opts.Preconditions; p != nil {
+		gr := r.kind.groupResource()
+		if p.UID != nil && *p.UID != cur.GetUID() {
+			return zero, false, apierrors.NewConflict(gr, key.Name,
+				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, cur.GetUID()))
+		}
+		if p.ResourceVersion != nil && marked.GetResourceVersion() != cur.GetResourceVersion() {
+			return zero, false, apierrors.NewConflict(gr, key.Name,
+				fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", marked.GetResourceVersion(), cur.GetResourceVersion()))
+		}
+	}
+	r.removeLocked(deepCopy(cur))
+	return cur, true, nil
 }
 
 // gracefulDelete applies a graceful kind's grace period to next (a copy of

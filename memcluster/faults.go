@@ -188,35 +188,41 @@ func (fi *faultInjector) watchDelivery() (time.Duration, bool) {
 // clock the caller must be doing tracked work (a controller's sync, an
 // informer's list), as every request of a simulated controller is.
 func (c *Cluster) admit(ctx context.Context, verb gate.Verb, gr schema.GroupResource, namespace, name string) (after, err error) {
+	_, after, err = c.admitDelayed(ctx, verb, gr, namespace, name)
+	return after, err
+}
+
+// admitDelayed is admit, and returns the latency it injected.
+func (c *Cluster) admitDelayed(ctx context.Context, verb gate.Verb, gr schema.GroupResource, namespace, name string) (lat time.Duration, after, err error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	if admit.IsLoopback(ctx) {
-		return nil, nil // the cluster's own reads: no gate, no faults
+		return 0, nil, nil // the cluster's own reads: no gate, no faults
 	}
 	step := gate.Step{Kind: gate.StepRequest, Verb: verb, Resource: gr.Resource, Namespace: namespace, Name: name}
 	if err := c.enter(ctx, step); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	lat, rule := c.faults.decide(verb, gr.Resource)
 	c.requested(ctx, Request{Verb: string(verb), Resource: gr.Resource, Namespace: namespace, Name: name, Latency: lat, Fault: rule})
 	if lat > 0 {
 		if err := clock.Sleep(ctx, c.clock, lat); err != nil {
-			return nil, err
+			return 0, nil, err
 		}
 		// Requests delayed alike wake together: the gate orders them again.
 		if err := c.enter(ctx, step); err != nil {
-			return nil, err
+			return 0, nil, err
 		}
 	}
 	if rule == nil {
-		return nil, nil
+		return lat, nil, nil
 	}
 	fault := injected(rule.Reason, verb, gr, name)
 	if rule.AfterWrite {
-		return fault, nil
+		return lat, fault, nil
 	}
-	return nil, fault
+	return lat, nil, fault
 }
 
 // injected returns the error of a request failed by a rule of reason.

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 func TestFaultsReproducible(t *testing.T) {
@@ -192,4 +194,110 @@ func TestSetFaultsRejectsBadRules(t *testing.T) {
 			t.Errorf("after a rejected SetFaults, Get() = %v; want the earlier rule's 500", err)
 		}
 	}
+}
+
+// A deletion kube-apiserver makes in two storage writes (here an unbound
+// pod's: its deletionTimestamp, then its removal) takes the request's
+// latency again between them: for that long the pod is seen being
+// deleted, before it goes and the request returns.
+func TestFaultLatencySplitsATwoWriteDeletion(t *testing.T) {
+	events, err := splitDeletion(t, nil)
+	if err != nil {
+		t.Fatalf("Delete() = %v", err)
+	}
+	if diff := cmp.Diff([]string{"MODIFIED deleting=true updated=false", "DELETED deleting=true updated=false"}, events); diff != "" {
+		t.Errorf("events mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// Between the two writes of a deletion, an update of the pod (being
+// deleted, with no grace period left and no finalizer) deletes it, as
+// kube-apiserver's update does; the second write then finds it gone, and
+// the Delete succeeds.
+func TestFaultLatencyTwoWriteDeletionAndAnUpdateBetween(t *testing.T) {
+	label := func(t *testing.T, c *Cluster) {
+		p := must(c.Pods("ns").Get(ctxT(t), "p", metav1.GetOptions{}))(t)
+		p.Labels = map[string]string{"between": "writes"}
+		must(c.Pods("ns").Update(ctxT(t), p, metav1.UpdateOptions{}))(t)
+	}
+	events, err := splitDeletion(t, label)
+	if err != nil {
+		t.Fatalf("Delete() = %v", err)
+	}
+	want := []string{"MODIFIED deleting=true updated=false", "DELETED deleting=true updated=true"}
+	if diff := cmp.Diff(want, events); diff != "" {
+		t.Errorf("events mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// splitDeletion creates pod ns/p unbound, deletes it through a
+// delete latency of 1 s, calls between (if any) once the pod is seen being
+// deleted, and returns the pod's watch events up to its DELETED one, and
+// the Delete's error.
+func splitDeletion(t *testing.T, between func(*testing.T, *Cluster)) ([]string, error) {
+	t.Helper()
+	c, fc := newTestCluster(t)
+	p := must(c.Pods("ns").Create(ctxT(t), pod("p", "", ""), metav1.CreateOptions{}))(t)
+	w := must(c.Pods("ns").Watch(ctxT(t), metav1.ListOptions{ResourceVersion: p.ResourceVersion}))(t)
+	defer w.Stop()
+	if err := c.SetFaults(Faults{Rules: []FaultRule{{Verb: "delete", Latency: time.Second}}}); err != nil {
+		t.Fatal(err)
+	}
+	var done atomic.Bool
+	var deleteErr error
+	var wg sync.WaitGroup
+	work, _ := clock.NewSource(fc, "test client").Start(nil)
+	wg.Go(func() {
+		defer work.Done()
+		deleteErr = c.Pods("ns").Delete(ctxT(t), "p", metav1.DeleteOptions{})
+		done.Store(true)
+	})
+	// The events, as received (receiving ends an event's work).
+	var mu sync.Mutex
+	var events []string
+	received := make(chan struct{})
+	go func() {
+		defer close(received)
+		for ev := range w.ResultChan() {
+			p := ev.Object.(*corev1.Pod)
+			mu.Lock()
+			events = append(events, fmt.Sprintf("%s deleting=%t updated=%t", ev.Type, p.DeletionTimestamp != nil, p.Labels["between"] != ""))
+			mu.Unlock()
+			if ev.Type == watch.Deleted {
+				return
+			}
+		}
+	}()
+	deleting := func() bool {
+		got, err := c.Pods("ns").Get(ctxT(t), "p", metav1.GetOptions{})
+		return err == nil && got.DeletionTimestamp != nil
+	}
+	if err := c.RunUntil(ctxT(t), deleting, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if got := fc.Now().Sub(t0); got != time.Second || done.Load() {
+		t.Errorf("the pod is seen being deleted at +%v, the Delete returned: %t; want +1s, not yet", got, done.Load())
+	}
+	if between != nil {
+		between(t, c)
+	}
+	if err := c.RunUntil(ctxT(t), done.Load, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if got := fc.Now().Sub(t0); got != 2*time.Second {
+		t.Errorf("the Delete returned at +%v; want +2s", got)
+	}
+	_, err := c.Pods("ns").Get(ctxT(t), "p", metav1.GetOptions{})
+	if gone := apierrors.IsNotFound(err); gone != (deleteErr == nil) {
+		t.Errorf("Get() after the Delete = %v; the Delete = %v", err, deleteErr)
+	}
+	select {
+	case <-received:
+	case <-ctxT(t).Done():
+		t.Fatal("no DELETED event")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return events, deleteErr
 }

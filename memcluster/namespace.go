@@ -242,7 +242,8 @@ func (c *Cluster) deleteNamespaceLocked(key types.NamespacedName, opts metav1.De
 	if len(old.Spec.Finalizers) > 0 {
 		return old, false, nil
 	}
-	return r.storeDeleteLocked(old, opts)
+	out, gone, _, err := r.storeDeleteLocked(old, opts, false)
+	return out, gone, err
 }
 
 // finalizeNamespace writes a namespace's spec.finalizers (and metadata)

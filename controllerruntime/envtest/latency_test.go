@@ -1,6 +1,7 @@
 package envtest_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ctrlkit/ctrlkit/controllerruntime/envtest"
@@ -110,6 +112,64 @@ func TestListCatchUp(t *testing.T) {
 			if got := took(tt.list, tt.opts...); got != tt.want {
 				t.Errorf("a list of %s right after a write of configmaps took %v; want %v", tt.name, got, tt.want)
 			}
+		}
+	})
+}
+
+// A pod deleted at once (unbound) is written twice, as kube-apiserver
+// writes it: its deletionTimestamp, then its removal, the write latency
+// apart. For those 2 ms the pod is there being deleted, so a controller
+// that reacts to the MODIFIED event finds it (lws restarts a pod's group
+// then); the Delete returns after both writes. In a bubble, so that the
+// times are exact.
+func TestLatencyApartTheTwoWritesOfADeletion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := &envtest.Environment{}
+		c := start(t, env)
+		wc, err := client.NewWithWatch(env.Config, client.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}}}
+		if err := c.Create(t.Context(), pod); err != nil {
+			t.Fatal(err)
+		}
+		w, err := wc.Watch(t.Context(), &corev1.PodList{}, client.InNamespace("default"), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: pod.ResourceVersion}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		begin := time.Now()
+		returned := make(chan time.Duration, 1)
+		go func() {
+			if err := c.Delete(t.Context(), pod); err != nil {
+				t.Error(err)
+			}
+			returned <- time.Since(begin)
+		}()
+		var got []string
+		for ev := range w.ResultChan() {
+			p := ev.Object.(*corev1.Pod)
+			line := fmt.Sprintf("+%v %s deleting=%t", time.Since(begin), ev.Type, p.DeletionTimestamp != nil)
+			if ev.Type == watch.Modified {
+				// What the controller's reaction reads (1 ms later).
+				err := c.Get(t.Context(), client.ObjectKeyFromObject(p), &corev1.Pod{})
+				line += fmt.Sprintf(", then a get at +%v: %v", time.Since(begin), err)
+			}
+			got = append(got, line)
+			if ev.Type == watch.Deleted {
+				break
+			}
+		}
+		got = append(got, fmt.Sprintf("the Delete returned at +%v", <-returned))
+		want := []string{
+			"+2ms MODIFIED deleting=true, then a get at +3ms: <nil>",
+			"+4ms DELETED deleting=true",
+			"the Delete returned at +4ms",
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("the deletion mismatch (-want +got):\n%s", diff)
 		}
 	})
 }
