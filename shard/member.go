@@ -1,0 +1,555 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/informer"
+)
+
+// LeaseReader reads one Lease.
+type LeaseReader interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error)
+}
+
+// LeaseWriter writes Leases.
+type LeaseWriter interface {
+	Create(ctx context.Context, l *coordinationv1.Lease, opts metav1.CreateOptions) (*coordinationv1.Lease, error)
+	Update(ctx context.Context, l *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// LeaseClient reads and writes the Leases of one namespace: client-go's
+// typed client (clientset.CoordinationV1().Leases(ns)) and memcluster's
+// (cluster.Leases(ns)) are both one.
+type LeaseClient interface {
+	LeaseReader
+	LeaseWriter
+}
+
+// MemberConfig configures a [Member].
+type MemberConfig struct {
+	Config
+	// Namespace holds the group's Leases. Required.
+	Namespace string
+	// Leases reads and writes them. Required.
+	Leases LeaseClient
+	// Watch lists and watches the Leases of Namespace (at least the
+	// group's). Required.
+	Watch informer.ListWatcher[*coordinationv1.Lease]
+	// Layout cuts the hash space when this member creates the group's
+	// record; "" means [LayoutNamespaces]. Namespaces lists the cluster's
+	// namespaces for it; nil means [LayoutEven].
+	Layout     Layout
+	Namespaces func(ctx context.Context) ([]string, error)
+	// RunRange runs the controllers of one range until ctx is done, then
+	// returns once none of its writes can land any more: when it returns
+	// the range may start elsewhere. Its error is logged and the range
+	// started again a retry period later. Required.
+	RunRange func(ctx context.Context, r Start) error
+	// Clock drives renewals and expiries; nil means the real clock. The
+	// member's own goroutine does not report its work to a *clock.Fake:
+	// run it on the real clock, or inside a testing/synctest bubble for
+	// virtual time.
+	Clock clock.Clock
+	// OnEvent, if set, is told what the member does (see [Event]), from
+	// its goroutine. It must be quick.
+	OnEvent func(Event)
+	// Incarnation tells this process's renewals from another's; "" means
+	// a random token.
+	Incarnation string
+}
+
+// EventType is what happened to a member.
+type EventType string
+
+// The events of a member.
+const (
+	EventStarted  EventType = "Started"  // a range started
+	EventStopped  EventType = "Stopped"  // a range stopped (Detail: why)
+	EventReleased EventType = "Released" // a stopped range was released in the record
+	EventProblem  EventType = "Problem"  // something to say (Detail)
+)
+
+// Event is one thing a member did.
+type Event struct {
+	Type   EventType
+	Range  int // -1 for none
+	Detail string
+	Time   time.Time
+}
+
+// Member is one member of a group: it renews its Lease, follows the
+// group's assignment and runs the ranges it owns ([MemberConfig.RunRange])
+// in the goroutine of [Member.Run]. Build it with [NewMember].
+type Member struct {
+	cfg  MemberConfig
+	clk  clock.Clock
+	core *Core
+
+	mu      sync.Mutex
+	running map[int]Range // for Owned
+}
+
+// NewMember checks cfg and returns its member. It starts nothing.
+func NewMember(cfg MemberConfig) (*Member, error) {
+	switch {
+	case cfg.Namespace == "":
+		return nil, errors.New("shard: MemberConfig.Namespace is empty")
+	case cfg.Leases == nil || cfg.Watch == nil:
+		return nil, errors.New("shard: MemberConfig needs Leases and Watch")
+	case cfg.RunRange == nil:
+		return nil, errors.New("shard: MemberConfig.RunRange is nil")
+	}
+	if cfg.Layout == "" {
+		cfg.Layout = LayoutNamespaces
+	}
+	if _, err := cfg.Layout.Cut(1, nil); err != nil {
+		return nil, err
+	}
+	core, err := NewCore(cfg.Config)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Incarnation == "" {
+		cfg.Incarnation = fmt.Sprintf("%016x", rand.Uint64())
+	}
+	return &Member{cfg: cfg, clk: clock.OrReal(cfg.Clock), core: core, running: map[int]Range{}}, nil
+}
+
+// Owned returns the ranges the member runs now, by index.
+func (m *Member) Owned() map[int]Range {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[int]Range, len(m.running))
+	for i, r := range m.running {
+		out[i] = r
+	}
+	return out
+}
+
+// rangeRun is one range's goroutine.
+type rangeRun struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// Run takes part in the group until ctx is done: it stops its ranges
+// (each RunRange returns), releases them in the record and deletes its
+// Lease, so that the others take them at once; then it returns nil. It
+// returns an error wrapping [ErrFatal] at once (after stopping its
+// ranges) when it cannot go on: another process with its identity, or a
+// group cut into another number of ranges. The logger comes from ctx.
+func (m *Member) Run(ctx context.Context) error {
+	log := logr.FromContextOrDiscard(ctx).WithValues("group", m.cfg.Group, "member", m.cfg.Identity)
+	infCtx, stopInf := context.WithCancel(ctx)
+	defer stopInf()
+	inf := informer.New(m.cfg.Watch, informer.Config[*coordinationv1.Lease]{Clock: m.clk, Logger: log})
+	poke := make(chan struct{}, 1)
+	signal := func() {
+		select {
+		case poke <- struct{}{}:
+		default:
+		}
+	}
+	if _, err := inf.AddHandler(informer.Handler[*coordinationv1.Lease]{
+		OnAdd:    func(*coordinationv1.Lease) { signal() },
+		OnUpdate: func(_, _ *coordinationv1.Lease) { signal() },
+		OnDelete: func(informer.Deleted[*coordinationv1.Lease]) { signal() },
+	}); err != nil {
+		return fmt.Errorf("shard: %w", err)
+	}
+	infDone := make(chan error, 1)
+	go func() { infDone <- inf.Run(infCtx) }()
+	select {
+	case <-inf.Synced():
+	case <-ctx.Done():
+		stopInf()
+		<-infDone
+		return nil
+	case err := <-infDone:
+		return fmt.Errorf("shard: the Lease informer stopped: %w", err)
+	}
+	s := &session{m: m, log: log, inf: inf, runs: map[int]*rangeRun{}, stopped: make(chan int, m.cfg.Ranges)}
+	err := s.loop(ctx, poke)
+	s.stopAll()
+	if err == nil {
+		s.leave(context.WithoutCancel(ctx))
+	}
+	stopInf()
+	<-infDone
+	return err
+}
+
+// session is one run of a member.
+type session struct {
+	m       *Member
+	log     logr.Logger
+	inf     *informer.Informer[*coordinationv1.Lease]
+	runs    map[int]*rangeRun
+	stopped chan int
+	own     *coordinationv1.Lease // this member's Lease as last written
+}
+
+func (s *session) event(t EventType, r int, detail string) {
+	if f := s.m.cfg.OnEvent; f != nil {
+		f(Event{Type: t, Range: r, Detail: detail, Time: s.m.clk.Now()})
+	}
+}
+
+func (s *session) loop(ctx context.Context, poke <-chan struct{}) error {
+	m, core := s.m, s.m.core
+	for {
+		now := m.clk.Now()
+		leases, err := s.inf.Cache().List(m.cfg.Namespace, labels.SelectorFromSet(labels.Set{LabelGroup: m.cfg.Group}))
+		if err != nil {
+			return fmt.Errorf("shard: %w", err)
+		}
+		core.Observe(leases, now)
+		p := core.Decide(now)
+		for _, pr := range p.Problems {
+			s.log.Error(errors.New(pr), "Sharding problem")
+			s.event(EventProblem, -1, pr)
+		}
+		for _, st := range p.Stop {
+			s.log.Info("Stopping range", "range", st.Index, "reason", st.Reason)
+			if r := s.runs[st.Index]; r != nil {
+				r.cancel()
+			}
+		}
+		if p.Fatal != nil {
+			return p.Fatal
+		}
+		again := false
+		if p.Renew {
+			s.renew(ctx, now)
+			again = true
+		}
+		switch {
+		case p.ReadRecord:
+			s.readRecord(ctx, now)
+			again = true
+		case len(p.Verify) > 0:
+			s.verify(ctx, p.Verify, now)
+			again = true
+		case p.CreateRecord || p.ResetRecord:
+			s.writeLayout(ctx, p.ResetRecord, p.WriteVersion, now)
+			again = true
+		case p.Write != nil:
+			s.write(ctx, *p.Write, p.WriteVersion, now)
+			again = true
+		}
+		for _, st := range p.Start {
+			s.start(ctx, st)
+		}
+		for _, d := range p.Delete {
+			err := m.cfg.Leases.Delete(ctx, d.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &d.ResourceVersion}})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				s.log.Error(err, "Deleting the Lease of a member gone", "lease", d.Name)
+			}
+		}
+		if again {
+			continue
+		}
+		var timer clock.Timer
+		var fire <-chan time.Time
+		if !p.Wake.IsZero() {
+			timer = m.clk.NewTimer(p.Wake.Sub(now))
+			fire = timer.C()
+		}
+		select {
+		case <-ctx.Done():
+		case <-poke:
+		case i := <-s.stopped:
+			s.reap(i)
+		case <-fire:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// request bounds one request of the loop: it must not hold the loop past
+// a retry period (the fence is decided in the loop).
+func (s *session) request(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.m.cfg.RetryPeriod)
+}
+
+// renew renews this member's Lease (creating it first), then reads the
+// record afresh.
+func (s *session) renew(ctx context.Context, now time.Time) {
+	m, core := s.m, s.m.core
+	claims := core.Renewing(now)
+	rctx, cancel := s.request(ctx)
+	defer cancel()
+	name := memberLeaseName(m.cfg.Group, m.cfg.Identity)
+	want := newMemberLease(m.cfg.Namespace, m.cfg.Group, m.cfg.Identity, m.cfg.Incarnation, claims, m.cfg.LeaseDuration, now)
+	var got *coordinationv1.Lease
+	var err error
+	if s.own == nil {
+		got, err = m.cfg.Leases.Create(rctx, want, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			var old *coordinationv1.Lease
+			if old, err = m.cfg.Leases.Get(rctx, name, metav1.GetOptions{}); err == nil {
+				s.log.Info("Taking over the Lease of a previous process with this identity", "lease", name, "incarnation", old.Annotations[AnnotationIncarnation])
+				want.ResourceVersion = old.ResourceVersion
+				got, err = m.cfg.Leases.Update(rctx, want, metav1.UpdateOptions{})
+			}
+		}
+	} else {
+		want.ResourceVersion = s.own.ResourceVersion
+		want.Spec.AcquireTime = s.own.Spec.AcquireTime
+		got, err = m.cfg.Leases.Update(rctx, want, metav1.UpdateOptions{})
+		switch {
+		case apierrors.IsConflict(err):
+			var cur *coordinationv1.Lease
+			if cur, err = m.cfg.Leases.Get(rctx, name, metav1.GetOptions{}); err == nil {
+				if inc := cur.Annotations[AnnotationIncarnation]; inc != m.cfg.Incarnation {
+					core.Collision(fmt.Sprintf("the Lease %s/%s was renewed by incarnation %q, this process is %q", m.cfg.Namespace, name, inc, m.cfg.Incarnation))
+					return
+				}
+				s.event(EventProblem, -1, fmt.Sprintf("the Lease %s/%s of this member was modified by another writer (by hand?): rewritten", m.cfg.Namespace, name))
+				want.ResourceVersion = cur.ResourceVersion
+				got, err = m.cfg.Leases.Update(rctx, want, metav1.UpdateOptions{})
+			}
+		case apierrors.IsNotFound(err):
+			s.event(EventProblem, -1, fmt.Sprintf("the Lease %s/%s of this member was deleted (by hand?): created again", m.cfg.Namespace, name))
+			want.ResourceVersion = ""
+			got, err = m.cfg.Leases.Create(rctx, want, metav1.CreateOptions{})
+		}
+	}
+	if err != nil {
+		s.log.Error(err, "Renewing the Lease", "lease", name)
+		return
+	}
+	s.own = got
+	core.Renewed(now, claims)
+	core.Read([]*coordinationv1.Lease{got}, now)
+	s.readRecord(rctx, now)
+}
+
+// readRecord reads the assignment record afresh.
+func (s *session) readRecord(ctx context.Context, now time.Time) {
+	m := s.m
+	rec, err := m.cfg.Leases.Get(ctx, m.cfg.Group, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		m.core.ObserveRecordAbsent(now)
+	case err != nil:
+		s.log.Error(err, "Reading the assignment", "lease", m.cfg.Group)
+		m.core.WriteFailed(now)
+	default:
+		m.core.Read([]*coordinationv1.Lease{rec}, now)
+	}
+}
+
+// verify reads the Leases of members that seem gone.
+func (s *session) verify(ctx context.Context, ids []string, now time.Time) {
+	m := s.m
+	rctx, cancel := s.request(ctx)
+	defer cancel()
+	for _, id := range ids {
+		l, err := m.cfg.Leases.Get(rctx, memberLeaseName(m.cfg.Group, id), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			m.core.Read(nil, now, id)
+		case err != nil:
+			s.log.Error(err, "Reading the Lease of a member that seems gone", "member", id)
+			m.core.WriteFailed(now)
+			return
+		default:
+			m.core.Read([]*coordinationv1.Lease{l}, now)
+		}
+	}
+}
+
+// writeLayout creates the record, or replaces one that cannot be read.
+func (s *session) writeLayout(ctx context.Context, reset bool, rv string, now time.Time) {
+	m := s.m
+	rctx, cancel := s.request(ctx)
+	defer cancel()
+	var names []string
+	if m.cfg.Layout == LayoutNamespaces && m.cfg.Namespaces != nil {
+		var err error
+		if names, err = m.cfg.Namespaces(rctx); err != nil {
+			s.log.Error(err, "Listing the namespaces to lay the ranges out")
+			m.core.WriteFailed(now)
+			return
+		}
+	}
+	layout, err := m.cfg.Layout.Cut(m.cfg.Ranges, names)
+	if err != nil {
+		s.log.Error(err, "Laying the ranges out")
+		m.core.WriteFailed(now)
+		return
+	}
+	rec := newRecord(m.cfg.Namespace, m.cfg.Group, fmt.Sprintf("%s/%d", m.cfg.Incarnation, now.UnixNano()), layout)
+	var got *coordinationv1.Lease
+	if reset {
+		rec.ResourceVersion = rv // replaces the record that could not be read, nothing newer
+		if got, err = m.cfg.Leases.Update(rctx, rec, metav1.UpdateOptions{}); err != nil {
+			s.afterWriteError(rctx, err, now)
+			return
+		}
+		s.event(EventProblem, -1, "the assignment record was reset: every range is free")
+	} else if got, err = m.cfg.Leases.Create(rctx, rec, metav1.CreateOptions{}); err != nil {
+		s.afterWriteError(rctx, err, now)
+		return
+	} else {
+		s.log.Info("Created the assignment record", "ranges", m.cfg.Ranges, "layout", m.cfg.Layout, "namespaces", len(names))
+	}
+	m.core.Wrote(got, now)
+}
+
+// write writes the assignment a over the record at version rv.
+func (s *session) write(ctx context.Context, a Assignment, rv string, now time.Time) {
+	m := s.m
+	rctx, cancel := s.request(ctx)
+	defer cancel()
+	cur, err := m.cfg.Leases.Get(rctx, m.cfg.Group, metav1.GetOptions{})
+	if err == nil && cur.ResourceVersion != rv {
+		m.core.Read([]*coordinationv1.Lease{cur}, now) // decide again on the fresh record
+		return
+	}
+	if err == nil {
+		var got *coordinationv1.Lease
+		if got, err = m.cfg.Leases.Update(rctx, a.encode(cur), metav1.UpdateOptions{}); err == nil {
+			if before, derr := decodeAssignment(cur); derr == nil {
+				for i, o := range before.Owners {
+					if o.Member == m.cfg.Identity && a.Owners[i].Member == "" {
+						s.event(EventReleased, i, "released in the record")
+					}
+				}
+			}
+			m.core.Wrote(got, now)
+			return
+		}
+	}
+	s.afterWriteError(rctx, err, now)
+}
+
+// afterWriteError reads the record afresh after a conflict (or an
+// AlreadyExists), and backs off after another error.
+func (s *session) afterWriteError(ctx context.Context, err error, now time.Time) {
+	m := s.m
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err) {
+		cur, gerr := m.cfg.Leases.Get(ctx, m.cfg.Group, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(gerr):
+			m.core.ObserveRecordAbsent(now)
+			return
+		case gerr == nil:
+			m.core.Read([]*coordinationv1.Lease{cur}, now)
+			return
+		}
+		err = gerr
+	}
+	s.log.Error(err, "Writing the assignment", "lease", m.cfg.Group)
+	m.core.WriteFailed(now)
+}
+
+func (s *session) start(ctx context.Context, st Start) {
+	rctx, cancel := context.WithCancel(ctx)
+	r := &rangeRun{cancel: cancel, done: make(chan struct{})}
+	s.runs[st.Index] = r
+	s.m.mu.Lock()
+	s.m.running[st.Index] = st.Range
+	s.m.mu.Unlock()
+	s.log.Info("Starting range", "range", st.Index, "hashes", st.Range.String())
+	s.event(EventStarted, st.Index, st.Range.String())
+	go func() {
+		defer close(r.done)
+		r.err = s.m.cfg.RunRange(rctx, st)
+		s.stopped <- st.Index
+	}()
+}
+
+// reap takes the end of range i.
+func (s *session) reap(i int) {
+	r := s.runs[i]
+	if r == nil {
+		return
+	}
+	<-r.done
+	delete(s.runs, i)
+	s.m.mu.Lock()
+	delete(s.m.running, i)
+	s.m.mu.Unlock()
+	now := s.m.clk.Now()
+	detail := "stopped"
+	if r.err != nil {
+		detail = r.err.Error()
+		s.log.Error(r.err, "Range stopped", "range", i)
+		s.m.core.WriteFailed(now) // start it again a retry period later
+	}
+	s.event(EventStopped, i, detail)
+	s.m.core.Stopped(i)
+}
+
+// stopAll stops every range and waits for them.
+func (s *session) stopAll() {
+	for _, r := range s.runs {
+		r.cancel()
+	}
+	for len(s.runs) > 0 {
+		s.reap(<-s.stopped)
+	}
+}
+
+// leave releases this member's entries in the record and deletes its
+// Lease, so that the others need not wait for it to expire. Its ranges
+// have stopped.
+func (s *session) leave(ctx context.Context) {
+	m := s.m
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.LeaseDuration)
+	defer cancel()
+	for attempt := 0; attempt < 5; attempt++ {
+		cur, err := m.cfg.Leases.Get(ctx, m.cfg.Group, metav1.GetOptions{})
+		if err != nil {
+			break
+		}
+		a, err := decodeAssignment(cur)
+		if err != nil {
+			break
+		}
+		changed := false
+		for i, o := range a.Owners {
+			if o.Member == m.cfg.Identity {
+				a.Owners[i], changed = Owner{Epoch: o.Epoch, Released: m.cfg.Identity}, true
+			}
+		}
+		if !changed {
+			break
+		}
+		a.Generation++
+		if _, err = m.cfg.Leases.Update(ctx, a.encode(cur), metav1.UpdateOptions{}); err == nil {
+			s.event(EventReleased, -1, "left the group")
+			break
+		} else if !apierrors.IsConflict(err) {
+			s.log.Error(err, "Releasing the ranges on leaving")
+			break
+		}
+	}
+	if s.own != nil {
+		rv := s.own.ResourceVersion
+		if err := m.cfg.Leases.Delete(ctx, s.own.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}}); err != nil && !apierrors.IsNotFound(err) {
+			s.log.Error(err, "Deleting this member's Lease on leaving")
+		}
+	}
+}
