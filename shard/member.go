@@ -98,8 +98,15 @@ type Member struct {
 	clk  clock.Clock
 	core *Core
 
-	mu      sync.Mutex
-	running map[int]Range // for Owned
+	mu       sync.Mutex
+	running  map[int]*ownedRange // for Owned and MayWrite
+	deadline time.Time           // the renew deadline of the last renewal
+}
+
+// ownedRange is a range that runs here.
+type ownedRange struct {
+	r      Range
+	fenced bool // stopped without a release: no write any more
 }
 
 // NewMember checks cfg and returns its member. It starts nothing.
@@ -125,18 +132,44 @@ func NewMember(cfg MemberConfig) (*Member, error) {
 	if cfg.Incarnation == "" {
 		cfg.Incarnation = fmt.Sprintf("%016x", rand.Uint64())
 	}
-	return &Member{cfg: cfg, clk: clock.OrReal(cfg.Clock), core: core, running: map[int]Range{}}, nil
+	return &Member{cfg: cfg, clk: clock.OrReal(cfg.Clock), core: core, running: map[int]*ownedRange{}}, nil
 }
 
-// Owned returns the ranges the member runs now, by index.
+// Owned returns the ranges the member runs now (those it stops
+// included), by index.
 func (m *Member) Owned() map[int]Range {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make(map[int]Range, len(m.running))
 	for i, r := range m.running {
-		out[i] = r
+		out[i] = r.r
 	}
 	return out
+}
+
+// MayWrite reports, as an error, why this member may not write objects of
+// namespace ns now; nil when it may: a range it runs holds the namespace,
+// it was not stopped for a fence, and the member's Lease was renewed
+// within the renew deadline. Put it in front of every write of the
+// ranges' controllers (ctrlkit's kube.Operator does, in its clients'
+// transport): it is the fence that keeps a member that lost its Lease (a
+// paused process, a partition) from writing after another took over.
+func (m *Member) MayWrite(ns string, now time.Time) error {
+	h := Hash(ns)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !now.Before(m.deadline) {
+		return fmt.Errorf("shard: member %s: its Lease was not renewed within the renew deadline (%v): no writes", m.cfg.Identity, m.cfg.RenewDeadline)
+	}
+	for _, r := range m.running {
+		if r.r.Contains(h) {
+			if r.fenced {
+				return fmt.Errorf("shard: member %s: the range %s of namespace %s was stopped: no writes", m.cfg.Identity, r.r, ns)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("shard: member %s does not own namespace %s (hash 0x%016x)", m.cfg.Identity, ns, h)
 }
 
 // rangeRun is one range's goroutine.
@@ -225,6 +258,13 @@ func (s *session) loop(ctx context.Context, poke <-chan struct{}) error {
 		}
 		for _, st := range p.Stop {
 			s.log.Info("Stopping range", "range", st.Index, "reason", st.Reason)
+			if !st.Release {
+				m.mu.Lock()
+				if r := m.running[st.Index]; r != nil {
+					r.fenced = true // before its context ends: no write from now on
+				}
+				m.mu.Unlock()
+			}
 			if r := s.runs[st.Index]; r != nil {
 				r.cancel()
 			}
@@ -340,6 +380,9 @@ func (s *session) renew(ctx context.Context, now time.Time) {
 	}
 	s.own = got
 	core.Renewed(now, claims)
+	m.mu.Lock()
+	m.deadline = now.Add(m.cfg.RenewDeadline)
+	m.mu.Unlock()
 	core.Read([]*coordinationv1.Lease{got}, now)
 	s.readRecord(rctx, now)
 }
@@ -469,7 +512,7 @@ func (s *session) start(ctx context.Context, st Start) {
 	r := &rangeRun{cancel: cancel, done: make(chan struct{})}
 	s.runs[st.Index] = r
 	s.m.mu.Lock()
-	s.m.running[st.Index] = st.Range
+	s.m.running[st.Index] = &ownedRange{r: st.Range}
 	s.m.mu.Unlock()
 	s.log.Info("Starting range", "range", st.Index, "hashes", st.Range.String())
 	s.event(EventStarted, st.Index, st.Range.String())
