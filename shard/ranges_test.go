@@ -66,7 +66,10 @@ func TestSetErrors(t *testing.T) {
 		{"overlap", func() error { _, err := NewSet(Range{0, 10}, Range{10, 20}); return err },
 			"shard: ranges [0x0000000000000000, 0x000000000000000b) and [0x000000000000000a, 0x0000000000000015) overlap"},
 		{"reversed", func() error { _, err := NewSet(Range{10, 5}); return err }, "shard: range 0x000000000000000a-0x0000000000000005 ends before it starts"},
-		{"malformed selector", func() error { _, err := ParseSelector("shardRange(object.metadata.namespace, '0x0', '0x8000000000000000')"); return err },
+		{"malformed selector", func() error {
+			_, err := ParseSelector("shardRange(object.metadata.namespace, '0x0', '0x8000000000000000')")
+			return err
+		},
 			`shard: invalid shard selector: hexStart must be a 0x-prefixed 16-digit hex value, got "0x0" (did you mean "0x0000000000000000"?)`},
 		{"by uid", func() error {
 			_, err := ParseSelector("shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')")
