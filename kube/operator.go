@@ -282,12 +282,17 @@ func (o *operatorRun) runControllers(ctx context.Context, dEvents, rsEvents Even
 	log := logr.FromContextOrDiscard(ctx)
 	cs, grace := o.informers, o.grace
 	dLW, rsLW, podLW := Deployments(cs, o.namespace), ReplicaSets(cs, o.namespace), Pods(cs, o.namespace)
-	if f != nil {
+	dTr, rsTr, podTr := dropManagedFields[*appsv1.Deployment], dropManagedFields[*appsv1.ReplicaSet], dropManagedFields[*corev1.Pod]
+	switch {
+	case f != nil && f.fan != nil: // the member's informers, shared: their objects are transformed already
+		dLW, rsLW, podLW = f.fan.d.source(f.keep), f.fan.rs.source(f.keep), f.fan.pod.source(f.keep)
+		dTr, rsTr, podTr = nil, nil, nil
+	case f != nil:
 		dLW, rsLW, podLW = shardedDeployments(cs, f), shardedReplicaSets(cs, f), shardedPods(cs, f)
 	}
-	dInf := informer.New(dLW, informer.Config[*appsv1.Deployment]{Transform: dropManagedFields[*appsv1.Deployment], Logger: log.WithName("informer")})
-	rsInf := informer.New(rsLW, informer.Config[*appsv1.ReplicaSet]{Transform: dropManagedFields[*appsv1.ReplicaSet], Logger: log.WithName("informer")})
-	podInf := informer.New(podLW, informer.Config[*corev1.Pod]{Transform: dropManagedFields[*corev1.Pod], Logger: log.WithName("informer")})
+	dInf := informer.New(dLW, informer.Config[*appsv1.Deployment]{Transform: dTr, Logger: log.WithName("informer")})
+	rsInf := informer.New(rsLW, informer.Config[*appsv1.ReplicaSet]{Transform: rsTr, Logger: log.WithName("informer")})
+	podInf := informer.New(podLW, informer.Config[*corev1.Pod]{Transform: podTr, Logger: log.WithName("informer")})
 
 	dLimiter := workqueue.DefaultControllerRateLimiter[types.NamespacedName]()
 	rsLimiter := workqueue.DefaultControllerRateLimiter[types.NamespacedName]()

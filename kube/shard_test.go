@@ -49,22 +49,27 @@ func startKubelet(w *shardWorld, t *testing.T) {
 // (2,000 Deployments × 10 replicas in 200 namespaces, 1, 2 and 4 shards).
 func TestShardedOperators(t *testing.T) {
 	scale, full := benchScale()
-	shards := []int{1, 3}
+	type config struct {
+		n    int
+		mode kube.SelectorMode
+	}
+	configs := []config{{1, kube.SelectorAuto}, {3, kube.SelectorAuto}, {3, kube.SelectorClient}}
 	if full {
-		shards = []int{1, 2, 4}
+		configs = []config{{1, kube.SelectorAuto}, {2, kube.SelectorAuto}, {4, kube.SelectorAuto}, {4, kube.SelectorClient}}
 	}
 	if testing.Short() && !full {
-		shards = []int{3}
+		configs = []config{{3, kube.SelectorAuto}}
 	}
-	for _, n := range shards {
-		t.Run(fmt.Sprintf("%d shards", n), func(t *testing.T) {
+	for _, cf := range configs {
+		n := cf.n
+		t.Run(fmt.Sprintf("%d shards %s", n, cf.mode), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				w := newShardWorld(t, scale)
 				base := heapAfterGC()
 				w.createNamespaces(t.Context())
 				startKubelet(w, t)
 				for i := range n {
-					w.startReplica(fmt.Sprintf("r%d", i), kube.SelectorAuto)
+					w.startReplica(fmt.Sprintf("r%d", i), cf.mode)
 				}
 				w.waitFor("ranges assigned", func() bool { return w.assigned(n) }, 5*time.Minute)
 				cpu0, t0 := cpuTime(), time.Now()
@@ -101,8 +106,8 @@ func TestShardedOperators(t *testing.T) {
 					mem = append(mem, fmt.Sprintf("%s %.1f MiB", name, float64(int64(prev)-int64(h))/(1<<20)))
 					prev = h
 				}
-				report(t, "%d shards: %d Deployments × %d in %d namespaces: converged in %v virtual, %.0f syncs (%.1f/s virtual), CPU %v; watch events received %.0f; heap %.1f MiB over the cluster alone; per replica: %s; informer memory: %s",
-					n, scale.deployments, scale.replicas, scale.namespaces, conv.Round(time.Second), syncs, syncs/conv.Seconds(), cpu.Round(time.Millisecond),
+				report(t, "%d shards (%s): %d Deployments × %d in %d namespaces: converged in %v virtual, %.0f syncs (%.1f/s virtual), CPU %v; watch events received %.0f; heap %.1f MiB over the cluster alone; per replica: %s; informer memory: %s",
+					n, cf.mode, scale.deployments, scale.replicas, scale.namespaces, conv.Round(time.Second), syncs, syncs/conv.Seconds(), cpu.Round(time.Millisecond),
 					received, float64(all-base)/(1<<20), strings.Join(per, "; "), strings.Join(mem, ", "))
 				if o := w.outsideTenure(); len(o) > 0 {
 					t.Errorf("%d writes outside their replica's tenure, e.g. %v", len(o), o[:min(5, len(o))])

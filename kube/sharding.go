@@ -203,6 +203,19 @@ func pathNamespace(path string) string {
 func (o *operatorRun) runSharded(ctx context.Context, dEvents, rsEvents EventRecorders) error {
 	sh := o.sharding
 	log := logr.FromContextOrDiscard(ctx)
+	// Filtering on the client, the member's ranges share one informer
+	// per resource: each event arrives once, not once per range.
+	var fan *fanouts
+	if sh.cfg.Selector == SelectorClient {
+		var err error
+		if fan, err = newFanouts(o.informers, sh.stats, log.WithName("informer")); err != nil {
+			return fmt.Errorf("kube: %w", err)
+		}
+		fanCtx, stopFan := context.WithCancel(context.WithoutCancel(ctx))
+		fanDone := make(chan error, 1)
+		go func() { fanDone <- fan.run(fanCtx) }()
+		defer func() { stopFan(); <-fanDone }() // after the ranges have stopped
+	}
 	lc := sh.leases.CoordinationV1().Leases(sh.cfg.Namespace)
 	lw := typed(lc.List, lc.Watch, func(l *coordinationv1.LeaseList) ([]coordinationv1.Lease, string) { return l.Items, l.ResourceVersion })
 	member, err := shard.NewMember(shard.MemberConfig{
@@ -220,6 +233,7 @@ func (o *operatorRun) runSharded(ctx context.Context, dEvents, rsEvents EventRec
 		},
 		RunRange: func(ctx context.Context, st shard.Start) error {
 			f := newRangeFilter(shard.MustSet(st.Range), sh.cfg.Selector, sh.stats)
+			f.fan = fan
 			rlog := log.WithValues("range", st.Index, "hashes", st.Range.String())
 			return o.runControllers(logr.NewContext(ctx, rlog), dEvents, rsEvents, f, rangeOwner(st.Index))
 		},

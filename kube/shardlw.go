@@ -36,9 +36,10 @@ const (
 // namespaces: by shardSelector on the server (unless in client mode) and
 // always on the client.
 type rangeFilter struct {
-	set      shard.Set
-	selector string // sent to the server; "" in client mode
+	set      shard.Set // the zero Set keeps everything
+	selector string    // sent to the server; "" in client mode
 	stats    *watchStats
+	fan      *fanouts // client mode: the member's shared informers
 }
 
 func newRangeFilter(set shard.Set, mode SelectorMode, stats *watchStats) *rangeFilter {
@@ -50,7 +51,9 @@ func newRangeFilter(set shard.Set, mode SelectorMode, stats *watchStats) *rangeF
 }
 
 // keep reports whether an object of namespace ns is in the ranges.
-func (f *rangeFilter) keep(ns string) bool { return f == nil || f.set.ContainsNamespace(ns) }
+func (f *rangeFilter) keep(ns string) bool {
+	return f == nil || f.set.IsZero() || f.set.ContainsNamespace(ns)
+}
 
 // watchStats counts what a member's informers received and dropped, per
 // resource, and whether the server filtered their last lists.
