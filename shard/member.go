@@ -372,4 +372,3 @@ func (s *session) stopAll() {
 		s.reap(<-s.stopped)
 	}
 }
-
