@@ -227,12 +227,28 @@ func (w *shardWorld) assigned(want int) bool {
 // waitFor lets virtual time pass a second at a time until cond holds.
 func (w *shardWorld) waitFor(what string, cond func() bool, limit time.Duration) time.Duration {
 	w.t.Helper()
+	return w.waitEvery(time.Second, what, cond, limit)
+}
+
+// waitConverged waits for every Deployment to run image, checking every
+// second (at the scale every 5 s: a check lists every pod).
+func (w *shardWorld) waitConverged(ctx context.Context, image string, limit time.Duration) time.Duration {
+	w.t.Helper()
+	step := time.Second
+	if w.scale.deployments >= 1000 {
+		step = 5 * time.Second
+	}
+	return w.waitEvery(step, "Deployments rolled out to "+image, func() bool { ok, _ := w.converged(ctx, image); return ok }, limit)
+}
+
+func (w *shardWorld) waitEvery(step time.Duration, what string, cond func() bool, limit time.Duration) time.Duration {
+	w.t.Helper()
 	start := time.Now()
 	for !cond() {
 		if time.Since(start) > limit {
 			w.t.Fatalf("%s: not after %v of virtual time", what, limit)
 		}
-		time.Sleep(time.Second)
+		time.Sleep(step)
 	}
 	return time.Since(start)
 }
@@ -292,6 +308,12 @@ func (w *shardWorld) converged(ctx context.Context, image string) (bool, string)
 	if len(ds) != w.scale.deployments {
 		return false, fmt.Sprintf("%d Deployments", len(ds))
 	}
+	want := int32(w.scale.replicas)
+	for _, d := range ds { // the statuses first: listing every pod costs more
+		if s := d.Status; s.ObservedGeneration != d.Generation || s.UpdatedReplicas != want || s.AvailableReplicas != want || s.Replicas != want {
+			return false, fmt.Sprintf("%s/%s status %+v", d.Namespace, d.Name, s)
+		}
+	}
 	pods, _, err := w.c.Pods("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return false, err.Error()
@@ -302,7 +324,6 @@ func (w *shardWorld) converged(ctx context.Context, image string) (bool, string)
 			byApp[p.Namespace+"/"+p.Labels["app"]] = append(byApp[p.Namespace+"/"+p.Labels["app"]], p)
 		}
 	}
-	want := int32(w.scale.replicas)
 	for _, d := range ds {
 		s := d.Status
 		if s.ObservedGeneration != d.Generation || s.UpdatedReplicas != want || s.AvailableReplicas != want || s.Replicas != want {

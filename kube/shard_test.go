@@ -74,13 +74,7 @@ func TestShardedOperators(t *testing.T) {
 				w.waitFor("ranges assigned", func() bool { return w.assigned(n) }, 5*time.Minute)
 				cpu0, t0 := cpuTime(), time.Now()
 				w.createDeployments(t.Context())
-				var why string
-				conv := w.waitFor("Deployments available", func() bool {
-					ok, reason := w.converged(t.Context(), "nginx:1.27")
-					why = reason
-					return ok
-				}, 4*time.Hour)
-				_ = why
+				conv := w.waitConverged(t.Context(), "nginx:1.27", 4*time.Hour)
 				cpu := cpuTime() - cpu0
 				syncs, received := 0.0, 0.0
 				var per []string
@@ -137,7 +131,7 @@ func TestShardedKillMidRollout(t *testing.T) {
 		}
 		w.waitFor("ranges assigned", func() bool { return w.assigned(n) }, 5*time.Minute)
 		w.createDeployments(t.Context())
-		w.waitFor("Deployments available", func() bool { ok, _ := w.converged(t.Context(), "nginx:1.27"); return ok }, 4*time.Hour)
+		w.waitConverged(t.Context(), "nginx:1.27", 4*time.Hour)
 		w.rollout(t.Context(), "nginx:1.28")
 		time.Sleep(3 * time.Second) // mid-rollout
 		if ok, _ := w.converged(t.Context(), "nginx:1.28"); ok {
@@ -147,13 +141,7 @@ func TestShardedKillMidRollout(t *testing.T) {
 		moved := w.waitFor("r1's ranges reassigned", func() bool { return w.noEntryOf("r1") && w.assigned(n-1) }, 2*time.Minute)
 		time.Sleep(5 * time.Second)
 		w.startReplica("r-new", kube.SelectorAuto)
-		var why string
-		conv := w.waitFor("rollout after the kill", func() bool {
-			ok, reason := w.converged(t.Context(), "nginx:1.28")
-			why = reason
-			return ok
-		}, 4*time.Hour)
-		_ = why
+		conv := w.waitConverged(t.Context(), "nginx:1.28", 4*time.Hour)
 		w.waitFor("ranges rebalanced", func() bool { return w.assigned(n) }, 2*time.Minute)
 		out := w.outsideTenure()
 		report(t, "kill mid-rollout (%d shards, %d Deployments × %d): r1's ranges reassigned %v after the kill (lease duration 15 s); rollout done %v after; %d writes outside their replica's ranges",
