@@ -2,6 +2,8 @@ package kube
 
 import (
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -43,11 +45,17 @@ func TestShardSelectorAgainstKubeAPIServer(t *testing.T) {
 		"shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000') || shardRange(object.metadata.namespace, '0x8000000000000000', '0x10000000000000000')",
 		"namespace", "shardRange(object.metadata.uid, 9223372036854775808, 8)", "shardRange(object.metadata.uid, -9223372036854775808, 8)",
 		"shardRange(object.metadata.uid, --1, 8)", "shardRange(object.metadata.uid, -'0x0', 8)", "shardRange(object.metadata.uid, 1e400, 8)",
+		"shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000',)", "shardRange(object.in, '0x00', '0x80')",
+		"shardRange(object.metadata.uid, a{in: 1}, '0x80')", "shardRange(object.metadata.uid, [,], '0x80')", "shardRange(object.metadata.uid, {,}, '0x80')",
 	}
 	rng := rand.New(rand.NewPCG(39, 1))
 	pieces := []string{"(", ")", "'", "\"", ",", "||", "&&", "|", ".", " ", "0x", "0", "f", "g", "!", "-", "[", "]", "{", "}", "?", ":", "\\", "\n", "//", "in", "namespace", "u"}
 	n := len(corpus)
-	for range 3000 {
+	mutations := 3000 // CTRLKIT_SHARDSELECTOR_MUTATIONS=N tries N
+	if m, err := strconv.Atoi(os.Getenv("CTRLKIT_SHARDSELECTOR_MUTATIONS")); err == nil && m > 0 {
+		mutations = m
+	}
+	for range mutations {
 		s := corpus[1+rng.IntN(n-1)]
 		for range 1 + rng.IntN(3) {
 			i := rng.IntN(len(s) + 1)

@@ -2,7 +2,6 @@ package shardselector
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 )
@@ -204,11 +203,11 @@ func (p *parser) member() (*node, error) {
 				return nil, syntaxErr(p.peek().pos, "unsupported syntax '.?'")
 			}
 			id := p.next()
-			if id.kind != tokIdent {
+			if id.kind != tokIdent || keyword(id.text) {
 				return nil, p.unexpected(id, "IDENTIFIER")
 			}
 			if p.is("(") {
-				args, err := p.list("(", ")")
+				args, err := p.list("(", ")", false)
 				if err != nil {
 					return nil, err
 				}
@@ -235,10 +234,15 @@ func (p *parser) member() (*node, error) {
 	}
 }
 
-// list parses open expr {',' expr} [','] close.
-func (p *parser) list(open, close string) ([]*node, error) {
+// list parses open [expr {',' expr}] close, with a trailing comma if
+// trailing (a list literal's; a call's arguments take none).
+func (p *parser) list(open, close string, trailing bool) ([]*node, error) {
 	if err := p.expect(open); err != nil {
 		return nil, err
+	}
+	if trailing && p.is(",") && p.toks[p.i+1].kind == tokPunct && p.toks[p.i+1].text == close {
+		p.i += 2 // "[,]": CEL allows the comma alone
+		return nil, nil
 	}
 	var out []*node
 	for !p.is(close) {
@@ -251,8 +255,21 @@ func (p *parser) list(open, close string) ([]*node, error) {
 			break
 		}
 		p.i++
+		if !trailing && p.is(close) {
+			return nil, p.unexpected(p.peek(), "an expression")
+		}
 	}
 	return out, p.expect(close)
+}
+
+// keyword reports whether id is one of CEL's keyword tokens, which are
+// not identifiers (not even as a field name).
+func keyword(id string) bool {
+	switch id {
+	case "in", "true", "false", "null":
+		return true
+	}
+	return false
 }
 
 // reserved are the words cel-go refuses as an identifier.
@@ -297,11 +314,11 @@ func (p *parser) primary() (*node, error) {
 			return e, p.expect(")")
 		case "[":
 			p.i--
-			_, err := p.list("[", "]")
+			_, err := p.list("[", "]", true)
 			return &node{kind: kindList}, err
 		case "{":
 			p.i--
-			return &node{kind: kindMap}, p.entries()
+			return &node{kind: kindMap}, p.entries(false)
 		}
 	}
 	return nil, p.unexpected(t, "an expression")
@@ -311,14 +328,14 @@ func (p *parser) primary() (*node, error) {
 // "." for a name that starts with one.
 func (p *parser) ident(dot string) (*node, error) {
 	t := p.next()
-	if t.kind != tokIdent {
+	if t.kind != tokIdent || keyword(t.text) {
 		return nil, p.unexpected(t, "IDENTIFIER")
 	}
 	if p.is("(") {
 		if reserved(t.text) {
 			return nil, fmt.Errorf("reserved identifier: %s", t.text)
 		}
-		args, err := p.list("(", ")")
+		args, err := p.list("(", ")", false)
 		return call(dot+t.text, args...), err
 	}
 	// A message literal: a (dotted) name followed by '{'.
@@ -327,7 +344,7 @@ func (p *parser) ident(dot string) (*node, error) {
 		p.i += 2
 	}
 	if p.is("{") {
-		return &node{kind: kindStruct}, p.entries()
+		return &node{kind: kindStruct}, p.entries(true)
 	}
 	p.i = save
 	if reserved(t.text) {
@@ -336,13 +353,22 @@ func (p *parser) ident(dot string) (*node, error) {
 	return &node{kind: kindIdent, name: dot + t.text}, nil
 }
 
-// entries parses '{' [key ':' value {',' key ':' value} [',']] '}'.
-func (p *parser) entries() error {
+// entries parses '{' [key ':' value {',' key ':' value} [',']] '}': a
+// map's keys are expressions, a message's field names (fields).
+func (p *parser) entries(fields bool) error {
 	if err := p.expect("{"); err != nil {
 		return err
 	}
+	if p.is(",") && p.toks[p.i+1].kind == tokPunct && p.toks[p.i+1].text == "}" {
+		p.i += 2 // "{,}"
+		return nil
+	}
 	for !p.is("}") {
-		if _, err := p.expr(); err != nil {
+		if fields {
+			if t := p.next(); t.kind != tokIdent || keyword(t.text) {
+				return p.unexpected(t, "IDENTIFIER")
+			}
+		} else if _, err := p.expr(); err != nil {
 			return err
 		}
 		if err := p.expect(":"); err != nil {
@@ -385,7 +411,7 @@ func number(t token, sign string) (*node, error) {
 		}
 		return &node{kind: kindLiteral, goType: "uint64"}, nil
 	case tokDouble:
-		if f, err := strconv.ParseFloat(sign+text, 64); err != nil && !math.IsInf(f, 0) {
+		if _, err := strconv.ParseFloat(sign+text, 64); err != nil { // out of range included
 			return nil, fmt.Errorf("invalid double literal")
 		}
 		return &node{kind: kindLiteral, goType: "float64"}, nil

@@ -91,6 +91,10 @@ func TestParseErrors(t *testing.T) {
 			`all shard ranges must use the same field, got "object.metadata.uid" and "object.metadata.namespace"`},
 		{"namespace", "CEL parse error: reserved identifier: namespace"},
 		{r("object.metadata.uid", "9223372036854775808", "8"), "CEL parse error: invalid int literal"},
+		{r("object.metadata.uid", "1e400", "8"), "CEL parse error: invalid double literal"},
+		{r("object.metadata.uid", "[,]", "8"), "hexStart must be a string literal (e.g. '0xff'), got expression kind 4"},
+		{r("object.metadata.uid", "[1,]", "8"), "hexStart must be a string literal (e.g. '0xff'), got expression kind 4"},
+		{r("object.metadata.uid", "{,}", "8"), "hexStart must be a string literal (e.g. '0xff'), got expression kind 6"},
 	}
 	for _, tc := range tests {
 		_, err := Parse(tc.in)
@@ -112,6 +116,9 @@ func TestParseSyntaxErrors(t *testing.T) {
 		"shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000') shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')",
 		"a ? b",
 		"object.?metadata",
+		"shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000',)", // a call takes no trailing comma
+		"shardRange(object.in, '0x0000000000000000', '0x8000000000000000')",            // a keyword is no field name
+		"shardRange(object.metadata.uid, a{in: 1}, '0x8000000000000000')",              // nor a message field's
 	} {
 		_, err := Parse(in)
 		if err == nil || err.Error()[:len("CEL parse error: ")] != "CEL parse error: " {
