@@ -43,9 +43,9 @@ type worldConfig struct {
 	Concurrent bool
 	// FeatureGates are both controllers' feature gates at the start.
 	FeatureGates features.Gates
-	// CoreKinds adds memcluster's core kinds (Events among them: the
+	// BuiltinKinds adds memcluster's built-in kinds (Events among them: the
 	// kubelet's rejection events are recorded).
-	CoreKinds bool
+	BuiltinKinds bool
 	// ReplicaSet, if set, changes the ReplicaSet controller's config
 	// before it is built (upstream's behaviour on an expired expectation,
 	// say).
@@ -78,8 +78,8 @@ func newWorld(tb testing.TB, cfg worldConfig) *world {
 	}
 	// Watches must not lose events: the recorder sees every one of them.
 	c := memcluster.New(memcluster.Config{Clock: fc, Seed: cfg.Seed, WatchHistory: 1 << 30, WatchBuffer: 1 << 30})
-	if cfg.CoreKinds {
-		memcluster.AddCoreKinds(c)
+	if cfg.BuiltinKinds {
+		memcluster.AddBuiltinKinds(c)
 	}
 	if cfg.Model == nil {
 		cfg.Model = memcluster.FixedModel(memcluster.PodBehavior{StartDelay: time.Second, ReadyDelay: 2 * time.Second, ShutdownDelay: time.Second})

@@ -91,7 +91,7 @@ func newShardWorld(t testingT, scale shardScale) *shardWorld {
 	w := &shardWorld{t: t, scale: scale, replicas: map[string]*replica{}, start: time.Now()}
 	w.c = memcluster.New(memcluster.Config{Seed: 1, RequireNamespaces: true, WatchHistory: 100000, WatchBuffer: 100000,
 		OnRequest: w.onRequest, OnWrite: w.onWrite})
-	memcluster.AddCoreKinds(w.c)
+	memcluster.AddBuiltinKinds(w.c)
 	w.h = memcluster.NewHandler(w.c)
 	return w
 }

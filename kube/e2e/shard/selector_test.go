@@ -30,7 +30,7 @@ func TestShardSelectorLikeKubeAPIServer(t *testing.T) {
 	defer cancel()
 	real := kubernetes.NewForConfigOrDie(cp.Config(100, 200))
 	mc := memcluster.New(memcluster.Config{})
-	memcluster.AddCoreKinds(mc)
+	memcluster.AddBuiltinKinds(mc)
 	mem := kubernetes.NewForConfigOrDie(&rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: memcluster.NewHandler(mc)}})
 	var names []string
 	for i := range 12 {
