@@ -324,7 +324,7 @@ func (c *Core) Wrote(l *coordinationv1.Lease, now time.Time) {
 	}
 }
 
-// WriteFailed takes a failed write or verification (other than a
+// WriteFailed takes a failed write, renewal or verification (other than a
 // conflict, which a fresh read answers): the next is not before a retry
 // period.
 func (c *Core) WriteFailed(now time.Time) { c.wroteAt = now }

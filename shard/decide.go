@@ -246,7 +246,11 @@ func (d *decision) assign() {
 			case !c.confirmed(i): // taken again after a fence: confirm with a write
 				take(i, own)
 			case !slices.Contains(c.published, i):
-				d.p.Renew = true // claim it in this member's Lease before it starts
+				// Claim it in this member's Lease before it starts; after a
+				// failed renewal, a retry period later.
+				if !d.backoff {
+					d.p.Renew = true
+				}
 			default:
 				delete(c.confirmedEpoch, i)
 				c.run[i] = &running{epoch: own.Epoch}

@@ -245,6 +245,9 @@ func (s *session) event(t EventType, r int, detail string) {
 func (s *session) loop(ctx context.Context, poke <-chan struct{}) error {
 	m, core := s.m, s.m.core
 	for {
+		if ctx.Err() != nil {
+			return nil // its requests would fail at once: none is sent
+		}
 		now := m.clk.Now()
 		leases, err := s.inf.Cache().List(m.cfg.Namespace, labels.SelectorFromSet(labels.Set{LabelGroup: m.cfg.Group}))
 		if err != nil {

@@ -64,6 +64,7 @@ func (s *session) renew(ctx context.Context, now time.Time) {
 	}
 	if err != nil {
 		s.log.Error(err, "Renewing the Lease", "lease", name)
+		core.WriteFailed(now) // back off: no renewal at once, over and over
 		return
 	}
 	s.own = got

@@ -76,6 +76,7 @@ type simMember struct {
 	dead        bool
 	frozenUntil time.Time // a stopped process (no loop, no writes)
 	cutUntil    time.Time // requests fail
+	cutOnWrite  bool      // its requests fail from its next write of the record on, for the rest of that instant
 	cache       []*coordinationv1.Lease
 	own         *coordinationv1.Lease
 	wake        time.Time
@@ -165,6 +166,9 @@ func (s *sim) step(m *simMember) {
 					want.ResourceVersion = cur.ResourceVersion
 					got, ok = s.srv.put(want, false)
 				}
+				if !ok {
+					m.core.WriteFailed(s.now) // as the shell does
+				}
 				if ok {
 					m.own = got
 					m.core.Renewed(s.now, claims)
@@ -175,6 +179,8 @@ func (s *sim) step(m *simMember) {
 						m.core.ObserveRecordAbsent(s.now)
 					}
 				}
+			} else {
+				m.core.WriteFailed(s.now) // as the shell does
 			}
 		}
 		switch {
@@ -236,6 +242,9 @@ func (s *sim) step(m *simMember) {
 			l.ResourceVersion = p.WriteVersion
 			if got, ok := s.srv.put(l, false); ok {
 				m.core.Wrote(got, s.now)
+				if m.cutOnWrite {
+					m.cutOnWrite, m.cutUntil = false, s.now.Add(time.Nanosecond)
+				}
 			} else {
 				m.core.Read([]*coordinationv1.Lease{s.srv.get("g")}, s.now)
 			}
@@ -399,6 +408,27 @@ func TestSimulationConverges(t *testing.T) {
 	s.runFor(20 * time.Second)
 	if !s.settled() {
 		t.Fatalf("after a join: owners %v", s.owners())
+	}
+	s.check()
+}
+
+// TestRenewFailsAfterTake cuts a member off right after its write that
+// takes ranges, before it could claim them in its own Lease: the failed
+// renewal backs off for a retry period (the shell loop settles, it does
+// not renew again at once, over and over), and the member claims and
+// starts the ranges once it reaches the server again.
+func TestRenewFailsAfterTake(t *testing.T) {
+	s := newSim(t, 1, 1)
+	m := s.members[0]
+	m.cutOnWrite = true
+	for len(m.runs) < 8 {
+		s.tick() // step fails the test if the loop does not settle
+		if s.now.Sub(t0) > 30*time.Second {
+			t.Fatalf("after 30 s the member runs %d of 8 ranges\n%s", len(m.runs), strings.Join(s.log, "\n"))
+		}
+	}
+	if m.cutOnWrite {
+		t.Fatal("the member never wrote the record: nothing was cut")
 	}
 	s.check()
 }
