@@ -251,8 +251,11 @@ func (s *sim) step(m *simMember) {
 		}
 		for _, st := range p.Start {
 			if testing.Verbose() {
-				l := s.srv.get(memberLeaseName("g", m.id))
-				s.logf("%s starts %d: published %v, lease %v rv %s", m.id, st.Index, m.core.published, l.Annotations[AnnotationRunning], l.ResourceVersion)
+				if l := s.srv.get(memberLeaseName("g", m.id)); l != nil {
+					s.logf("%s starts %d: published %v, lease %v rv %s", m.id, st.Index, m.core.published, l.Annotations[AnnotationRunning], l.ResourceVersion)
+				} else {
+					s.logf("%s starts %d: published %v, its Lease deleted", m.id, st.Index, m.core.published)
+				}
 			}
 			m.runs[st.Index] = true
 			m.writes[st.Index] = append(m.writes[st.Index], tenure{})
