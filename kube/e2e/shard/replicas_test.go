@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,10 +23,17 @@ import (
 // rolls out. Then 3 replicas filtering on the client only
 // (--shard-selector=client): each receives every event.
 func TestShardedReplicas(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// CTRLKIT_SHARD_E2E_NAMESPACES=N runs N namespaces of 2 Deployments
+	// (12 by default); the waits grow with it.
+	namespaces := 12
+	if n, err := strconv.Atoi(os.Getenv("CTRLKIT_SHARD_E2E_NAMESPACES")); err == nil && n > 0 {
+		namespaces = n
+	}
+	slack := time.Duration(max(1, namespaces/12))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute*slack)
 	defer cancel()
 	cs := kubernetes.NewForConfigOrDie(cp.Config(100, 200))
-	w := newWorld(t, ctx, cs, 12, 2)
+	w := newWorld(t, ctx, cs, namespaces, 2)
 	w.create("app:1")
 	tl := follow(ctx, t, cs, "ctrlkit-controller")
 	rs := []*replica{startReplica(t, "r0", "ctrlkit-controller", "auto", 1), startReplica(t, "r1", "ctrlkit-controller", "auto", 2), startReplica(t, "r2", "ctrlkit-controller", "auto", 3)}
@@ -33,7 +41,7 @@ func TestShardedReplicas(t *testing.T) {
 		a, ok := tl.last()
 		return ok && assigned(a, "r0", "r1", "r2")
 	})
-	w.waitConverged("app:1", 2*time.Minute)
+	w.waitConverged("app:1", 2*time.Minute*slack)
 
 	// Watch events: a clean rollout, server-side sharding.
 	before := make([]float64, len(rs))
@@ -42,7 +50,7 @@ func TestShardedReplicas(t *testing.T) {
 	}
 	stop := countEvents(ctx, t, cs)
 	w.rollout("app:2")
-	w.waitConverged("app:2", 2*time.Minute)
+	w.waitConverged("app:2", 2*time.Minute*slack)
 	total := stop()
 	var server []string
 	for i, r := range rs {
@@ -70,7 +78,7 @@ func TestShardedReplicas(t *testing.T) {
 		return ok && assigned(a, "r0", "r2")
 	})
 	_ = killed
-	conv := w.waitConverged("app:3", 2*time.Minute)
+	conv := w.waitConverged("app:3", 2*time.Minute*slack)
 	n, problems := writeCheck(t, tl, rs)
 	t.Logf("kill mid-rollout: r1's ranges reassigned %v after SIGKILL (lease duration 15 s); rollout complete %v after; %d writes checked, %d problems", moved.Round(10*time.Millisecond), conv.Round(10*time.Millisecond), n, len(problems))
 	if moved > 17*time.Second {
@@ -95,13 +103,13 @@ func TestShardedReplicas(t *testing.T) {
 		a, ok := tl2.last()
 		return ok && assigned(a, "c0", "c1", "c2")
 	})
-	w.waitConverged("app:3", time.Minute)
+	w.waitConverged("app:3", time.Minute*slack)
 	for i, r := range cr {
 		before[i] = r.metric("ctrlkit_watch_events_received_total")
 	}
 	stop = countEvents(ctx, t, cs)
 	w.rollout("app:4")
-	w.waitConverged("app:4", 2*time.Minute)
+	w.waitConverged("app:4", 2*time.Minute*slack)
 	total = stop()
 	var client []string
 	for i, r := range cr {
