@@ -91,11 +91,13 @@ func TestShardedOperators(t *testing.T) {
 				// Memory: each replica's share of the heap, by killing them
 				// one after the other (their Leases have not expired: no
 				// other replica takes their ranges meanwhile).
+				synctest.Wait()
 				all := heapAfterGC()
 				var mem []string
 				prev := all
 				for _, name := range w.order {
 					w.kill(name)
+					synctest.Wait() // its goroutines have wound down
 					h := heapAfterGC()
 					mem = append(mem, fmt.Sprintf("%s %.1f MiB", name, float64(int64(prev)-int64(h))/(1<<20)))
 					prev = h
