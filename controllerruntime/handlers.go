@@ -12,6 +12,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/replicaset"
+	"github.com/ctrlkit/ctrlkit/shard"
 )
 
 // queue turns what an event rule asks for into calls of a
@@ -19,11 +20,15 @@ import (
 type queue struct {
 	namespace string        // "" for all
 	batch     time.Duration // Options.BatchPeriod
+	shard     shard.Set     // Options.Shard; zero for all
 }
 
 func (q queue) add(wq workqueue.TypedRateLimitingInterface[crreconcile.Request], es []reconcile.Enqueue) {
 	for _, e := range es {
 		if q.namespace != "" && e.Key.Namespace != q.namespace {
+			continue
+		}
+		if !q.shard.IsZero() && !q.shard.ContainsNamespace(e.Key.Namespace) {
 			continue
 		}
 		req := crreconcile.Request{NamespacedName: e.Key}

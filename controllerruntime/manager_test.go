@@ -22,6 +22,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/controllerruntime"
 	"github.com/ctrlkit/ctrlkit/controllerruntime/clustertest"
 	"github.com/ctrlkit/ctrlkit/rollout"
+	"github.com/ctrlkit/ctrlkit/shard"
 )
 
 // forgetCounter is a rate limiter that counts its Forget calls: the queue
@@ -66,6 +67,14 @@ func TestAdd(t *testing.T) {
 		{
 			name:      "cache of namespace a",
 			cache:     cache.Options{DefaultNamespaces: map[string]cache.Config{"a": {}}},
+			untouched: []string{"b/web"},
+		},
+		{
+			// A shard of the hash of namespace a alone, on the controllers
+			// and on the cache (served by the bench's shardSelector).
+			name:      "shard of namespace a",
+			opts:      controllerruntime.Options{Shard: shardOf("a")},
+			cache:     cache.Options{NewInformer: controllerruntime.ShardedInformers(shardOf("a"))},
 			untouched: []string{"b/web"},
 		},
 	} {
@@ -224,4 +233,10 @@ func rolledOut(t *testing.T, c *clustertest.Cluster, ds []*appsv1.Deployment, im
 		}
 		return true
 	}
+}
+
+// shardOf is the set of one namespace's hash.
+func shardOf(ns string) shard.Set {
+	h := shard.Hash(ns)
+	return shard.MustSet(shard.Range{First: h, Last: h})
 }

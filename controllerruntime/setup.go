@@ -23,6 +23,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/internal/writes"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/replicaset"
+	"github.com/ctrlkit/ctrlkit/shard"
 )
 
 // Controller names, as kube-controller-manager names the controllers and
@@ -71,6 +72,15 @@ type Options struct {
 	// ReplicaSet controller does not wait for its own writes to reach the
 	// manager's cache.
 	FeatureGates features.Gates
+	// Shard restricts the controllers to the namespaces whose names hash
+	// into the set's ranges (see package shard): events of other
+	// namespaces are ignored, so that N managers, each with a disjoint
+	// set (shard.Split), share the cluster's namespaces. The zero Set
+	// means all. To keep the manager's cache to the set too, build the
+	// manager with [ShardedInformers] (server-side with kube-apiserver's
+	// ShardedListAndWatch gate). A static set does not move: for ranges
+	// that move between live replicas, see kube.Operator's Sharding.
+	Shard shard.Set
 }
 
 func (o Options) validate() error {
@@ -153,7 +163,7 @@ func addDeployment(mgr manager.Manager, opts Options, marks *writeMarks) error {
 		return fmt.Errorf("controllerruntime: %w", err)
 	}
 	rules := deployment.EventRules{Deployments: s.deployments, ReplicaSets: replicaSetReader(c)}
-	q := queue{namespace: opts.Namespace, batch: opts.BatchPeriod}
+	q := queue{namespace: opts.Namespace, batch: opts.BatchPeriod, shard: opts.Shard}
 	for _, src := range []source.Source{
 		source.Kind(c, &appsv1.Deployment{}, handlerFor(q, rules.DeploymentAdded, rules.DeploymentUpdated, rules.DeploymentDeleted)),
 		source.Kind(c, &appsv1.ReplicaSet{}, handlerFor(q, rules.ReplicaSetAdded, rules.ReplicaSetUpdated, rules.ReplicaSetDeleted)),
@@ -279,7 +289,7 @@ func addReplicaSet(mgr manager.Manager, opts Options, marks *writeMarks) error {
 	}
 	rules := replicaset.EventRules{ReplicaSets: rss}
 	exp := r.Expectations()
-	q := queue{namespace: opts.Namespace, batch: opts.BatchPeriod}
+	q := queue{namespace: opts.Namespace, batch: opts.BatchPeriod, shard: opts.Shard}
 	for _, src := range []source.Source{
 		source.Kind(c, &appsv1.ReplicaSet{}, handlerFor(q,
 			observed(exp, rules.ReplicaSetAdded), observed2(exp, rules.ReplicaSetUpdated), observed(exp, rules.ReplicaSetDeleted))),

@@ -72,43 +72,55 @@ func (e *Events) Shutdown() {
 var errEventsShutdown = &rest.RequestConstructionError{Err: errors.New("kube: events shut down")}
 
 // gatedSink passes events to sink until close, which waits for the writes
-// in flight.
+// in flight. The lock is held only to count them: close waits on the
+// WaitGroup, which a testing/synctest bubble counts as durably blocked
+// (a write in flight may wait for its rate limiter's virtual time).
 type gatedSink struct {
-	mu     sync.RWMutex // read-held by each write in flight
-	closed bool
-	sink   record.EventSink
+	mu       sync.Mutex
+	closed   bool
+	inFlight sync.WaitGroup
+	sink     record.EventSink
 }
 
 func (g *gatedSink) close() {
 	g.mu.Lock()
 	g.closed = true
 	g.mu.Unlock()
+	g.inFlight.Wait()
+}
+
+// enter counts a write in; false once closed.
+func (g *gatedSink) enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.inFlight.Add(1)
+	return true
 }
 
 func (g *gatedSink) Create(ev *corev1.Event) (*corev1.Event, error) {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	if g.closed {
+	if !g.enter() {
 		return nil, errEventsShutdown
 	}
+	defer g.inFlight.Done()
 	return g.sink.Create(ev)
 }
 
 func (g *gatedSink) Update(ev *corev1.Event) (*corev1.Event, error) {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	if g.closed {
+	if !g.enter() {
 		return nil, errEventsShutdown
 	}
+	defer g.inFlight.Done()
 	return g.sink.Update(ev)
 }
 
 func (g *gatedSink) Patch(ev *corev1.Event, data []byte) (*corev1.Event, error) {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	if g.closed {
+	if !g.enter() {
 		return nil, errEventsShutdown
 	}
+	defer g.inFlight.Done()
 	return g.sink.Patch(ev, data)
 }
 

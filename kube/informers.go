@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -20,6 +21,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/internal/worker"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/replicaset"
+	"github.com/ctrlkit/ctrlkit/shard"
 	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
@@ -39,6 +41,31 @@ type InformerOptions struct {
 	// controllers consult (see package features); the zero value is
 	// v1.37's defaults.
 	FeatureGates features.Gates
+	// Shard restricts the controllers to the namespaces whose names hash
+	// into the set's ranges (package shard): their handlers ignore the
+	// events of other namespaces, so that N processes with disjoint sets
+	// (shard.Split) share the cluster. The zero Set means all. The
+	// factory is yours: build it with [ShardTweak] of the same set to
+	// have kube-apiserver (with its ShardedListAndWatch gate on) send
+	// only the set's objects; without, the caches hold every object. A
+	// static set does not move between processes: for that, run the
+	// [Operator] with [Sharding].
+	Shard shard.Set
+}
+
+// ShardTweak is the factory option that asks the API server for the
+// objects of set's namespaces only (metav1.ListOptions.ShardSelector on
+// every list and watch of the factory's informers):
+//
+//	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, kube.ShardTweak(set))
+//	ctl, err := kube.NewInformerControllers(factory, cs, kube.InformerOptions{Shard: set})
+//
+// It applies to every informer of the factory: use a factory of its own
+// for the controllers (a shard selector on the namespace also filters
+// cluster-scoped objects, whose namespace is "").
+func ShardTweak(set shard.Set) informers.SharedInformerOption {
+	sel := set.Selector()
+	return informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.ShardSelector = sel })
 }
 
 // InformerControllers runs ctrlkit's Deployment and ReplicaSet controllers
@@ -108,10 +135,22 @@ func NewInformerControllers(factory informers.SharedInformerFactory, cs kubernet
 	ctx := context.Background()
 	dRules := deployment.EventRules{Deployments: c.ds, ReplicaSets: c.rss}
 	rsRules := replicaset.EventRules{ReplicaSets: c.rss}
-	dq := func(es []reconcile.Enqueue) { enqueue(c.dQueue, es) }
+	keep := func(es []reconcile.Enqueue) []reconcile.Enqueue {
+		if opts.Shard.IsZero() {
+			return es
+		}
+		out := es[:0:0]
+		for _, e := range es {
+			if opts.Shard.ContainsNamespace(e.Key.Namespace) {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	dq := func(es []reconcile.Enqueue) { enqueue(c.dQueue, keep(es)) }
 	rsq := func(es []reconcile.Enqueue, obs []replicaset.Observation) {
 		c.exp.Observe(obs...) // before the keys: the syncs must see them
-		enqueue(c.rsQueue, es)
+		enqueue(c.rsQueue, keep(es))
 	}
 	regs := []struct {
 		inf cache.SharedIndexInformer

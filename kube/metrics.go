@@ -37,6 +37,15 @@ import (
 //	ctrlkit_api_requests_total{verb,resource}   API requests by verb and resource (rest_client_* has neither)
 //	ctrlkit_api_conflicts_total{verb,resource}  requests answered 409 Conflict
 //	ctrlkit_informer_objects{resource}          objects in each informer cache
+//
+// With [Operator.Sharding], per member:
+//
+//	ctrlkit_shard_owned_ranges                    ranges of the hash space of namespaces it runs
+//	ctrlkit_shard_objects{range,resource}         objects in the informer caches of each range
+//	ctrlkit_shard_range_events_total{event}       ranges Started, Stopped, Released; Problems (Leases edited by hand, …)
+//	ctrlkit_shard_server_filtering{resource}      1 when the API server filtered the last list by shardSelector, else 0
+//	ctrlkit_watch_events_received_total{resource} watch events received (before the client-side filter)
+//	ctrlkit_watch_events_dropped_total{resource}  of those, outside the member's ranges (not filtered by the server)
 type Metrics struct {
 	// Requests counts the API requests by verb and resource; the
 	// operator installs it in its clients' transport.
@@ -48,9 +57,14 @@ type Metrics struct {
 	adds, retries, syncs, skipped, restRequests *prometheus.CounterVec
 	queueDuration, workDuration, restLatency    *prometheus.HistogramVec
 
-	mu      sync.Mutex
-	queues  map[string]func() (total, longest time.Duration)
-	objects map[string]func() int
+	mu sync.Mutex
+	// queues and depths hold, per queue name, each queue's reader and
+	// depth: the ranges of a sharded Operator run one queue each under
+	// one name, and the series add them up.
+	queues  map[string]map[*queuePart]func() (total, longest time.Duration)
+	depths  map[string]map[*queuePart]int
+	objects map[string]map[string]func() int // resource → owner ("" or a range) → count
+	shard   shardMetrics
 }
 
 // NewMetrics creates the collectors and registers them on reg. A nil reg
@@ -93,8 +107,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Help: "Syncs by controller and result (success or error), counted at the work queue's rate limiter."}, []string{"controller", "result"})
 	m.skipped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ctrlkit_syncs_skipped_total",
 		Help: "Keys taken from the work queue and not synced because the cache still held a version the controller's own last write replaced."}, []string{"controller"})
+	m.shard.events = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ctrlkit_shard_range_events_total",
+		Help: "What happened to the ranges of a sharded member: Started, Stopped (handed over, fenced, or the record edited), Released (in the assignment), Problem (a Lease edited by hand, …)."}, []string{"event"})
 	for _, c := range []prometheus.Collector{m.depth, m.adds, m.queueDuration, m.workDuration, m.retries,
-		m.restRequests, m.restLatency, m.leader, m.syncs, m.skipped, newScrapeCollector(m)} {
+		m.restRequests, m.restLatency, m.leader, m.syncs, m.skipped, m.shard.events, newScrapeCollector(m)} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -128,13 +144,30 @@ func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // setObjects makes ctrlkit_informer_objects{resource} report count() at
 // scrape time, replacing what an earlier run set.
-func (m *Metrics) setObjects(resource string, count func() int) {
+func (m *Metrics) setObjects(resource string, count func() int) { m.addObjects("", resource, count) }
+
+// addObjects adds count() of owner (a range of a sharded Operator; ""
+// for the whole) to ctrlkit_informer_objects{resource}, replacing what
+// the same owner set before.
+func (m *Metrics) addObjects(owner, resource string, count func() int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.objects == nil {
-		m.objects = make(map[string]func() int)
+		m.objects = make(map[string]map[string]func() int)
 	}
-	m.objects[resource] = count
+	if m.objects[resource] == nil {
+		m.objects[resource] = make(map[string]func() int)
+	}
+	m.objects[resource][owner] = count
+}
+
+// dropObjects removes what owner added.
+func (m *Metrics) dropObjects(owner string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, byOwner := range m.objects {
+		delete(byOwner, owner)
+	}
 }
 
 // RateLimiter wraps a work queue's rate limiter to count the syncs of the

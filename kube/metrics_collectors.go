@@ -14,16 +14,21 @@ import (
 // Queue returns the work queue hook (ControllerConfig.Metrics) of the
 // queue named name, which feeds the seven workqueue_* series with
 // name=name. kube-controller-manager names its queues "deployment" and
-// "replicaset".
+// "replicaset". Queues of one name add up (a sharded Operator runs one
+// per range); a queue that is done calls its hook's release.
 func (m *Metrics) Queue(name string) workqueue.Metrics {
-	return queueMetrics{m: m, name: name,
+	return queueMetrics{m: m, name: name, part: &queuePart{},
 		depth: m.depth.WithLabelValues(name), adds: m.adds.WithLabelValues(name), retries: m.retries.WithLabelValues(name),
 		wait: m.queueDuration.WithLabelValues(name), work: m.workDuration.WithLabelValues(name), skipped: m.skipped.WithLabelValues(name)}
 }
 
+// queuePart identifies one queue among those of a name.
+type queuePart struct{ _ byte }
+
 type queueMetrics struct {
 	m             *Metrics
 	name          string
+	part          *queuePart
 	depth         prometheus.Gauge
 	adds, retries prometheus.Counter
 	skipped       prometheus.Counter
@@ -36,18 +41,48 @@ var (
 	_ worker.Skipper              = queueMetrics{}
 )
 
+// setDepth records this queue's depth and sets the gauge to the sum of
+// the name's queues.
+func (q queueMetrics) setDepth(depth int) {
+	m := q.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.depths == nil {
+		m.depths = make(map[string]map[*queuePart]int)
+	}
+	if m.depths[q.name] == nil {
+		m.depths[q.name] = make(map[*queuePart]int)
+	}
+	m.depths[q.name][q.part] = depth
+	sum := 0
+	for _, d := range m.depths[q.name] {
+		sum += d
+	}
+	q.depth.Set(float64(sum))
+}
+
+// release forgets this queue: it is done.
+func (q queueMetrics) release() {
+	q.setDepth(0)
+	m := q.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.depths[q.name], q.part)
+	delete(m.queues[q.name], q.part)
+}
+
 func (q queueMetrics) Added(depth int) {
 	q.adds.Inc()
-	q.depth.Set(float64(depth))
+	q.setDepth(depth)
 }
 
 func (q queueMetrics) Started(depth int, wait time.Duration) {
-	q.depth.Set(float64(depth))
+	q.setDepth(depth)
 	q.wait.Observe(wait.Seconds())
 }
 
 func (q queueMetrics) Finished(depth int, work time.Duration) {
-	q.depth.Set(float64(depth))
+	q.setDepth(depth)
 	q.work.Observe(work.Seconds())
 }
 
@@ -57,14 +92,17 @@ func (q queueMetrics) Retried() { q.retries.Inc() }
 func (q queueMetrics) SyncSkipped() { q.skipped.Inc() }
 
 // Unfinished keeps the queue's reader for the two gauges read at scrape
-// time; a later queue of the same name replaces it.
+// time (the sum and the longest of the name's queues).
 func (q queueMetrics) Unfinished(read func() (total, longest time.Duration)) {
 	q.m.mu.Lock()
 	defer q.m.mu.Unlock()
 	if q.m.queues == nil {
-		q.m.queues = make(map[string]func() (total, longest time.Duration))
+		q.m.queues = make(map[string]map[*queuePart]func() (total, longest time.Duration))
 	}
-	q.m.queues[q.name] = read
+	if q.m.queues[q.name] == nil {
+		q.m.queues[q.name] = make(map[*queuePart]func() (total, longest time.Duration))
+	}
+	q.m.queues[q.name][q.part] = read
 }
 
 // scrapeCollector reports the series read at scrape time: the work in
@@ -73,6 +111,7 @@ func (q queueMetrics) Unfinished(read func() (total, longest time.Duration)) {
 type scrapeCollector struct {
 	m                                                 *Metrics
 	unfinished, longest, objects, requests, conflicts *prometheus.Desc
+	shardDescs
 }
 
 func newScrapeCollector(m *Metrics) scrapeCollector {
@@ -87,6 +126,7 @@ func newScrapeCollector(m *Metrics) scrapeCollector {
 			"API requests by verb (create, update, patch, delete, get, list, watch, …) and resource (with /subresource).", []string{"verb", "resource"}, nil),
 		conflicts: prometheus.NewDesc("ctrlkit_api_conflicts_total",
 			"API requests answered 409 Conflict, by verb and resource.", []string{"verb", "resource"}, nil),
+		shardDescs: newShardDescs(),
 	}
 }
 
@@ -94,28 +134,52 @@ func (c scrapeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.unfinished, c.longest, c.objects, c.requests, c.conflicts} {
 		ch <- d
 	}
+	c.describeShard(ch)
 }
 
 func (c scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 	m := c.m
 	m.mu.Lock()
-	queues := make(map[string]func() (total, longest time.Duration), len(m.queues))
-	for k, v := range m.queues {
-		queues[k] = v
+	queues := make(map[string][]func() (total, longest time.Duration), len(m.queues))
+	for k, parts := range m.queues {
+		for _, v := range parts {
+			queues[k] = append(queues[k], v)
+		}
 	}
-	objects := make(map[string]func() int, len(m.objects))
-	for k, v := range m.objects {
-		objects[k] = v
+	type counter struct {
+		owner string
+		count func() int
+	}
+	objects := make(map[string][]counter, len(m.objects))
+	for k, byOwner := range m.objects {
+		for owner, v := range byOwner {
+			objects[k] = append(objects[k], counter{owner, v})
+		}
 	}
 	m.mu.Unlock()
-	for name, read := range queues {
-		total, longest := read()
+	for name, reads := range queues {
+		var total, longest time.Duration
+		for _, read := range reads {
+			t, l := read()
+			total, longest = total+t, max(longest, l)
+		}
 		ch <- prometheus.MustNewConstMetric(c.unfinished, prometheus.GaugeValue, total.Seconds(), name)
 		ch <- prometheus.MustNewConstMetric(c.longest, prometheus.GaugeValue, longest.Seconds(), name)
 	}
-	for resource, count := range objects {
-		ch <- prometheus.MustNewConstMetric(c.objects, prometheus.GaugeValue, float64(count()), resource)
+	for resource, counts := range objects {
+		sum := 0
+		for _, cn := range counts {
+			n := cn.count()
+			sum += n
+			if cn.owner != "" {
+				ch <- prometheus.MustNewConstMetric(c.rangeObjects, prometheus.GaugeValue, float64(n), cn.owner, resource)
+			}
+		}
+		if len(counts) > 0 {
+			ch <- prometheus.MustNewConstMetric(c.objects, prometheus.GaugeValue, float64(sum), resource)
+		}
 	}
+	c.collectShard(ch)
 	for r, n := range m.Requests.Counts() {
 		ch <- prometheus.MustNewConstMetric(c.requests, prometheus.CounterValue, float64(n), r.Verb, r.Resource)
 	}

@@ -85,6 +85,10 @@ type Operator struct {
 	// Logger receives the controllers' logs; the zero Logger uses the one
 	// in Run's context, if any.
 	Logger logr.Logger
+	// Sharding, if set, makes the operator one of N active members that
+	// share the namespaces (see [Sharding]); Namespace must then be "".
+	// Nil runs the controllers for every namespace (or Namespace).
+	Sharding *Sharding
 }
 
 // Run starts the informers and both controllers and blocks until ctx is
@@ -138,10 +142,36 @@ func (o *Operator) Run(ctx context.Context) error {
 	if o.LowPriorityEvents && cfg.RateLimiter != nil {
 		return errors.New("kube: Operator.LowPriorityEvents needs Config.QPS and Burst, not Config.RateLimiter")
 	}
+	var sh *shardRun
+	if o.Sharding != nil {
+		if o.Namespace != "" {
+			return fmt.Errorf("kube: Operator.Namespace is %q: a sharded operator shares every namespace with its group", o.Namespace)
+		}
+		scfg, err := o.Sharding.withDefaults()
+		if err != nil {
+			return err
+		}
+		lcfg := rest.CopyConfig(cfg)
+		lcfg.UserAgent = rest.DefaultKubernetesUserAgent() + "/ctrlkit/shard-member"
+		leases, err := kubernetes.NewForConfig(lcfg)
+		if err != nil {
+			return fmt.Errorf("kube: %w", err)
+		}
+		sh = &shardRun{cfg: scfg, leases: leases, guard: &writeGuard{}, stats: &watchStats{}}
+	}
 	var clients, events [3]kubernetes.Interface
 	for i, role := range []string{"shared-informers", "deployment-controller", "replicaset-controller"} {
 		c := rest.CopyConfig(cfg)
 		c.UserAgent = rest.DefaultKubernetesUserAgent() + "/ctrlkit/" + role
+		if sh != nil && i > 0 {
+			prev := c.WrapTransport
+			c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+				if prev != nil {
+					rt = prev(rt)
+				}
+				return sh.guard.wrap(rt)
+			}
+		}
 		var ev *rest.Config
 		if i > 0 && o.LowPriorityEvents && c.QPS >= 0 {
 			qps, burst := c.QPS, c.Burst
@@ -169,7 +199,7 @@ func (o *Operator) Run(ctx context.Context) error {
 		}
 	}
 	r := operatorRun{informers: clients[0], deployments: clients[1], replicaSets: clients[2],
-		deploymentEvents: events[1], replicaSetEvents: events[2],
+		deploymentEvents: events[1], replicaSetEvents: events[2], sharding: sh,
 		namespace: o.Namespace, workers: o.Workers, dWorkers: o.DeploymentWorkers, rsWorkers: o.ReplicaSetWorkers, grace: o.Grace, batch: o.BatchPeriod, eager: o.EagerStatus, gates: o.FeatureGates, metrics: o.Metrics, eventsAPI: o.EventsAPI == "events.k8s.io/v1"}
 	if r.workers <= 0 {
 		r.workers = 5
@@ -182,6 +212,11 @@ func (o *Operator) Run(ctx context.Context) error {
 	}
 	if r.grace <= 0 {
 		r.grace = 10 * time.Second
+	}
+	if sh != nil {
+		// A fenced range's writes in flight must land before another
+		// member may take it over.
+		r.grace = min(r.grace, sh.cfg.LeaseDuration-sh.cfg.RenewDeadline)
 	}
 	return r.run(ctx)
 }
@@ -203,15 +238,10 @@ type operatorRun struct {
 	gates                        features.Gates
 	metrics                      *Metrics
 	eventsAPI                    bool // events.k8s.io/v1 instead of core/v1
+	sharding                     *shardRun
 }
 
 func (o *operatorRun) run(ctx context.Context) error {
-	log := logr.FromContextOrDiscard(ctx)
-	cs, grace := o.informers, o.grace
-	dInf := informer.New(Deployments(cs, o.namespace), informer.Config[*appsv1.Deployment]{Transform: dropManagedFields[*appsv1.Deployment], Logger: log.WithName("informer")})
-	rsInf := informer.New(ReplicaSets(cs, o.namespace), informer.Config[*appsv1.ReplicaSet]{Transform: dropManagedFields[*appsv1.ReplicaSet], Logger: log.WithName("informer")})
-	podInf := informer.New(Pods(cs, o.namespace), informer.Config[*corev1.Pod]{Transform: dropManagedFields[*corev1.Pod], Logger: log.WithName("informer")})
-
 	// Each controller records its events through its own client, as in
 	// kube-controller-manager. Events of the syncs that drain after ctx is
 	// cancelled are still recorded until Shutdown, which lets the write in
@@ -239,6 +269,30 @@ func (o *operatorRun) run(ctx context.Context) error {
 		return err
 	}
 	defer rsEvents.Shutdown()
+	if o.sharding != nil {
+		return o.runSharded(ctx, dEvents, rsEvents)
+	}
+	return o.runControllers(ctx, dEvents, rsEvents, nil, "")
+}
+
+// runControllers runs the informers and both controllers until ctx is
+// done, then drains them. With a filter, the informers hold only its
+// ranges' objects and owner names them in the metrics.
+func (o *operatorRun) runControllers(ctx context.Context, dEvents, rsEvents EventRecorders, f *rangeFilter, owner string) error {
+	log := logr.FromContextOrDiscard(ctx)
+	cs, grace := o.informers, o.grace
+	dLW, rsLW, podLW := Deployments(cs, o.namespace), ReplicaSets(cs, o.namespace), Pods(cs, o.namespace)
+	dTr, rsTr, podTr := dropManagedFields[*appsv1.Deployment], dropManagedFields[*appsv1.ReplicaSet], dropManagedFields[*corev1.Pod]
+	switch {
+	case f != nil && f.fan != nil: // the member's informers, shared: their objects are transformed already
+		dLW, rsLW, podLW = f.fan.d.source(f.keep), f.fan.rs.source(f.keep), f.fan.pod.source(f.keep)
+		dTr, rsTr, podTr = nil, nil, nil
+	case f != nil:
+		dLW, rsLW, podLW = shardedDeployments(cs, f), shardedReplicaSets(cs, f), shardedPods(cs, f)
+	}
+	dInf := informer.New(dLW, informer.Config[*appsv1.Deployment]{Transform: dTr, Logger: log.WithName("informer")})
+	rsInf := informer.New(rsLW, informer.Config[*appsv1.ReplicaSet]{Transform: rsTr, Logger: log.WithName("informer")})
+	podInf := informer.New(podLW, informer.Config[*corev1.Pod]{Transform: podTr, Logger: log.WithName("informer")})
 
 	dLimiter := workqueue.DefaultControllerRateLimiter[types.NamespacedName]()
 	rsLimiter := workqueue.DefaultControllerRateLimiter[types.NamespacedName]()
@@ -247,9 +301,14 @@ func (o *operatorRun) run(ctx context.Context) error {
 		dLimiter = m.RateLimiter("deployment", dLimiter)
 		rsLimiter = m.RateLimiter("replicaset", rsLimiter)
 		dQueue, rsQueue = m.Queue("deployment"), m.Queue("replicaset")
-		m.setObjects("deployments", dInf.Cache().Len)
-		m.setObjects("replicasets", rsInf.Cache().Len)
-		m.setObjects("pods", podInf.Cache().Len)
+		defer dQueue.(queueMetrics).release()
+		defer rsQueue.(queueMetrics).release()
+		m.addObjects(owner, "deployments", dInf.Cache().Len)
+		m.addObjects(owner, "replicasets", rsInf.Cache().Len)
+		m.addObjects(owner, "pods", podInf.Cache().Len)
+		if owner != "" {
+			defer m.dropObjects(owner)
+		}
 	}
 	// The controllers build their own Reconcilers: those read ReplicaSets
 	// through an index and wait for the controllers' own writes to reach

@@ -107,6 +107,14 @@ type Config struct {
 	// converter is set), server-side apply is answered 415, and writes cost
 	// nothing more, which simulations at scale want.
 	TypeConverter managedfields.TypeConverter
+	// NoShardedListAndWatch makes lists and watches ignore their
+	// shardSelector parameter, as kube-apiserver v1.37 does by default
+	// (its ShardedListAndWatch gate is alpha and off): every object is
+	// served and a list carries no metadata.shardInfo. By default the
+	// cluster serves the parameter as kube-apiserver with
+	// --feature-gates=ShardedListAndWatch=true does (see "Sharded lists
+	// and watches" in the package documentation).
+	NoShardedListAndWatch bool
 	// UntrackedManagers names field managers whose creates, updates,
 	// patches and status writes the cluster does not record in
 	// managedFields, which saves most of a write's cost: an update by one

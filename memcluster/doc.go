@@ -67,6 +67,20 @@
 //     Expired error event, sends bookmarks (periodic, or on
 //     [Cluster.Bookmark]), and translates label-selector transitions into
 //     Added and Deleted events.
+//   - Sharded lists and watches (KEP-5866): the shardSelector parameter
+//     (metav1.ListOptions.ShardSelector,
+//     shardRange(object.metadata.namespace|object.metadata.uid, '0x…', '0x…')
+//     joined by ||) restricts a list or watch to the objects whose field
+//     hashes (FNV-1a, 64 bits) into one of the ranges, start included and
+//     end excluded, as kube-apiserver v1.37 does with
+//     --feature-gates=ShardedListAndWatch=true. A sharded list carries the
+//     normalized selector in metadata.shardInfo (not a list of custom
+//     resources, nor a PartialObjectMetadataList: kube-apiserver echoes it
+//     in neither) and no remainingItemCount; a bad selector is answered as
+//     kube-apiserver answers it, 500 with "invalid shard selector: …" (a
+//     CEL syntax error in words of ours: see internal/shardselector).
+//     kube-apiserver's gate is off by default, which ignores the
+//     parameter; [Config.NoShardedListAndWatch] does the same.
 //   - Every object returned, listed or watched is a private deep copy,
 //     normalised as a real client would see it after a JSON round trip
 //     (times at whole seconds, empty omitempty collections as nil, …;

@@ -129,8 +129,8 @@ func scopeKey(key types.NamespacedName, allNamespaces bool) string {
 // ListPage lists the objects that match opts's selectors, with
 // kube-apiserver's pagination: at most opts.Limit items (all if 0) from
 // where opts.Continue left off, and the list's metadata: its
-// resourceVersion, the continue token of the rest and, for a list without
-// selectors, remainingItemCount. See the package documentation for the
+// resourceVersion, the continue token of the rest, for a list without
+// selectors remainingItemCount and for a sharded list shardInfo. See the package documentation for the
 // resourceVersion semantics.
 func (cl Client[T]) ListPage(ctx context.Context, opts metav1.ListOptions) ([]T, metav1.ListMeta, error) {
 	c := cl.r.c
@@ -141,7 +141,7 @@ func (cl Client[T]) ListPage(ctx context.Context, opts metav1.ListOptions) ([]T,
 	if err := c.waitForWatchCache(ctx, cl.r.kind.groupResource(), cl.ns, opts); err != nil {
 		return nil, metav1.ListMeta{}, err
 	}
-	match, err := cl.matcher(opts)
+	match, shard, err := cl.matcher(opts)
 	if err != nil {
 		return nil, metav1.ListMeta{}, err
 	}
@@ -150,6 +150,9 @@ func (cl Client[T]) ListPage(ctx context.Context, opts metav1.ListOptions) ([]T,
 	c.mu.Unlock()
 	if err != nil {
 		return nil, metav1.ListMeta{}, err
+	}
+	if shard != nil { // a sharded list is a subset: its size is not estimated
+		meta.RemainingItemCount, meta.ShardInfo = nil, shard.Info()
 	}
 	if after != nil {
 		return nil, metav1.ListMeta{}, after

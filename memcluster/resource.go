@@ -2,6 +2,7 @@ package memcluster
 
 import (
 	"github.com/ctrlkit/ctrlkit/internal/gate"
+	"github.com/ctrlkit/ctrlkit/internal/shardselector"
 
 	"context"
 	"encoding/json"
@@ -234,7 +235,7 @@ func (cl Client[T]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.I
 	if _, err := cl.r.c.admit(ctx, gate.VerbWatch, cl.r.kind.groupResource(), cl.ns, ""); err != nil {
 		return nil, err
 	}
-	match, err := cl.matcher(opts)
+	match, _, err := cl.matcher(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -278,10 +279,13 @@ func (cl Client[T]) withNamespace(obj T) T {
 	return obj
 }
 
-func (cl Client[T]) matcher(opts metav1.ListOptions) (func(T) bool, error) {
+// matcher is what a list or watch with opts selects: its label, field
+// and shard selectors (the shard selector as well on its own, nil without
+// one, for the list's metadata).
+func (cl Client[T]) matcher(opts metav1.ListOptions) (func(T) bool, *shardselector.Filter, error) {
 	ls, err := labels.Parse(opts.LabelSelector)
 	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid label selector %q: %v", opts.LabelSelector, err))
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("invalid label selector %q: %v", opts.LabelSelector, err))
 	}
 	fsel := cl.r.fields
 	if cl.r.kind.customFields != nil {
@@ -289,7 +293,11 @@ func (cl Client[T]) matcher(opts metav1.ListOptions) (func(T) bool, error) {
 	}
 	fs, err := fsel.selector(opts.FieldSelector)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	shard, err := shardselector.ForRequest(opts.ShardSelector, !cl.r.c.cfg.NoShardedListAndWatch)
+	if err != nil {
+		return nil, nil, err
 	}
 	selectable := fsel.fields
 	ns := cl.ns
@@ -300,14 +308,14 @@ func (cl Client[T]) matcher(opts metav1.ListOptions) (func(T) bool, error) {
 		if ns != "" && obj.GetNamespace() != ns {
 			return false
 		}
-		if !ls.Matches(labels.Set(obj.GetLabels())) {
+		if !ls.Matches(labels.Set(obj.GetLabels())) || !shard.Matches(obj) {
 			return false
 		}
 		if fs.Empty() {
 			return true // every watch event is matched: no map for nothing
 		}
 		return fs.Matches(selectable(obj))
-	}, nil
+	}, shard, nil
 }
 
 // roundTrip returns a JSON round-tripped copy of obj, as a real client and

@@ -123,7 +123,7 @@ func (cl Client[T]) watchList(ctx context.Context, opts metav1.ListOptions) ([]w
 	if _, err := c.admit(ctx, gate.VerbWatch, r.kind.groupResource(), ns, ""); err != nil {
 		return nil, nil, err
 	}
-	match, err := cl.matcher(opts)
+	match, _, err := cl.matcher(opts)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -54,6 +54,9 @@ func (a *api) serveList(w http.ResponseWriter, r *http.Request, rq request, s *s
 		return
 	}
 	list, err := newList(s.in, items, lm.ResourceVersion)
+	if !builtinKind(func(b builtin) bool { return b.gvk == s.in.gvk }) {
+		lm.ShardInfo = nil // kube-apiserver serves other kinds as custom resources, in unstructured lists with no shardInfo
+	}
 	if err == nil {
 		err = setListMeta(list, lm)
 	}
@@ -330,7 +333,8 @@ func validateList(opts metav1.ListOptions) error {
 	return nil
 }
 
-// setListMeta sets a list's continue token and remaining count.
+// setListMeta sets a list's continue token, remaining count and shard
+// info.
 func setListMeta(list runtime.Object, lm metav1.ListMeta) error {
 	la, err := meta.ListAccessor(list)
 	if err != nil {
@@ -338,6 +342,9 @@ func setListMeta(list runtime.Object, lm metav1.ListMeta) error {
 	}
 	la.SetContinue(lm.Continue)
 	la.SetRemainingItemCount(lm.RemainingItemCount)
+	if sl, ok := list.(metav1.ShardedListInterface); ok {
+		sl.SetShardInfo(lm.ShardInfo)
+	}
 	return nil
 }
 

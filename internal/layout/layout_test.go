@@ -41,6 +41,7 @@ func TestImportRules(t *testing.T) {
 		{"informer", []string{"workqueue", "rollout", "replicaset", "deployment", "memcluster", "planner", "examples"}, "generic infrastructure knows no domain package"},
 		{"memcluster", []string{"workqueue", "informer", "rollout", "replicaset", "deployment", "planner", "examples"}, "the in-memory API must not depend on the controllers it serves"},
 		{"clock", []string{""}, "clock imports nothing of ours"},
+		{"shard", []string{"workqueue", "rollout", "replicaset", "deployment", "memcluster", "planner", "examples"}, "shard coordinates members; it knows no controller and no server"},
 	}
 	for _, r := range rules {
 		deps, ok := all[mod+r.pkg]

@@ -55,6 +55,9 @@ Same name, different meaning or default:
   --secure-port (0 by default: off; kube-controller-manager serves 10257), --bind-address (the plain-HTTP
   loopback endpoint; kube-controller-manager's is the IP of the secure port, here --secure-bind-address),
   --leader-elect-resource-name (ctrlkit-controller; the Lease kube-controller-manager holds is its own)
+ctrlkit-controller's own: --namespace, --workers, --sync-batch-period, --eager-status, --low-priority-events,
+  --events-api, --shutdown-grace, --secure-bind-address, and --shard with --shard-* (N active replicas
+  sharing the namespaces by ranges of the hash of their names, over coordination.k8s.io Leases)
 kube-controller-manager flags with no meaning here (not accepted): --controllers, --master, the flags
   of other controllers (--concurrent-*-syncs but these two, --node-*, --cluster-*, --service-*,
   --root-ca-file, --use-service-account-credentials), the other controllers' feature gates (unrecognized

@@ -7,6 +7,7 @@
 //	ctrlkit-controller --kubeconfig=$HOME/.kube/config [--namespace=NS] [--workers=5]
 //	    [--leader-elect] [--kube-api-qps=20 --kube-api-burst=30] [--bind-address=127.0.0.1:10271]
 //	    [--feature-gates=PodDeletionCost=false,...]
+//	    [--shard --shard-ranges=16 --shard-lease-namespace=kube-system ...]
 //
 // --feature-gates takes kube-controller-manager's syntax and gives its
 // answers (k8s.io/component-base/featuregate at v1.37) for the gates the
@@ -33,6 +34,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/features"
 	"github.com/ctrlkit/ctrlkit/kube"
+	"github.com/ctrlkit/ctrlkit/shard"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -71,6 +73,16 @@ type options struct {
 	// featureGates are the values of --feature-gates, gates what they set.
 	featureGates gateValues
 	gates        features.Gates
+	shard        shardOptions
+}
+
+// shardOptions are the --shard* flags.
+type shardOptions struct {
+	enabled                                   bool
+	ranges                                    int
+	group, identity, namespace                string
+	leaseDuration, renewDeadline, retryPeriod time.Duration
+	layout, selector                          string
 }
 
 func main() {
@@ -144,6 +156,23 @@ func parseFlags(name string, args []string) (options, error) {
 	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "renew deadline")
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "retry period")
 	fs.Var(&o.featureGates, "feature-gates", gatesUsage())
+	fs.BoolVar(&o.shard.enabled, "shard", false, "run as one of N active replicas that share the namespaces: each runs the controllers of the ranges of\n"+
+		"the hash of namespace names it owns, coordinated by coordination.k8s.io Leases (see --shard-*); off, one process\n"+
+		"manages every namespace (or --namespace), as kube-controller-manager does. Not with --leader-elect or --namespace")
+	fs.IntVar(&o.shard.ranges, "shard-ranges", 16, "ranges the 64-bit FNV-1a hash space of namespace names is cut into, the units that move between\n"+
+		"replicas; every replica of a group needs the same number")
+	fs.StringVar(&o.shard.group, "shard-group", "ctrlkit-controller", "name of the sharded group: its assignment Lease, and the prefix of its members' Leases")
+	fs.StringVar(&o.shard.identity, "shard-identity", "", "this replica's identity in the group (its Lease is <group>-<identity>); empty means the host name\n"+
+		"and a random suffix")
+	fs.StringVar(&o.shard.namespace, "shard-lease-namespace", "kube-system", "namespace of the group's Leases")
+	fs.DurationVar(&o.shard.leaseDuration, "shard-lease-duration", 15*time.Second, "how long the others wait after a replica's Lease last changed before they take its ranges")
+	fs.DurationVar(&o.shard.renewDeadline, "shard-renew-deadline", 10*time.Second, "how long a replica runs its ranges without renewing its Lease before it stops them")
+	fs.DurationVar(&o.shard.retryPeriod, "shard-retry-period", 2*time.Second, "how often a replica renews its Lease and re-reads the assignment")
+	fs.StringVar(&o.shard.layout, "shard-layout", "namespaces", "where the ranges start when the group is first created: namespaces (each range starts with as many of\n"+
+		"the namespaces that exist then; FNV-1a spreads similar names such as ns-001 … ns-200 badly) or even (equal ranges)")
+	fs.StringVar(&o.shard.selector, "shard-selector", "auto", "auto: ask the API server for the ranges' objects only (shardSelector; kube-apiserver with\n"+
+		"--feature-gates=ShardedListAndWatch=true), and drop the others on the client if it sends them anyway; client: filter on\n"+
+		"the client only (every replica then receives every event)")
 	klog.InitFlags(fs)
 	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); err != nil {
@@ -181,7 +210,11 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	op := &kube.Operator{Config: cfg, Namespace: o.namespace, DeploymentWorkers: o.deploymentSyncs, ReplicaSetWorkers: o.replicaSetSyncs, BatchPeriod: o.batchPeriod, EagerStatus: o.eagerStatus, FeatureGates: o.gates, LowPriorityEvents: o.lowPriorityEvents, EventsAPI: o.eventsAPI, Metrics: metrics,
+	sharding, err := o.sharding()
+	if err != nil {
+		return err
+	}
+	op := &kube.Operator{Config: cfg, Namespace: o.namespace, Sharding: sharding, DeploymentWorkers: o.deploymentSyncs, ReplicaSetWorkers: o.replicaSetSyncs, BatchPeriod: o.batchPeriod, EagerStatus: o.eagerStatus, FeatureGates: o.gates, LowPriorityEvents: o.lowPriorityEvents, EventsAPI: o.eventsAPI, Metrics: metrics,
 		Grace: o.shutdownGrace, Logger: log}
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	mux := handlers(metrics, watchdog, o.profiling)
@@ -207,6 +240,27 @@ func run(ctx context.Context, o options) error {
 		return op.Run(ctx)
 	}
 	return runElected(ctx, o, cfg, op, watchdog)
+}
+
+// sharding returns the Operator's sharding of the --shard* flags, nil
+// without --shard.
+func (o options) sharding() (*kube.Sharding, error) {
+	if !o.shard.enabled {
+		return nil, nil
+	}
+	switch {
+	case o.leaderElect:
+		return nil, errors.New("--shard runs every replica at once; --leader-elect runs one: choose one")
+	case o.namespace != "":
+		return nil, errors.New("--shard shares every namespace among the replicas; it cannot be combined with --namespace")
+	case o.shard.ranges < 1:
+		return nil, fmt.Errorf("--shard-ranges is %d: the hash space needs at least 1 range", o.shard.ranges)
+	case o.shard.leaseDuration <= 0 || o.shard.renewDeadline <= 0 || o.shard.retryPeriod <= 0:
+		return nil, errors.New("--shard-lease-duration, --shard-renew-deadline and --shard-retry-period must be positive")
+	}
+	return &kube.Sharding{Group: o.shard.group, Identity: o.shard.identity, Namespace: o.shard.namespace, Ranges: o.shard.ranges,
+		LeaseDuration: o.shard.leaseDuration, RenewDeadline: o.shard.renewDeadline, RetryPeriod: o.shard.retryPeriod,
+		Layout: shard.Layout(o.shard.layout), Selector: kube.SelectorMode(o.shard.selector)}, nil
 }
 
 // runElected runs op while this process holds the Lease. On shutdown it
