@@ -33,6 +33,7 @@ type Fake struct {
 	progress uint64       // counts work started and finished: Settle's watchdog
 	turns    uint64       // serial mode: turns given so far
 	order    *interleaver // NewInterleaved: picks the next turn; nil: oldest first
+	yieldSrc *Source      // the continuations of Yield; made by its first call
 }
 
 var _ Clock = (*Fake)(nil)

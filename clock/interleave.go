@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -221,4 +222,56 @@ func (f *Fake) popChosenLocked() *held {
 	f.nheld--
 	f.running++
 	return h
+}
+
+// Yield gives up the caller's turn on a clock from [NewInterleaved] or
+// [NewReplay], so that other work waiting at this instant may go first,
+// and returns when the caller's turn comes again (its continuation is one
+// more unit of work the interleaving places); elsewhere it returns at
+// once. A request to a simulated API server is such a point: it calls
+// Yield before it is served, so that an interleaving can serve another
+// goroutine's request, or deliver a watch event, in between two requests
+// of one sync. It returns ctx's error, without waiting for its turn, if
+// ctx ends first.
+//
+// Like [Sleep], it must be called only by a goroutine doing tracked work
+// (a worker handling a queue item, say): a goroutine outside the
+// simulation (a test between two [Fake.RunUntil] calls) has no turn to
+// give up.
+func Yield(ctx context.Context, c Clock) error {
+	f, ok := c.(*Fake)
+	if !ok || f.order == nil {
+		return ctx.Err()
+	}
+	wake := make(chan struct{})
+	f.mu.Lock()
+	if f.yieldSrc == nil {
+		f.yieldSrc = &Source{f: f, name: "clock: yielded", anyOrder: true}
+	}
+	src := f.yieldSrc
+	h := f.holdLocked(src, func() { close(wake) })
+	f.running-- // the caller's work waits: it is h now
+	f.progress++
+	f.cond.Broadcast()
+	f.mu.Unlock()
+	select {
+	case <-wake:
+	case <-ctx.Done():
+		f.mu.Lock()
+		if h.state == heldWaiting {
+			f.cancelLocked(h)
+			f.running++ // the caller's work goes on, outside its turn
+			f.mu.Unlock()
+			return ctx.Err()
+		}
+		f.mu.Unlock()
+		<-wake // its turn came meanwhile
+	}
+	// The turn of h is the caller's work again: it keeps h's count in
+	// running and leaves the source.
+	f.mu.Lock()
+	f.progress++
+	f.countLocked(src, -1)
+	f.mu.Unlock()
+	return nil
 }

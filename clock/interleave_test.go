@@ -2,7 +2,9 @@ package clock
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -168,5 +170,102 @@ func TestScheduleOfOtherClocks(t *testing.T) {
 		if s := f.Schedule(); s != nil {
 			t.Errorf("Schedule() = %v; want nil", s)
 		}
+	}
+}
+
+// A unit of work that yields lets the others waiting go first, and goes
+// on in a turn of its own; elsewhere Yield returns at once.
+func TestYield(t *testing.T) {
+	run := func(f *Fake) []string {
+		var mu sync.Mutex
+		var order []string
+		ran := func(u string) {
+			mu.Lock()
+			defer mu.Unlock()
+			order = append(order, u)
+		}
+		a, b := NewSource(f, "a"), NewSource(f, "b")
+		var wa, wb Work
+		runA := func() {
+			ran("a: before")
+			if err := Yield(context.Background(), f); err != nil {
+				t.Errorf("Yield() = %v", err)
+			}
+			ran("a: after")
+			wa.Done()
+		}
+		runB := func() { ran("b"); wb.Done() }
+		// A release must not block: the work runs on a goroutine of its
+		// own, as a component's worker would.
+		var now bool
+		if wa, now = a.Start(func() { go runA() }); now {
+			go runA()
+		}
+		if wb, now = b.Start(func() { go runB() }); now {
+			go runB()
+		}
+		settled(t, f)
+		if busy := f.Busy(); busy != "" {
+			t.Errorf("Busy() after Settle = %q", busy)
+		}
+		return order
+	}
+	// Oldest first, Yield does not yield.
+	if got, want := strings.Join(run(NewDeterministic(t0)), ", "), "a: before, a: after, b"; got != want {
+		t.Errorf("NewDeterministic: order %s; want %s", got, want)
+	}
+	// Replayed: at turn 2 the second of (b, a's continuation) goes.
+	f := NewReplay(t0, Schedule{{Step: 2, Index: 1}})
+	if got, want := strings.Join(run(f), ", "), "a: before, a: after, b"; got != want {
+		t.Errorf("NewReplay(2:1): order %s; want %s", got, want)
+	}
+	f = NewReplay(t0, nil)
+	if got, want := strings.Join(run(f), ", "), "a: before, b, a: after"; got != want {
+		t.Errorf("NewReplay(nil): order %s; want %s", got, want)
+	}
+	if f.Turns() != 3 {
+		t.Errorf("Turns() = %d; want 3 (a, b, a's continuation)", f.Turns())
+	}
+	if got := len(run(NewFake(t0))); got != 3 {
+		t.Errorf("NewFake: %d units ran; want 3", got)
+	}
+}
+
+// A Yield whose context ends before its turn returns the context's error
+// and leaves nothing waiting.
+func TestYieldCancelled(t *testing.T) {
+	f := NewReplay(t0, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	var w Work
+	errc := make(chan error, 1)
+	w, _ = NewSource(f, "a").Start(func() {
+		go func() {
+			errc <- Yield(ctx, f)
+			w.Done()
+		}()
+	})
+	// Give a its turn, by hand: Settle would give the continuation its
+	// turn at once.
+	f.mu.Lock()
+	h := f.popChosenLocked()
+	f.mu.Unlock()
+	h.release()
+	// Wait until the continuation is held.
+	for {
+		f.mu.Lock()
+		n := f.nheld
+		f.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		runtime.Gosched()
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("Yield() = %v; want context.Canceled", err)
+	}
+	settled(t, f)
+	if busy := f.Busy(); busy != "" {
+		t.Errorf("Busy() after Settle = %q", busy)
 	}
 }

@@ -36,11 +36,20 @@ type worldConfig struct {
 	Faults  memcluster.Faults   // injected into the controllers' requests
 	// NoChecks skips the invariant replay (the scale benchmark).
 	NoChecks bool
-	// Concurrent runs the world on clock.NewFake, where the work of an
-	// instant runs concurrently, rather than on clock.NewDeterministic,
-	// where a seed replays exactly. CTRLKIT_E2E_CONCURRENT=1 sets it for
-	// every world.
-	Concurrent bool
+	// Mode is how the work of an instant runs; the zero value reads it
+	// from the environment (see modeFromEnv): by default one unit at a
+	// time, oldest first (clock.NewDeterministic), so that a seed replays
+	// exactly.
+	Mode clockMode
+	// OnRequest, if set, is told of every request the cluster admits
+	// (memcluster.Config.OnRequest).
+	OnRequest func(context.Context, memcluster.Request)
+	// ScheduleDir is where a failed interleaved world writes the
+	// interleaving it took; "" is the system's temporary directory.
+	ScheduleDir string
+	// SeedEnv says that CTRLKIT_E2E_SEED=Seed selects this world (a
+	// randomised run): a failure's replay line sets it.
+	SeedEnv bool
 	// FeatureGates are both controllers' feature gates at the start.
 	FeatureGates features.Gates
 	// CoreKinds adds memcluster's core kinds (Events among them: the
@@ -66,18 +75,31 @@ type world struct {
 	// dc and rc are the two controllers.
 	dc *deployment.Controller
 	rc *replicaset.Controller
+	// seed and mode are the world's config's: a failure says how to
+	// replay it.
+	seed        uint64
+	mode        clockMode
+	scheduleDir string
 }
 
 // newWorld starts a world; it stops, and its history is checked, in
 // tb.Cleanup.
 func newWorld(tb testing.TB, cfg worldConfig) *world {
 	tb.Helper()
-	fc := clock.NewDeterministic(epoch)
-	if cfg.Concurrent || os.Getenv("CTRLKIT_E2E_CONCURRENT") == "1" {
-		fc = clock.NewFake(epoch)
+	if cfg.Mode.kind == fromEnv {
+		m, err := modeFromEnv(os.Getenv)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		cfg.Mode = m
 	}
+	fc := cfg.Mode.newClock(cfg.Seed, epoch)
 	// Watches must not lose events: the recorder sees every one of them.
-	c := memcluster.New(memcluster.Config{Clock: fc, Seed: cfg.Seed, WatchHistory: 1 << 30, WatchBuffer: 1 << 30})
+	mcfg := memcluster.Config{Clock: fc, Seed: cfg.Seed, WatchHistory: 1 << 30, WatchBuffer: 1 << 30, OnRequest: cfg.OnRequest}
+	if cfg.Mode.kind == interleaved || cfg.Mode.kind == replayed {
+		mcfg.Gate = yieldGate{fc}
+	}
+	c := memcluster.New(mcfg)
 	if cfg.CoreKinds {
 		memcluster.AddCoreKinds(c)
 	}
@@ -88,7 +110,14 @@ func newWorld(tb testing.TB, cfg worldConfig) *world {
 		cfg.Workers = 5
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &world{tb: tb, ctx: ctx, fc: fc, c: c, rec: newRecorder(), client: newRecordingClient(c)}
+	// The test's own requests are made from outside the simulation.
+	w := &world{tb: tb, ctx: context.WithValue(ctx, outside{}, true), fc: fc, c: c, rec: newRecorder(), client: newRecordingClient(c), seed: cfg.Seed, mode: cfg.Mode, scheduleDir: cfg.ScheduleDir}
+	// Registered first, so logged last: after the checks below.
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Log(w.replayNote(cfg.SeedEnv))
+		}
+	})
 
 	var wg sync.WaitGroup
 	errc := make(chan error, 16)

@@ -81,6 +81,7 @@ func (r *Resource[T]) watch(ctx context.Context, rvs string, bookmarks bool, mat
 	c := r.c
 	w := &watcher[T]{
 		r:         r,
+		work:      clock.NewSource(c.clock, "memcluster: watch "+r.kind.Resource),
 		match:     match,
 		bookmarks: bookmarks,
 		result:    make(chan watch.Event),
@@ -167,8 +168,12 @@ type pending struct {
 // it) is tracked the same way, until the channel is closed or, with
 // AckEvents, until Stop.
 type watcher[T Object] struct {
-	id        uint64 // watches are numbered in the order they are opened
-	r         *Resource[T]
+	id uint64 // watches are numbered in the order they are opened
+	r  *Resource[T]
+	// work is the source of this watch's events as tracked work: one per
+	// watch, so that a clock that interleaves keeps each watch's events
+	// in order but may deliver two watches' in either order.
+	work      *clock.Source
 	match     func(T) bool
 	bookmarks bool
 	result    chan watch.Event
@@ -344,7 +349,7 @@ func (w *watcher[T]) ending() bool {
 // dueLocked starts the work of every buffered entry whose time has come, in
 // order, and sets the lag timer for the first whose time has not.
 func (w *watcher[T]) dueLocked(now time.Time) {
-	src := w.r.work
+	src := w.work
 	signal := false
 	// Entries fall due in order, so those before undue are due already:
 	// not looking at them again keeps a long queue linear.
