@@ -55,6 +55,9 @@ type worldConfig struct {
 	// CoreKinds adds memcluster's core kinds (Events among them: the
 	// kubelet's rejection events are recorded).
 	CoreKinds bool
+	// Deployment, if set, changes the Deployment controller's config
+	// before it is built.
+	Deployment func(*deployment.ControllerConfig)
 	// ReplicaSet, if set, changes the ReplicaSet controller's config
 	// before it is built (upstream's behaviour on an expired expectation,
 	// say).
@@ -72,9 +75,12 @@ type world struct {
 	rec    *recorder
 	client *recordingClient
 	faults memcluster.Faults
-	// dc and rc are the two controllers.
-	dc *deployment.Controller
-	rc *replicaset.Controller
+	// dc and rc are the two controllers, and the informers they share.
+	dc     *deployment.Controller
+	rc     *replicaset.Controller
+	dInf   *informer.Informer[*appsv1.Deployment]
+	rsInf  *informer.Informer[*appsv1.ReplicaSet]
+	podInf *informer.Informer[*corev1.Pod]
 	// seed and mode are the world's config's: a failure says how to
 	// replay it.
 	seed        uint64
@@ -132,10 +138,14 @@ func newWorld(tb testing.TB, cfg worldConfig) *world {
 	dInf := informer.New(c.Deployments("").ListWatcher(), informer.Config[*appsv1.Deployment]{Clock: fc})
 	rsInf := informer.New(c.ReplicaSets("").ListWatcher(), informer.Config[*appsv1.ReplicaSet]{Clock: fc})
 	podInf := informer.New(c.Pods("").ListWatcher(), informer.Config[*corev1.Pod]{Clock: fc})
-	dc, err := deployment.NewController(deployment.ControllerConfig{
+	dcfg := deployment.ControllerConfig{
 		Deployments: dInf, ReplicaSets: rsInf, Pods: podInf, Client: w.client, Clock: fc, Workers: cfg.Workers,
 		FeatureGates: cfg.FeatureGates,
-	})
+	}
+	if cfg.Deployment != nil {
+		cfg.Deployment(&dcfg)
+	}
+	dc, err := deployment.NewController(dcfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -151,6 +161,7 @@ func newWorld(tb testing.TB, cfg worldConfig) *world {
 		tb.Fatal(err)
 	}
 	w.dc, w.rc = dc, rc
+	w.dInf, w.rsInf, w.podInf = dInf, rsInf, podInf
 	kubelet := memcluster.NewKubelet(c, memcluster.KubeletConfig{Model: cfg.Model})
 	run("deployment informer", dInf.Run)
 	run("replicaset informer", rsInf.Run)
@@ -213,7 +224,10 @@ func (w *world) now() time.Duration { return w.fc.Now().Sub(epoch) }
 func (w *world) runUntil(what string, limit time.Duration, cond func() bool) {
 	w.tb.Helper()
 	if err := w.run(cond, limit); err != nil {
-		w.tb.Fatalf("at +%v, waiting until %s: %v\n%s", w.now(), what, err, w.rec.describe())
+		if errors.Is(err, clock.ErrStalled) {
+			w.checkLiveness()
+		}
+		w.tb.Fatalf("at +%v, waiting until %s: %v\n%s%s", w.now(), what, err, w.rec.describe(), w.diagnose())
 	}
 }
 
@@ -228,9 +242,13 @@ func (w *world) run(cond func() bool, limit time.Duration) error {
 func (w *world) runFor(d time.Duration) {
 	w.tb.Helper()
 	until := w.fc.Now().Add(d)
-	// Stalling is expected here (nothing left to do): no second chances.
+	// Stalling is expected here (nothing left to do), but not with work
+	// left (checkLiveness).
 	err := w.c.RunUntil(w.ctx, func() bool { return !w.fc.Now().Before(until) }, d)
-	if err != nil && !errors.Is(err, clock.ErrStalled) && !errors.Is(err, clock.ErrTimeLimit) {
+	switch {
+	case errors.Is(err, clock.ErrStalled):
+		w.checkLiveness()
+	case err != nil && !errors.Is(err, clock.ErrTimeLimit):
 		w.tb.Fatal(err)
 	}
 }
