@@ -61,7 +61,7 @@ func Liveness(idle time.Duration) Property {
 				}
 				continue // something moved: watch again
 			}
-			return fmt.Errorf("stalled: nothing left to do since +%v (%v without a change), and %s", since, idle, strings.Join(unmet, "; "))
+			return fmt.Errorf("stalled: nothing moved from +%v to +%v, and %s", since, c.Now(), strings.Join(unmet, "; "))
 		}
 	}}
 }

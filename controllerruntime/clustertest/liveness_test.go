@@ -58,7 +58,7 @@ func TestLivenessCatchesAStall(t *testing.T) {
 	if v.Property != "liveness" {
 		t.Fatalf("violated %q (%s); want liveness", v.Property, v.Message)
 	}
-	for _, want := range []string{"stalled: nothing left to do since +",
+	for _, want := range []string{"stalled: nothing moved from +",
 		"deployment default/web can be met but is not rolled out",
 		"replicaset web-", "spec 3, status 0 (generation 1 observed 0), 0 pods"} {
 		if !strings.Contains(v.Message, want) {
