@@ -33,7 +33,8 @@ type Fake struct {
 	progress uint64       // counts work started and finished: Settle's watchdog
 	turns    uint64       // serial mode: turns given so far
 	order    *interleaver // NewInterleaved: picks the next turn; nil: oldest first
-	yieldSrc *Source      // the continuations of Yield; made by its first call
+	yieldSrc *Source      // the continuations of Yield and Fork; made on first use
+	forkSrc  *Source      // the calls of Fork; made on first use
 }
 
 var _ Clock = (*Fake)(nil)

@@ -245,10 +245,7 @@ func Yield(ctx context.Context, c Clock) error {
 	}
 	wake := make(chan struct{})
 	f.mu.Lock()
-	if f.yieldSrc == nil {
-		f.yieldSrc = &Source{f: f, name: "clock: yielded", anyOrder: true}
-	}
-	src := f.yieldSrc
+	src := f.yieldSourceLocked()
 	h := f.holdLocked(src, func() { close(wake) })
 	f.running-- // the caller's work waits: it is h now
 	f.progress++
@@ -274,4 +271,14 @@ func Yield(ctx context.Context, c Clock) error {
 	f.countLocked(src, -1)
 	f.mu.Unlock()
 	return nil
+}
+
+// yieldSourceLocked returns the source of the continuations of Yield and
+// Fork, made on first use: each is one goroutine's, independent of the
+// others.
+func (f *Fake) yieldSourceLocked() *Source {
+	if f.yieldSrc == nil {
+		f.yieldSrc = &Source{f: f, name: "clock: continuation", anyOrder: true}
+	}
+	return f.yieldSrc
 }
