@@ -177,12 +177,20 @@ func (w *world) replayNote(seedEnv bool) string {
 // an API server serving concurrent clients would. The test's own
 // requests (their context is marked outside) are made between instants,
 // outside the simulation, and pass at once.
-type yieldGate struct{ fc *clock.Fake }
+type yieldGate struct {
+	fc   *clock.Fake
+	next gate.Gate // a test's own gate, asked first; nil: none
+}
 
 // outside marks the context of the test's own requests.
 type outside struct{}
 
 func (g yieldGate) Enter(ctx context.Context, s gate.Step) error {
+	if g.next != nil {
+		if err := g.next.Enter(ctx, s); err != nil {
+			return err
+		}
+	}
 	if s.Kind != gate.StepRequest || ctx.Value(outside{}) != nil {
 		return nil
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/deployment"
 	"github.com/ctrlkit/ctrlkit/features"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 	"github.com/ctrlkit/ctrlkit/replicaset"
 )
@@ -44,6 +45,11 @@ type worldConfig struct {
 	// OnRequest, if set, is told of every request the cluster admits
 	// (memcluster.Config.OnRequest).
 	OnRequest func(context.Context, memcluster.Request)
+	// Gate, if set, sees every step of the cluster before it happens
+	// (memcluster.Config.Gate), and may end a watch instead of a
+	// delivery; in an interleaved world it goes before the turn is given
+	// up.
+	Gate gate.Gate
 	// ScheduleDir is where a failed interleaved world writes the
 	// interleaving it took; "" is the system's temporary directory.
 	ScheduleDir string
@@ -102,8 +108,9 @@ func newWorld(tb testing.TB, cfg worldConfig) *world {
 	fc := cfg.Mode.newClock(cfg.Seed, epoch)
 	// Watches must not lose events: the recorder sees every one of them.
 	mcfg := memcluster.Config{Clock: fc, Seed: cfg.Seed, WatchHistory: 1 << 30, WatchBuffer: 1 << 30, OnRequest: cfg.OnRequest}
+	mcfg.Gate = cfg.Gate
 	if cfg.Mode.kind == interleaved || cfg.Mode.kind == replayed {
-		mcfg.Gate = yieldGate{fc}
+		mcfg.Gate = yieldGate{fc: fc, next: cfg.Gate}
 	}
 	c := memcluster.New(mcfg)
 	if cfg.CoreKinds {
@@ -370,67 +377,4 @@ func (w *world) setImage(name, image string) {
 func (w *world) scale(name string, replicas int32) {
 	w.tb.Helper()
 	w.patch(name, fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas))
-}
-
-// recordingClient is the controllers' client; it remembers the pods the
-// ReplicaSet controller deleted, so that the checks can tell a deletion it
-// decided from a lost pod.
-type recordingClient struct {
-	memcluster.ControllerClient
-	mu     sync.Mutex
-	dels   map[types.UID]bool
-	failed map[types.UID]int32 // failed pod creations, by ReplicaSet UID
-}
-
-var (
-	_ replicaset.Client = (*recordingClient)(nil)
-	_ deployment.Client = (*recordingClient)(nil)
-)
-
-func newRecordingClient(c *memcluster.Cluster) *recordingClient {
-	return &recordingClient{ControllerClient: memcluster.ControllerClient{Cluster: c}, dels: map[types.UID]bool{}, failed: map[types.UID]int32{}}
-}
-
-// CreatePod creates, and counts failures by owner: a failure may be a
-// lost response, the pod created all the same, and the controller then
-// rightly creates another (upstream does the same), so each failure allows
-// the ReplicaSet one pod beyond its spec.
-func (r *recordingClient) CreatePod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
-	out, err := r.ControllerClient.CreatePod(ctx, pod)
-	if err != nil {
-		r.mu.Lock()
-		r.failed[controllerUID(pod)]++
-		r.mu.Unlock()
-	}
-	return out, err
-}
-
-// failedCreates returns the number of failed pod creations by ReplicaSet.
-func (r *recordingClient) failedCreates() map[types.UID]int32 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make(map[types.UID]int32, len(r.failed))
-	for k, v := range r.failed {
-		out[k] = v
-	}
-	return out
-}
-
-// DeletePod records uid, then deletes.
-func (r *recordingClient) DeletePod(ctx context.Context, namespace, name string, uid types.UID) error {
-	r.mu.Lock()
-	r.dels[uid] = true
-	r.mu.Unlock()
-	return r.ControllerClient.DeletePod(ctx, namespace, name, uid)
-}
-
-// deleted returns the UIDs of the pods the controller asked to delete.
-func (r *recordingClient) deleted() map[types.UID]bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make(map[types.UID]bool, len(r.dels))
-	for k, v := range r.dels {
-		out[k] = v
-	}
-	return out
 }

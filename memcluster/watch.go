@@ -93,17 +93,23 @@ func (r *Resource[T]) watch(ctx context.Context, rvs string, bookmarks bool, mat
 	w.id = c.watchSeq
 	switch {
 	case from == 0:
-		// "" and "0": start with the current state as Added events.
-		keys := make([]T, 0, len(r.objs))
+		// "" and "0": start with the current state as Added events, in
+		// resourceVersion order, so that a client that resumes from the
+		// last event it received (a reflector after its watch ended)
+		// misses nothing. In another order, the resumed watch would skip
+		// the objects of lower versions not delivered yet: an informer
+		// that listed the empty cluster (resourceVersion 0) and watched
+		// from there would never see them. (kube-apiserver sends them in
+		// key order, but its lists never answer resourceVersion 0: a
+		// reflector never watches from "0".)
+		objs := make([]event[T], 0, len(r.objs))
 		for _, obj := range r.objs {
-			keys = append(keys, obj)
-		}
-		slices.SortFunc(keys, func(a, b T) int {
-			return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
-		})
-		for _, obj := range keys {
 			rv, _ := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
-			w.offerLocked(event[T]{typ: watch.Added, obj: obj, rv: rv})
+			objs = append(objs, event[T]{typ: watch.Added, obj: obj, rv: rv})
+		}
+		slices.SortFunc(objs, func(a, b event[T]) int { return cmp.Compare(a.rv, b.rv) })
+		for _, e := range objs {
+			w.offerLocked(e)
 		}
 	case from < r.hist.compacted:
 		st := apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, r.hist.compacted)).ErrStatus
