@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -232,38 +231,26 @@ func TestYield(t *testing.T) {
 }
 
 // A Yield whose context ends before its turn returns the context's error
-// and leaves nothing waiting.
+// and leaves nothing waiting: the caller's work goes on.
 func TestYieldCancelled(t *testing.T) {
 	f := NewReplay(t0, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	var w Work
-	errc := make(chan error, 1)
-	w, _ = NewSource(f, "a").Start(func() {
-		go func() {
-			errc <- Yield(ctx, f)
-			w.Done()
-		}()
-	})
-	// Give a its turn, by hand: Settle would give the continuation its
-	// turn at once.
+	w, _ := NewSource(f, "a").Start(func() {})
+	// Take a's turn by hand: this goroutine does a's work.
 	f.mu.Lock()
 	h := f.popChosenLocked()
 	f.mu.Unlock()
-	h.release()
-	// Wait until the continuation is held.
-	for {
-		f.mu.Lock()
-		n := f.nheld
-		f.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		runtime.Gosched()
+	if h == nil {
+		t.Fatal("no turn to take")
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
+	if err := Yield(ctx, f); !errors.Is(err, context.Canceled) {
 		t.Errorf("Yield() = %v; want context.Canceled", err)
 	}
+	if got, want := f.Busy(), "1 running, 0 waiting for their turn, 0 sleeping: a ×1"; got != want {
+		t.Errorf("Busy() after the cancelled Yield = %q; want %q", got, want)
+	}
+	w.Done()
 	settled(t, f)
 	if busy := f.Busy(); busy != "" {
 		t.Errorf("Busy() after Settle = %q", busy)
