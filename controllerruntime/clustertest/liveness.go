@@ -29,9 +29,9 @@ const livenessBound = 24 * time.Hour
 // virtual time), so a slow rollout is not a stall; [Converges] bounds how
 // long a rollout may take.
 //
-// A Deployment can be met unless it is paused or a pod of its current
-// template fails for reasons of its own: it is in phase Failed (the
-// kubelet rejected it), or a container waits in ImagePullBackOff,
+// A Deployment can be met unless it is paused, being deleted, or a pod of
+// its current template fails for reasons of its own: it is in phase
+// Failed (the kubelet rejected it), or a container waits in ImagePullBackOff,
 // ErrImagePull, InvalidImageName, CrashLoopBackOff or a
 // CreateContainer/RunContainer error. Such a rollout rightly stops
 // unfinished until its user changes it. A Deployment rolled out has its
@@ -75,7 +75,7 @@ func (c *Cluster) unmetDeployments() (unmet []string, fingerprint string) {
 	pods := ObjectsOf[*corev1.Pod](s, "pods")
 	var fp strings.Builder
 	for _, d := range ObjectsOf[*appsv1.Deployment](s, "deployments") {
-		if rolledOut(d) || d.Spec.Paused {
+		if rolledOut(d) || d.Spec.Paused || d.DeletionTimestamp != nil {
 			continue
 		}
 		owned := ownedBy(d.UID, rss)
