@@ -63,7 +63,7 @@ func TestDeploymentCalculateStatusGateOff(t *testing.T) {
 			}
 			since := time.Now()
 			u := upstreamDeploymentStatus(cloneRSs(in.rss), newRS.DeepCopy(), in.d.DeepCopy())
-			o, err := rollout.CalculateStatusWith(in.d, in.rss, newRS, time.Now(), rollout.StatusOptions{NoTerminatingReplicas: true})
+			o, err := rollout.StatusOptions{NoTerminatingReplicas: true}.CalculateStatus(in.d, in.rss, newRS, time.Now())
 			if fatal(err) {
 				return disagree("ours failed: %v", err)
 			}

@@ -83,7 +83,7 @@ func imageTemplate(image string) corev1.PodTemplateSpec {
 // surge violation comes from the stale cache, not from the decision.
 // Upstream has no defence against it (it does not track its own writes);
 // ctrlkit's controllers settle a failed ReplicaSet write with a live read
-// and wait for its event (README, "Deliberate differences").
+// and wait for its event (docs/fidelity.md, "Deliberate differences").
 func TestSeed3878UpstreamDecidesTheSame(t *testing.T) {
 	w := seed3878World(time.Now())
 	u := upstreamDeploySync(context.Background(), w.clone())

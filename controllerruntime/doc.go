@@ -45,7 +45,7 @@
 //     a failed create, which may have happened, is settled the same way.
 //     Otherwise a sync on a cache without it, with a new template by then,
 //     would create a second ReplicaSet at full size with a duplicate
-//     revision (README, "Deliberate differences").
+//     revision (docs/fidelity.md, "Deliberate differences").
 //
 // [Options] sets the workers, the rate limiter, a namespace and a label
 // restriction, a batch period and upstream's status timing. A manager

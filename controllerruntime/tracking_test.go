@@ -98,7 +98,7 @@ func labelsOf(m *dto.Metric) map[string]string {
 }
 
 // TestDeploymentWaitsForItsOwnCreates is the packaged controller's
-// regression test of the same name on the controller-runtime path (README,
+// regression test of the same name on the controller-runtime path (docs/fidelity.md,
 // "Deliberate differences", first item). A sync that runs before the
 // manager's cache has the ReplicaSet the last sync created must not take
 // it for missing: with a new template by then it would create a second

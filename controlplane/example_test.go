@@ -17,7 +17,7 @@ import (
 )
 
 // A Deployment rolled out, then updated, on an in-memory cluster in
-// virtual time: the README's in-memory snippet, complete.
+// virtual time: docs/memcluster.md's snippet, complete.
 func ExampleStart() {
 	ctx := context.Background()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

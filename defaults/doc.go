@@ -20,6 +20,10 @@
 //     [Endpoints], [Node].
 //   - Others: [HorizontalPodAutoscaler] (autoscaling/v2), [NetworkPolicy],
 //     [IngressClass], [RoleBinding], [ClusterRoleBinding], [EndpointSlice].
+//   - Admission: [MutatingWebhookConfiguration],
+//     [ValidatingWebhookConfiguration], [ValidatingAdmissionPolicy],
+//     [ValidatingAdmissionPolicyBinding], [MutatingAdmissionPolicy],
+//     [MutatingAdmissionPolicyBinding].
 //   - [Object] dispatches on the type, for any of the above.
 //
 // ControllerRevision, ServiceAccount, Event (core/v1 and events.k8s.io/v1),

@@ -1,6 +1,7 @@
 package defaults
 
 import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
@@ -63,6 +64,18 @@ func Object(obj runtime.Object) bool {
 		ClusterRoleBinding(o)
 	case *discoveryv1.EndpointSlice:
 		EndpointSlice(o)
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		MutatingWebhookConfiguration(o)
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		ValidatingWebhookConfiguration(o)
+	case *admissionregistrationv1.ValidatingAdmissionPolicy:
+		ValidatingAdmissionPolicy(o)
+	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+		ValidatingAdmissionPolicyBinding(o)
+	case *admissionregistrationv1.MutatingAdmissionPolicy:
+		MutatingAdmissionPolicy(o)
+	case *admissionregistrationv1.MutatingAdmissionPolicyBinding:
+		MutatingAdmissionPolicyBinding(o)
 	case *appsv1.ControllerRevision, *corev1.ServiceAccount, *corev1.Event, *eventsv1.Event,
 		*networkingv1.Ingress, *rbacv1.Role, *rbacv1.ClusterRole, *coordinationv1.Lease:
 	default:

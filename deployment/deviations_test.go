@@ -1,7 +1,7 @@
 package deployment_test
 
 // Regression tests of the deliberate differences from upstream decided in
-// Sync (README "Deliberate differences from upstream").
+// Sync (docs/fidelity.md, "Deliberate differences from upstream").
 
 import (
 	"fmt"

@@ -84,7 +84,7 @@
 // Deployment controller consults, and Reconciler.SetFeatureGates switches
 // them on a running controller. It consults one: with
 // DeploymentReplicaSetTerminatingReplicas off, the status's
-// terminatingReplicas is nil (rollout.CalculateStatusWith).
+// terminatingReplicas is nil (rollout.StatusOptions.CalculateStatus).
 //
 // # Usage
 //
@@ -118,7 +118,7 @@
 //
 // # Deviations from upstream
 //
-// The README's "Deliberate differences from upstream" lists every
+// docs/fidelity.md ("Deliberate differences from upstream") lists every
 // deviation of the library in one place. Those of this package are each a
 // defect fixed, not a different decision:
 //

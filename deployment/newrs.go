@@ -3,14 +3,10 @@ package deployment
 import (
 	"errors"
 	"fmt"
-	"maps"
-	"reflect"
-	"slices"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ctrlkit/ctrlkit/rollout"
 )
@@ -25,71 +21,12 @@ func (s *syncer) findNew() {
 		if surelyDifferent(tpl, &rs.Spec.Template) {
 			continue
 		}
-		if equalIgnoreHash(&rs.Spec.Template, tpl) {
+		if rollout.EqualIgnoreHash(&rs.Spec.Template, tpl) {
 			s.newIdx = i
 			s.touch()
 			return
 		}
 	}
-}
-
-// equalIgnoreHash is rollout.EqualIgnoreHash with a fast path: templates
-// that are identical under reflect.DeepEqual once the hash label is
-// ignored are semantically equal too, and most new ReplicaSets match
-// exactly, so the slower semantic comparison (which deep-copies both
-// templates) only runs when the exact one fails. The exact comparison
-// goes field by field, without copying the templates.
-// FAST PATH THAT BELONGS IN ROLLOUT.EqualIgnoreHash.
-func equalIgnoreHash(a, b *corev1.PodTemplateSpec) bool {
-	if labelsEqualIgnoreHash(a.Labels, b.Labels) && metaEqualExceptLabels(&a.ObjectMeta, &b.ObjectMeta) &&
-		reflect.DeepEqual(&a.Spec, &b.Spec) {
-		return true
-	}
-	return rollout.EqualIgnoreHash(a, b)
-}
-
-// metaEqualExceptLabels is reflect.DeepEqual over every field of two
-// ObjectMetas but Labels, field by field (TestObjectMetaFields fails if
-// apimachinery adds one).
-func metaEqualExceptLabels(a, b *metav1.ObjectMeta) bool {
-	return a.Name == b.Name && a.GenerateName == b.GenerateName && a.Namespace == b.Namespace &&
-		a.SelfLink == b.SelfLink && a.UID == b.UID && a.ResourceVersion == b.ResourceVersion &&
-		a.Generation == b.Generation && timeDeepEqual(&a.CreationTimestamp, &b.CreationTimestamp) &&
-		(a.DeletionTimestamp == nil) == (b.DeletionTimestamp == nil) &&
-		(a.DeletionTimestamp == nil || timeDeepEqual(a.DeletionTimestamp, b.DeletionTimestamp)) &&
-		(a.DeletionGracePeriodSeconds == nil) == (b.DeletionGracePeriodSeconds == nil) &&
-		(a.DeletionGracePeriodSeconds == nil || *a.DeletionGracePeriodSeconds == *b.DeletionGracePeriodSeconds) &&
-		(a.Annotations == nil) == (b.Annotations == nil) && maps.Equal(a.Annotations, b.Annotations) &&
-		(a.Finalizers == nil) == (b.Finalizers == nil) && slices.Equal(a.Finalizers, b.Finalizers) &&
-		(len(a.OwnerReferences) == 0 && len(b.OwnerReferences) == 0 && (a.OwnerReferences == nil) == (b.OwnerReferences == nil) ||
-			reflect.DeepEqual(&a.OwnerReferences, &b.OwnerReferences)) &&
-		(len(a.ManagedFields) == 0 && len(b.ManagedFields) == 0 && (a.ManagedFields == nil) == (b.ManagedFields == nil) ||
-			reflect.DeepEqual(&a.ManagedFields, &b.ManagedFields))
-}
-
-// timeDeepEqual is reflect.DeepEqual for two times; == settles the usual
-// case.
-func timeDeepEqual(a, b *metav1.Time) bool { return a.Time == b.Time || reflect.DeepEqual(a, b) }
-
-// labelsEqualIgnoreHash compares two label maps without the
-// pod-template-hash key.
-func labelsEqualIgnoreHash(a, b map[string]string) bool {
-	n := 0
-	for k, v := range a {
-		if k == rollout.HashLabel {
-			continue
-		}
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-		n++
-	}
-	for k := range b {
-		if k != rollout.HashLabel {
-			n--
-		}
-	}
-	return n == 0
 }
 
 // newRSAnnotationsCurrent reports, without copying rs, that

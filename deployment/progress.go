@@ -14,7 +14,7 @@ import (
 // When it equals the working status, the progress-deadline requeue is
 // decided instead (upstream requeueStuckDeployment).
 func (s *syncer) syncRolloutStatus() error {
-	u, err := rollout.SyncStatusWith(s.d, s.all(), s.newRS(), s.now.Time, s.statusOpts)
+	u, err := s.statusOpts.SyncStatus(s.d, s.all(), s.newRS(), s.now.Time)
 	if err != nil && !isIgnored(err) {
 		return err
 	}
@@ -53,7 +53,7 @@ func requeueAfter(d *appsv1.Deployment, c rollout.ProgressCheck) time.Duration {
 // Deployments, scaling events and Deployments being deleted: counts and
 // the Available condition only, Progressing untouched, no requeue.
 func (s *syncer) syncDeploymentStatus() {
-	st, _ := rollout.CalculateStatusWith(s.d, s.all(), s.newRS(), s.now.Time, s.statusOpts) // a malformed maxUnavailable reads as 0, as upstream
+	st, _ := s.statusOpts.CalculateStatus(s.d, s.all(), s.newRS(), s.now.Time) // a malformed maxUnavailable reads as 0, as upstream
 	s.setStatus(st)
 }
 

@@ -2,9 +2,7 @@ package deployment
 
 import (
 	"math/rand/v2"
-	"reflect"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -71,56 +69,5 @@ func TestSelectorAllocations(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("%v allocations per parse and match; want 0", n)
-	}
-}
-
-// metaEqualExceptLabels compares ObjectMeta field by field; a field added
-// to ObjectMeta must be added there too.
-func TestObjectMetaFields(t *testing.T) {
-	if n := reflect.TypeFor[metav1.ObjectMeta]().NumField(); n != 15 {
-		t.Errorf("metav1.ObjectMeta has %d fields; metaEqualExceptLabels compares 15", n)
-	}
-}
-
-// metaEqualExceptLabels agrees with reflect.DeepEqual on copies without
-// labels, over ObjectMetas that differ in one field at a time.
-func TestMetaEqualExceptLabels(t *testing.T) {
-	ts := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	grace := int64(30)
-	base := metav1.ObjectMeta{Name: "a", Labels: map[string]string{"x": "1"}, Annotations: map[string]string{"k": "v"}, CreationTimestamp: ts}
-	edits := []func(m *metav1.ObjectMeta){
-		func(m *metav1.ObjectMeta) {},
-		func(m *metav1.ObjectMeta) { m.Labels = nil },
-		func(m *metav1.ObjectMeta) { m.Name = "b" },
-		func(m *metav1.ObjectMeta) { m.GenerateName = "g" },
-		func(m *metav1.ObjectMeta) { m.Namespace = "n" },
-		func(m *metav1.ObjectMeta) { m.SelfLink = "s" },
-		func(m *metav1.ObjectMeta) { m.UID = "u" },
-		func(m *metav1.ObjectMeta) { m.ResourceVersion = "9" },
-		func(m *metav1.ObjectMeta) { m.Generation = 2 },
-		func(m *metav1.ObjectMeta) { m.CreationTimestamp = metav1.Time{} },
-		func(m *metav1.ObjectMeta) { m.DeletionTimestamp = &ts },
-		func(m *metav1.ObjectMeta) { m.DeletionGracePeriodSeconds = &grace },
-		func(m *metav1.ObjectMeta) { m.Annotations = nil },
-		func(m *metav1.ObjectMeta) { m.Annotations = map[string]string{} },
-		func(m *metav1.ObjectMeta) { m.Annotations = map[string]string{"k": "w"} },
-		func(m *metav1.ObjectMeta) { m.OwnerReferences = []metav1.OwnerReference{} },
-		func(m *metav1.ObjectMeta) { m.OwnerReferences = []metav1.OwnerReference{{Name: "o"}} },
-		func(m *metav1.ObjectMeta) { m.Finalizers = []string{} },
-		func(m *metav1.ObjectMeta) { m.Finalizers = []string{"f"} },
-		func(m *metav1.ObjectMeta) { m.ManagedFields = []metav1.ManagedFieldsEntry{} },
-		func(m *metav1.ObjectMeta) { m.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m"}} },
-	}
-	for i, ea := range edits {
-		for j, eb := range edits {
-			a, b := *base.DeepCopy(), *base.DeepCopy()
-			ea(&a)
-			eb(&b)
-			ca, cb := a, b
-			ca.Labels, cb.Labels = nil, nil
-			if got, want := metaEqualExceptLabels(&a, &b), reflect.DeepEqual(ca, cb); got != want {
-				t.Errorf("edits %d and %d: metaEqualExceptLabels = %v; reflect.DeepEqual = %v", i, j, got, want)
-			}
-		}
 	}
 }

@@ -81,7 +81,7 @@
 // processes to use more cores (1-2600 and 2601-5200). Every failing seed
 // is either fixed with a deterministic regression test or documented as
 // upstream's behaviour before the release; seeds found so far: 6, 484,
-// 1535, 1620, 1788, 3878, 4019 (README, "Deliberate differences"), and
+// 1535, 1620, 1788, 3878, 4019 (docs/fidelity.md, "Deliberate differences"), and
 // 7397 of TestRandomisedGates in the goroutine-concurrent mode (a
 // memcluster bug; see docs/replay.md).
 //

@@ -217,7 +217,7 @@ func randomFaults(rnd *rand.Rand) memcluster.Faults {
 	errs := []metav1.StatusReason{metav1.StatusReasonInternalError, metav1.StatusReasonServiceUnavailable, metav1.StatusReasonConflict,
 		metav1.StatusReasonServerTimeout, metav1.StatusReasonTooManyRequests}
 	var f memcluster.Faults
-	for _, v := range []memcluster.Verb{"create", "update", "update/status",
+	for _, v := range []string{"create", "update", "update/status",
 		"patch", "delete", "get", "list", "watch"} {
 		if rnd.IntN(4) == 0 {
 			continue

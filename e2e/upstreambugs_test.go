@@ -118,9 +118,9 @@ func rejectedRun(t *testing.T, atOnce bool, d time.Duration) (created int, event
 	events = &eventLog{}
 	rejectedPod := memcluster.PodBehavior{Failure: memcluster.PodRejected}
 	w = newWorld(t, worldConfig{
-		Seed:      72593,
-		CoreKinds: true,
-		Model:     memcluster.ImageModel(map[string]memcluster.PodBehavior{"app:toobig": rejectedPod}, nil),
+		Seed:         72593,
+		BuiltinKinds: true,
+		Model:        memcluster.ImageModel(map[string]memcluster.PodBehavior{"app:toobig": rejectedPod}, nil),
 		ReplicaSet: func(c *replicaset.ControllerConfig) {
 			c.ReplaceRejectedPodsAtOnce = atOnce
 			c.Events = events

@@ -58,9 +58,9 @@ type worldConfig struct {
 	SeedEnv bool
 	// FeatureGates are both controllers' feature gates at the start.
 	FeatureGates features.Gates
-	// CoreKinds adds memcluster's core kinds (Events among them: the
+	// BuiltinKinds adds memcluster's built-in kinds (Events among them: the
 	// kubelet's rejection events are recorded).
-	CoreKinds bool
+	BuiltinKinds bool
 	// Deployment, if set, changes the Deployment controller's config
 	// before it is built.
 	Deployment func(*deployment.ControllerConfig)
@@ -113,8 +113,8 @@ func newWorld(tb testing.TB, cfg worldConfig) *world {
 		mcfg.Gate = yieldGate{fc: fc, next: cfg.Gate}
 	}
 	c := memcluster.New(mcfg)
-	if cfg.CoreKinds {
-		memcluster.AddCoreKinds(c)
+	if cfg.BuiltinKinds {
+		memcluster.AddBuiltinKinds(c)
 	}
 	if cfg.Model == nil {
 		cfg.Model = memcluster.FixedModel(memcluster.PodBehavior{StartDelay: time.Second, ReadyDelay: 2 * time.Second, ShutdownDelay: time.Second})

@@ -230,11 +230,19 @@ func TestMemclusterDiscovery(t *testing.T) {
 	}
 	want := []string{
 		"version v1.37.1+memcluster",
-		"v1: pods,pods/status,pods/eviction,namespaces,namespaces/status,namespaces/finalize,services,services/status,secrets,configmaps,serviceaccounts,events",
-		"apps/v1: replicasets,replicasets/status,replicasets/scale,deployments,deployments/status,deployments/scale",
+		"v1: pods,pods/status,pods/eviction,namespaces,namespaces/status,namespaces/finalize,services,services/status,secrets,configmaps,serviceaccounts,events," +
+			"persistentvolumeclaims,persistentvolumeclaims/status,persistentvolumes,persistentvolumes/status,endpoints,nodes,nodes/status," +
+			"replicationcontrollers,replicationcontrollers/status,replicationcontrollers/scale",
+		"apps/v1: replicasets,replicasets/status,replicasets/scale,deployments,deployments/status,deployments/scale," +
+			"statefulsets,statefulsets/status,statefulsets/scale,daemonsets,daemonsets/status,controllerrevisions",
 		"policy/v1: poddisruptionbudgets,poddisruptionbudgets/status",
 		"events.k8s.io/v1: events",
 		"coordination.k8s.io/v1: leases",
+		"batch/v1: jobs,jobs/status,cronjobs,cronjobs/status",
+		"autoscaling/v2: horizontalpodautoscalers,horizontalpodautoscalers/status",
+		"networking.k8s.io/v1: ingresses,ingresses/status,ingressclasses,networkpolicies",
+		"rbac.authorization.k8s.io/v1: roles,clusterroles,rolebindings,clusterrolebindings",
+		"discovery.k8s.io/v1: endpointslices",
 		"example.com/v1: widgets,widgets/status",
 		"Widget.example.com -> example.com/v1, Resource=widgets namespace",
 		"Deployment.apps -> apps/v1, Resource=deployments namespace",

@@ -80,7 +80,7 @@ func (r *recorder) requests() []recorded {
 func newMemcluster(t *testing.T, cfg memcluster.Config) (*memcluster.Cluster, *rest.Config, *recorder) {
 	t.Helper()
 	c := memcluster.New(cfg)
-	memcluster.AddCoreKinds(c)
+	memcluster.AddBuiltinKinds(c)
 	s := runtime.NewScheme()
 	gv := widgetGVR.GroupVersion()
 	s.AddKnownTypes(gv, &Widget{}, &WidgetList{})

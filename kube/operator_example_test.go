@@ -26,7 +26,7 @@ func ExampleOperator() {
 	defer wg.Wait()
 	defer cancel()
 	c := memcluster.New(memcluster.Config{Seed: 1})
-	memcluster.AddCoreKinds(c)
+	memcluster.AddBuiltinKinds(c)
 	wg.Go(func() {
 		memcluster.NewKubelet(c, memcluster.KubeletConfig{Model: memcluster.FixedModel(memcluster.PodBehavior{})}).Run(ctx)
 	})

@@ -28,16 +28,43 @@ import (
 // in the version of the request, version: "" for the kind's own).
 func (r *Resource[T]) applyLocked(ns, name string, data []byte, opts metav1.PatchOptions, sub, version string, view func(T) (T, error)) (T, bool, error) {
 	var zero T
+	_, exists, in, a, err := r.appliedLocked(ns, name, data, opts, sub, version, view)
+	if err != nil {
+		return zero, false, err
+	}
+	out, err := r.writeAppliedLocked(in, exists, sub, a)
+	return out, err == nil && !exists, err
+}
+
+// writeAppliedLocked writes in, the object an apply made, by a: a create
+// if there was no object, else an update of it or of its subresource
+// sub.
+func (r *Resource[T]) writeAppliedLocked(in T, exists bool, sub string, a author) (T, error) {
+	if !exists {
+		return r.createLocked(in, in.GetNamespace(), a)
+	}
+	if sub == "status" {
+		return r.updateStatusLocked(in, a)
+	}
+	return r.updateLocked(in, a)
+}
+
+// appliedLocked runs the field manager's apply for applyLocked: it
+// returns the stored object (exists false: none), the object the apply
+// makes of it (private, round-tripped) and its author.
+func (r *Resource[T]) appliedLocked(ns, name string, data []byte, opts metav1.PatchOptions, sub, version string, view func(T) (T, error)) (stored T, exists bool, _ T, _ author, _ error) {
+	var zero T
+	var none author
 	t := r.versionTrackerLocked(version)
 	if t.main == nil {
-		return zero, false, noApply(t)
+		return zero, false, zero, none, noApply(t)
 	}
 	if _, err := yaml.YAMLToJSON(data); err != nil {
-		return zero, false, apierrors.NewBadRequest(fmt.Sprintf("error encoding patch: %v", err))
+		return zero, false, zero, none, apierrors.NewBadRequest(fmt.Sprintf("error encoding patch: %v", err))
 	}
 	patch := &unstructured.Unstructured{Object: map[string]any{}}
 	if err := yaml.Unmarshal(data, &patch.Object); err != nil {
-		return zero, false, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+		return zero, false, zero, none, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
 	}
 	if r.kind.ClusterScoped {
 		ns = ""
@@ -48,13 +75,13 @@ func (r *Resource[T]) applyLocked(ns, name string, data []byte, opts metav1.Patc
 		}
 	}
 	key := types.NamespacedName{Namespace: ns, Name: name}
-	stored, exists := r.objs[key]
+	stored, exists = r.objs[key]
 	fm := map[string]*managedfields.FieldManager{"": t.main, "status": t.status, "scale": t.scale}[sub]
 	if sub != "" && !exists {
-		return zero, false, apierrors.NewNotFound(r.kind.groupResource(), name)
+		return zero, false, zero, none, apierrors.NewNotFound(r.kind.groupResource(), name)
 	}
 	if fm == nil {
-		return zero, false, &apierrors.StatusError{ErrStatus: metav1.Status{
+		return zero, false, zero, none, &apierrors.StatusError{ErrStatus: metav1.Status{
 			Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
 			Message: fmt.Sprintf("memcluster does not serve server-side apply to the %s subresource of %s", sub, r.kind.groupResource()),
 		}}
@@ -65,7 +92,7 @@ func (r *Resource[T]) applyLocked(ns, name string, data []byte, opts metav1.Patc
 		if view != nil {
 			var err error
 			if live, err = view(stored); err != nil {
-				return zero, false, err
+				return zero, false, zero, none, err
 			}
 		}
 	}
@@ -78,11 +105,11 @@ func (r *Resource[T]) applyLocked(ns, name string, data []byte, opts metav1.Patc
 		if sub == "scale" {
 			err = asScaleConflict(err, r.kind.GVK.GroupVersion().String())
 		}
-		return zero, false, applyError(err)
+		return zero, false, zero, none, applyError(err)
 	}
 	in, ok := obj.(T)
 	if !ok {
-		return zero, false, applyError(fmt.Errorf("memcluster: the field manager returned a %T, not a %s", obj, r.kind.GVK.Kind))
+		return zero, false, zero, none, applyError(fmt.Errorf("memcluster: the field manager returned a %T, not a %s", obj, r.kind.GVK.Kind))
 	}
 	clearTypeMeta(in)
 	in.SetManagedFields(r.c.stampTimes(in.GetManagedFields(), live.GetManagedFields()))
@@ -91,7 +118,7 @@ func (r *Resource[T]) applyLocked(ns, name string, data []byte, opts metav1.Patc
 		removedReplicasAreZero(in)
 	}
 	if uid := in.GetUID(); !exists && uid != "" {
-		return zero, false, apierrors.NewConflict(r.kind.groupResource(), name,
+		return zero, false, zero, none, apierrors.NewConflict(r.kind.groupResource(), name,
 			fmt.Errorf("uid mismatch: the provided object specified uid %s, and no existing object was found", uid))
 	}
 	switch got := in.GetNamespace(); {
@@ -101,32 +128,23 @@ func (r *Resource[T]) applyLocked(ns, name string, data []byte, opts metav1.Patc
 	case ns == "":
 		in.SetNamespace("")
 	default:
-		return zero, false, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		return zero, false, zero, none, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
 	if got := in.GetName(); got != name {
-		return zero, false, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", got, name))
+		return zero, false, zero, none, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", got, name))
 	}
 	if opts.FieldValidation == metav1.FieldValidationStrict {
 		if err := yaml.UnmarshalStrict(data, &map[string]any{}); err != nil {
-			return zero, false, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding patch: %v", err))
+			return zero, false, zero, none, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding patch: %v", err))
 		}
 	}
 	a := author{manager: opts.FieldManager, applied: true, scale: sub == "scale"}
-	if !exists {
-		out, err := r.createLocked(in, ns, a)
-		return out, err == nil, err
+	if exists {
+		if in, err = r.roundTrip(in); err != nil {
+			return zero, false, zero, none, err
+		}
 	}
-	in, err = r.roundTrip(in)
-	if err != nil {
-		return zero, false, err
-	}
-	var out T
-	if sub == "status" {
-		out, err = r.updateStatusLocked(in, a)
-	} else {
-		out, err = r.updateLocked(in, a)
-	}
-	return out, false, err
+	return stored, exists, in, a, nil
 }
 
 // beforeFirstScaleApplyLocked returns live as an apply of its scale

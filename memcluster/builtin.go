@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
@@ -23,8 +24,11 @@ import (
 )
 
 // AddBuiltinKinds adds every built-in kind memcluster models that [New]
-// does not add: those of [AddCoreKinds], and
+// does not add (New serves Pods, ReplicaSets, Deployments and Namespaces):
 //
+//   - core/v1 Service, ConfigMap, Secret, ServiceAccount, Event;
+//     events.k8s.io/v1 Event; coordination.k8s.io/v1 Lease; policy/v1
+//     PodDisruptionBudget;
 //   - apps/v1 StatefulSet, DaemonSet, ControllerRevision;
 //   - batch/v1 Job, CronJob;
 //   - core/v1 PersistentVolumeClaim, PersistentVolume, Endpoints, Node,
@@ -33,7 +37,12 @@ import (
 //   - networking.k8s.io/v1 Ingress, IngressClass, NetworkPolicy;
 //   - rbac.authorization.k8s.io/v1 Role, ClusterRole, RoleBinding,
 //     ClusterRoleBinding;
-//   - discovery.k8s.io/v1 EndpointSlice.
+//   - discovery.k8s.io/v1 EndpointSlice;
+//   - admissionregistration.k8s.io/v1 MutatingWebhookConfiguration,
+//     ValidatingWebhookConfiguration, ValidatingAdmissionPolicy,
+//     ValidatingAdmissionPolicyBinding, MutatingAdmissionPolicy,
+//     MutatingAdmissionPolicyBinding (which call nothing unless
+//     [Config.Admission] is set, as the test bench sets it).
 //
 // Each is served as kube-apiserver v1.37 serves it, to what controllers
 // observe: its API defaults (package defaults), the fields its server
@@ -47,13 +56,14 @@ import (
 // for them: a StatefulSet creates no pods, a Job runs nothing, as in
 // envtest. See the package documentation for what else differs.
 //
-// Kinds the cluster already has (added by [AddCoreKinds], or by you with
-// [NewResource]) are kept, so it may be called after either, and twice.
+// Kinds the cluster already has (added by you with [NewResource], say)
+// are kept, so it may be called after them, and twice. It costs about a
+// millisecond of CPU per cluster.
 // Call it before the cluster serves requests. The test bench
 // (controllerruntime/clustertest) calls it; a simulation that needs only
 // Deployments, ReplicaSets and Pods does not need to.
 func AddBuiltinKinds(c *Cluster) {
-	AddCoreKinds(c)
+	addCoreKinds(c)
 	for _, b := range builtins {
 		if b.add != nil {
 			b.add(c)
@@ -62,7 +72,7 @@ func AddBuiltinKinds(c *Cluster) {
 }
 
 // builtin is a kind memcluster can serve: its version, plural, and how to
-// add it (nil: [New] or [AddCoreKinds] adds it).
+// add it (nil: [New] or addCoreKinds adds it).
 type builtin struct {
 	gvk      schema.GroupVersionKind
 	resource string
@@ -102,6 +112,18 @@ var builtins = []builtin{
 	{rbacv1.SchemeGroupVersion.WithKind("RoleBinding"), "rolebindings", func(c *Cluster) { addKind(c, roleBindingKind()) }},
 	{rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"), "clusterrolebindings", func(c *Cluster) { addKind(c, clusterRoleBindingKind()) }},
 	{discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"), "endpointslices", func(c *Cluster) { addKind(c, endpointSliceKind()) }},
+	{admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"), "mutatingwebhookconfigurations",
+		func(c *Cluster) { addKind(c, mutatingWebhookConfigurationKind(c)) }},
+	{admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingWebhookConfiguration"), "validatingwebhookconfigurations",
+		func(c *Cluster) { addKind(c, validatingWebhookConfigurationKind(c)) }},
+	{admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy"), "validatingadmissionpolicies",
+		func(c *Cluster) { addKind(c, validatingAdmissionPolicyKind(c)) }},
+	{admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding"), "validatingadmissionpolicybindings",
+		func(c *Cluster) { addKind(c, validatingAdmissionPolicyBindingKind(c)) }},
+	{admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingAdmissionPolicy"), "mutatingadmissionpolicies",
+		func(c *Cluster) { addKind(c, mutatingAdmissionPolicyKind(c)) }},
+	{admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingAdmissionPolicyBinding"), "mutatingadmissionpolicybindings",
+		func(c *Cluster) { addKind(c, mutatingAdmissionPolicyBindingKind(c)) }},
 }
 
 // addKind adds k unless the cluster has its kind already.

@@ -11,7 +11,7 @@ import (
 )
 
 // BenchmarkNewCluster measures a new cluster serving its first request,
-// with the kinds of New only, of AddCoreKinds, and of AddBuiltinKinds:
+// with the kinds of New only, of addCoreKinds, and of AddBuiltinKinds:
 // what a test bench pays at start. cpu-ns/op is the process's CPU time
 // per cluster, which a loaded machine does not inflate as it does the
 // wall time.
@@ -19,7 +19,7 @@ func BenchmarkNewCluster(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		add  func(*Cluster)
-	}{{"New", func(*Cluster) {}}, {"AddCoreKinds", AddCoreKinds}, {"AddBuiltinKinds", AddBuiltinKinds}} {
+	}{{"New", func(*Cluster) {}}, {"addCoreKinds", addCoreKinds}, {"AddBuiltinKinds", AddBuiltinKinds}} {
 		b.Run(bc.name, func(b *testing.B) {
 			start := cpuTime(b)
 			for b.Loop() {

@@ -488,16 +488,16 @@ func TestUnserved(t *testing.T) {
 	}
 }
 
-// TestAddBuiltinKindsKeepsKinds: AddBuiltinKinds may follow AddCoreKinds,
+// TestAddBuiltinKindsKeepsKinds: AddBuiltinKinds may follow addCoreKinds,
 // run twice, and keeps a kind the cluster has already.
 func TestAddBuiltinKindsKeepsKinds(t *testing.T) {
 	c, _ := newTestCluster(t)
-	AddCoreKinds(c)
+	addCoreKinds(c)
 	own := NewResource(c, Kind[*appsv1.StatefulSet]{GVK: appsv1.SchemeGroupVersion.WithKind("StatefulSet"), Resource: "statefulsets",
 		New: func() *appsv1.StatefulSet { return &appsv1.StatefulSet{} }})
 	AddBuiltinKinds(c)
 	AddBuiltinKinds(c)
-	AddCoreKinds(c)
+	addCoreKinds(c)
 	ss := must(own.Namespace("ns").Create(ctxT(t), &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{}))(t)
 	if ss.Spec.Replicas != nil {
 		t.Errorf("the user's StatefulSet kind was replaced: replicas defaulted to %d", *ss.Spec.Replicas)

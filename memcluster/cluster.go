@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/internal/admit"
 	"github.com/ctrlkit/ctrlkit/internal/gate"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -117,6 +118,16 @@ type Config struct {
 	// "kube-controller-manager" and "kubelet" are the cluster's own
 	// controllers' and kubelet's writes (see [ControllerClient]).
 	UntrackedManagers []string
+	// Admission, if set, runs admission around every write of a client
+	// (not the built-in controllers' own): a mutating stage before the
+	// kind's strategy and validation, a validating stage after, as
+	// kube-apiserver runs its admission webhooks and policies. Its type
+	// is internal: this repository's bench (controllerruntime/clustertest)
+	// sets it, with k8s.io/apiserver's admission plugins. Nil: writes are
+	// admitted as before (NamespaceLifecycle and the pod defaults that
+	// kube-apiserver's admission plugins set, see the package
+	// documentation).
+	Admission admit.Admitter
 }
 
 func (c Config) withDefaults() Config {
@@ -163,6 +174,9 @@ type Cluster struct {
 	react reactor
 
 	faults faultInjector
+	// staging, if set, captures the next commit instead of making it
+	// (see admission.go); set and cleared within one hold of mu.
+	staging *staged
 
 	pods        *Resource[*corev1.Pod]
 	replicaSets *Resource[*appsv1.ReplicaSet]

@@ -18,7 +18,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/defaults"
 )
 
-// AddCoreKinds adds the kinds operators commonly touch besides
+// addCoreKinds adds the kinds operators commonly touch besides
 // Deployments, ReplicaSets, Pods and Namespaces (which every cluster
 // stores): Services, ConfigMaps, Secrets, ServiceAccounts, core/v1 and
 // events.k8s.io/v1 Events, coordination.k8s.io/v1 Leases and policy/v1
@@ -41,7 +41,7 @@ import (
 //
 // Differences: core/v1 and events.k8s.io/v1 Events are two stores
 // (kube-apiserver serves one store in both versions).
-func AddCoreKinds(c *Cluster) {
+func addCoreKinds(c *Cluster) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, eventsv1.AddToScheme, coordinationv1.AddToScheme} {
 		if err := add(s); err != nil {

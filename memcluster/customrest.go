@@ -172,17 +172,25 @@ func (v customView) create(ctx context.Context, ns string, obj runtime.Object, o
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	var out *unstructured.Unstructured
-	switch {
-	case v.ck.terminating:
-		err = apierrors.NewForbidden(r.kind.groupResource(), u.GetName(), errors.New("create not allowed while custom resource definition is terminating"))
-	case v.ck.removed:
-		err = apierrors.NewNotFound(r.kind.groupResource(), u.GetName())
-	default:
-		out, err = r.createLocked(u, ns, managerOf(opts.FieldManager))
+	guard := func() error {
+		switch {
+		case v.ck.terminating:
+			return apierrors.NewForbidden(r.kind.groupResource(), u.GetName(), errors.New("create not allowed while custom resource definition is terminating"))
+		case v.ck.removed:
+			return apierrors.NewNotFound(r.kind.groupResource(), u.GetName())
+		}
+		return nil
 	}
-	c.mu.Unlock()
+	var out *unstructured.Unstructured
+	if c.admitting() {
+		out, err = v.client(ns).createAdmitted(ctx, u, opts, guard)
+	} else {
+		c.mu.Lock()
+		if err = guard(); err == nil {
+			out, err = r.createLocked(u, ns, managerOf(opts.FieldManager))
+		}
+		c.mu.Unlock()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +230,7 @@ func (v customView) remove(ctx context.Context, ns, name string, opts metav1.Del
 	if err := v.check(); err != nil {
 		return nil, false, err
 	}
-	obj, gone, err := v.ck.res.remove(ctx, ns, name, opts)
+	obj, gone, err := v.client(ns).delete(ctx, name, opts)
 	if err != nil {
 		return nil, false, err
 	}

@@ -64,11 +64,18 @@ func (cl Client[T]) delete(ctx context.Context, name string, opts metav1.DeleteO
 	if err != nil {
 		return zero, false, err
 	}
-	c.mu.Lock()
-	c.holdLocked()
-	out, gone, err := cl.r.deleteLocked(cl.key(cl.ns, name), opts)
-	c.releaseLocked()
-	c.mu.Unlock()
+	key := cl.key(cl.ns, name)
+	var out T
+	var gone bool
+	if c.admitting() && admitsDelete(cl.r, key, opts) {
+		out, gone, err = cl.deleteAdmitted(ctx, key, opts)
+	} else {
+		c.mu.Lock()
+		c.holdLocked()
+		out, gone, err = cl.r.deleteLocked(key, opts)
+		c.releaseLocked()
+		c.mu.Unlock()
+	}
 	if err != nil {
 		return zero, false, err
 	}
@@ -76,6 +83,16 @@ func (cl Client[T]) delete(ctx context.Context, name string, opts metav1.DeleteO
 		return zero, false, after
 	}
 	return deepCopy(out), gone, nil
+}
+
+// admitsDelete reports whether a delete with opts of the object at key
+// of r gets to admission: kube-apiserver refuses bad options, and its
+// NamespaceLifecycle the deletion of an immortal namespace, first.
+func admitsDelete[T Object](r *Resource[T], key types.NamespacedName, opts metav1.DeleteOptions) bool {
+	if errs := metav1validation.ValidateDeleteOptions(&opts); len(errs) > 0 {
+		return false
+	}
+	return any(r) != any(r.c.namespaces) || !immortalNamespace(key.Name)
 }
 
 // returnsDeletedObject are the registries that answer a delete that

@@ -340,7 +340,7 @@ func TestCollectorDropsDanglingReferences(t *testing.T) {
 
 func TestDefaultPropagationOfJobsAndEvents(t *testing.T) {
 	c, _ := newTestCluster(t)
-	AddCoreKinds(c)
+	addCoreKinds(c)
 	s := runtime.NewScheme()
 	if err := batchv1.AddToScheme(s); err != nil {
 		t.Fatal(err)

@@ -96,16 +96,17 @@
 // [New] serves Pods, ReplicaSets, Deployments and Namespaces
 // ([Cluster.Namespaces]): enough for a simulation of rollouts. More kinds are added with:
 //
-//   - [AddCoreKinds]: core/v1 Service, ConfigMap, Secret, ServiceAccount,
-//     Event; events.k8s.io/v1 Event; coordination.k8s.io/v1 Lease;
-//     policy/v1 PodDisruptionBudget.
-//   - [AddBuiltinKinds] (the test bench's choice): those, and apps/v1
+//   - [AddBuiltinKinds] (the test bench's choice): core/v1 Service,
+//     ConfigMap, Secret, ServiceAccount, Event; events.k8s.io/v1 Event;
+//     coordination.k8s.io/v1 Lease; policy/v1 PodDisruptionBudget; apps/v1
 //     StatefulSet, DaemonSet, ControllerRevision; batch/v1 Job, CronJob;
 //     core/v1 PersistentVolumeClaim, PersistentVolume, Endpoints, Node,
 //     ReplicationController; autoscaling/v2 HorizontalPodAutoscaler;
 //     networking.k8s.io/v1 Ingress, IngressClass, NetworkPolicy;
 //     rbac.authorization.k8s.io/v1 Role, ClusterRole, RoleBinding,
-//     ClusterRoleBinding; discovery.k8s.io/v1 EndpointSlice. Each with its
+//     ClusterRoleBinding; discovery.k8s.io/v1 EndpointSlice;
+//     admissionregistration.k8s.io/v1 webhook configurations and admission
+//     policies with their bindings (called with [Config.Admission]). Each with its
 //     API defaults, server-set fields, generation rule, status (and, for
 //     StatefulSets and ReplicationControllers, scale) subresource, guarding
 //     validation, and discovery entry with short names and categories.
@@ -362,7 +363,7 @@
 //
 // # Differences from kube-apiserver
 //
-// Admission: only NamespaceLifecycle, and what the Priority and
+// Admission: NamespaceLifecycle, and what the Priority and
 // DefaultTolerationSeconds plugins do to a new pod (priority 0 and PreemptLowerPriority, or the priority of
 // system-cluster-critical and system-node-critical; tolerations of
 // not-ready and unreachable nodes for 300 s); a pod naming another
@@ -372,6 +373,15 @@
 // the finalizers StorageObjectInUseProtection puts on claims and volumes
 // (a deleted claim goes at once, not after its pvc-protection finalizer)
 // and the not-ready taint TaintNodesByCondition puts on a new Node.
+// Admission webhooks and policies run with [Config.Admission], which the
+// test bench (controllerruntime/clustertest) sets with kube-apiserver's
+// own plugins: around every client write (creates, updates, patches,
+// applies, deletes, the status, scale, eviction and finalize
+// subresources), a mutating stage before the kind's strategy and
+// validation and a validating stage after, never with the cluster's lock
+// held; a write whose object changed meanwhile starts over, admission
+// included. The built-in controllers' own writes are not admitted. See
+// docs/admission.md.
 // Validation is kube-apiserver's for what guards controllers (required
 // fields, selectors, immutable fields, the values a controller switches
 // on), not all of it (container names and ports, volumes, probes, metrics
@@ -382,7 +392,9 @@
 // pod-level resources are not defaulted from the containers' and do not
 // enter the QoS class.
 //
-// No RBAC, authentication or dry run (400). managedFields and
+// No RBAC, authentication or dry run (400): admission's requester is the
+// user a REST request impersonates (the Impersonate-* headers), else its
+// field manager. managedFields and
 // server-side apply need type information (see "Server-side apply"): a
 // kind without it records none, and an apply to it is answered 415
 // saying how to give it; a kind of your Go type given deduced types (as
@@ -403,8 +415,9 @@
 // have what a CustomResourceDefinition gives (see Custom resources),
 // except conversion webhooks, which are not called: such a kind is
 // served in its storage version only, and requests in another answer 500
-// saying so. Warnings (unknown fields dropped, deprecated versions) are
-// not sent, and fieldValidation=Strict is not applied.
+// saying so. Warnings of the API server's own (unknown fields dropped,
+// deprecated versions) are not sent (admission's are, as Warning headers),
+// and fieldValidation=Strict is not applied.
 //
 // The built-in controllers differ from kube-controller-manager's in when,
 // not in what: they act inside the request that gives them work, not
@@ -418,6 +431,15 @@
 // write in the namespace rather than after two minutes, and does not
 // reset its DisruptionTarget condition. A pod matched by several budgets
 // updates all of them (upstream picks one). They record no Events.
+//
+// The [Kubelet] registers its Nodes when it is created, as a v1.37
+// kubelet on Linux registers one (labels, capacity and allocatable,
+// conditions, addresses, nodeInfo; see KubeletConfig.Nodes and Zones),
+// and binds pods only to those that exist. The rest of a Node's life is
+// not modelled: no heartbeats or Leases in kube-node-lease, no taints,
+// never NotReady or unreachable, no node-pressure eviction, no
+// re-registration of a deleted Node (whose pods run on: no pod garbage
+// collector deletes them).
 //
 // # Usage
 //

@@ -91,6 +91,15 @@ func (c *Cluster) evict(ctx context.Context, ns, name string, ev *policyv1.Evict
 	if err != nil {
 		return nil, err
 	}
+	if c.admitting() {
+		admitted, err := c.evictionAdmitted(ctx, ns, name, ev)
+		if err != nil {
+			return nil, err
+		}
+		if admitted.DeleteOptions != nil {
+			opts = admitted.DeleteOptions.DeepCopy() // as the mutating stage left them
+		}
+	}
 	c.mu.Lock()
 	c.holdLocked()
 	st, err := c.evictLocked(types.NamespacedName{Namespace: ns, Name: name}, *opts)

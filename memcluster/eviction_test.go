@@ -30,7 +30,7 @@ func cause(err error) string {
 
 func TestEvictWithoutBudget(t *testing.T) {
 	c, _ := newTestCluster(t)
-	AddCoreKinds(c)
+	addCoreKinds(c)
 	p := pod("bound", "", "")
 	p.Spec.NodeName = "node-0"
 	p = must(c.Pods("ns").Create(ctxT(t), p, metav1.CreateOptions{}))(t)
@@ -62,7 +62,7 @@ func TestEvictWithoutBudget(t *testing.T) {
 
 func TestEvictWithBudget(t *testing.T) {
 	c, _ := newTestCluster(t)
-	AddCoreKinds(c)
+	addCoreKinds(c)
 	ctx := ctxT(t)
 	must(pdbClient(c, "ns").Create(ctx, budget("web", intOrStr("2"), nil), metav1.CreateOptions{}))(t)
 	for _, name := range []string{"a", "b", "c"} {
@@ -120,7 +120,7 @@ func TestEvictUnhealthyPods(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, _ := newTestCluster(t)
-			AddCoreKinds(c)
+			addCoreKinds(c)
 			b := budget("web", intOrStr("2"), nil)
 			b.Spec.UnhealthyPodEvictionPolicy = tt.policy
 			must(pdbClient(c, "ns").Create(ctxT(t), b, metav1.CreateOptions{}))(t)
@@ -143,7 +143,7 @@ func TestEvictUnhealthyPods(t *testing.T) {
 
 func TestEvictRefusals(t *testing.T) {
 	c := New(Config{Seed: 1, NoDisruptionController: true, NoNamespaceController: true, RequireNamespaces: true})
-	AddCoreKinds(c)
+	addCoreKinds(c)
 	ctx := ctxT(t)
 	createNamespace(t, c, "ns")
 	must(pdbClient(c, "ns").Create(ctx, budget("web", intOrStr("1"), nil), metav1.CreateOptions{}))(t)
@@ -176,7 +176,7 @@ func TestEvictRefusals(t *testing.T) {
 
 func TestEvictionREST(t *testing.T) {
 	c, _ := newTestCluster(t)
-	AddCoreKinds(c)
+	addCoreKinds(c)
 	rc := newRESTClient(t, c)
 	for _, name := range []string{"a", "b", "c"} {
 		readyPod(t, c, name, true, nil)

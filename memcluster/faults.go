@@ -2,6 +2,7 @@ package memcluster
 
 import (
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/internal/admit"
 	"github.com/ctrlkit/ctrlkit/internal/gate"
 
 	"context"
@@ -17,9 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Verb names a request type for fault rules.
-type Verb = gate.Verb
-
 // FaultRule injects errors and latency into matching requests.
 type FaultRule struct {
 	// Verb matches one verb, kube-apiserver's name for it: "get", "list",
@@ -27,7 +25,7 @@ type FaultRule struct {
 	// for a write of the status subresource (an update or a patch of it);
 	// "" matches every verb. Any other verb makes [Cluster.SetFaults]
 	// return an error.
-	Verb Verb
+	Verb string
 	// Resource matches one kind by its plural name ("pods"); "" matches all.
 	Resource string
 	// Rate is the probability, in [0, 1], that a matching request fails;
@@ -82,7 +80,7 @@ func (c *Cluster) SetFaults(f Faults) error {
 
 func (f Faults) validate() error {
 	for i, r := range f.Rules {
-		if r.Verb != "" && !gate.KnownVerb(r.Verb) {
+		if r.Verb != "" && !gate.KnownVerb(gate.Verb(r.Verb)) {
 			return fmt.Errorf("memcluster: fault rule %d (verb %q, resource %q): unknown verb %q", i, r.Verb, r.Resource, r.Verb)
 		}
 		if !(r.Rate >= 0 && r.Rate <= 1) {
@@ -112,14 +110,14 @@ func (fi *faultInjector) init(seed uint64) {
 }
 
 // decide returns the latency and the failing rule (if any) for a request.
-func (fi *faultInjector) decide(verb Verb, resource string) (time.Duration, *FaultRule) {
+func (fi *faultInjector) decide(verb gate.Verb, resource string) (time.Duration, *FaultRule) {
 	fi.mu.Lock()
 	defer fi.mu.Unlock()
 	var lat time.Duration
 	var hit *FaultRule
 	for i := range fi.cfg.Rules {
 		rule := &fi.cfg.Rules[i]
-		if (rule.Verb != "" && rule.Verb != verb) || (rule.Resource != "" && rule.Resource != resource) {
+		if (rule.Verb != "" && rule.Verb != string(verb)) || (rule.Resource != "" && rule.Resource != resource) {
 			continue
 		}
 		lat += rule.Latency
@@ -147,16 +145,19 @@ func (fi *faultInjector) watchDelivery() (time.Duration, bool) {
 // Injected latency waits on the cluster clock with [clock.Sleep]: on a fake
 // clock the caller must be doing tracked work (a controller's sync, an
 // informer's list), as every request of a simulated controller is.
-func (c *Cluster) admit(ctx context.Context, verb Verb, gr schema.GroupResource, namespace, name string) (after, err error) {
+func (c *Cluster) admit(ctx context.Context, verb gate.Verb, gr schema.GroupResource, namespace, name string) (after, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if admit.IsLoopback(ctx) {
+		return nil, nil // the cluster's own reads: no gate, no faults
 	}
 	step := gate.Step{Kind: gate.StepRequest, Verb: verb, Resource: gr.Resource, Namespace: namespace, Name: name}
 	if err := c.enter(ctx, step); err != nil {
 		return nil, err
 	}
 	lat, rule := c.faults.decide(verb, gr.Resource)
-	c.requested(ctx, Request{Verb: verb, Resource: gr.Resource, Namespace: namespace, Name: name, Latency: lat, Fault: rule})
+	c.requested(ctx, Request{Verb: string(verb), Resource: gr.Resource, Namespace: namespace, Name: name, Latency: lat, Fault: rule})
 	if lat > 0 {
 		if err := clock.Sleep(ctx, c.clock, lat); err != nil {
 			return nil, err
@@ -177,7 +178,7 @@ func (c *Cluster) admit(ctx context.Context, verb Verb, gr schema.GroupResource,
 }
 
 // injected returns the error of a request failed by a rule of reason.
-func injected(reason metav1.StatusReason, verb Verb, gr schema.GroupResource, name string) error {
+func injected(reason metav1.StatusReason, verb gate.Verb, gr schema.GroupResource, name string) error {
 	cause := errors.New("memcluster: injected fault")
 	switch reason {
 	case "", metav1.StatusReasonInternalError:

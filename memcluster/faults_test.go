@@ -1,8 +1,6 @@
 package memcluster
 
 import (
-	"github.com/ctrlkit/ctrlkit/internal/gate"
-
 	"github.com/ctrlkit/ctrlkit/clock"
 
 	"fmt"
@@ -19,7 +17,7 @@ import (
 func TestFaultsReproducible(t *testing.T) {
 	outcomes := func(seed uint64) []string {
 		c := New(Config{Seed: seed})
-		c.SetFaults(Faults{Rules: []FaultRule{{Verb: gate.VerbCreate, Resource: "pods", Rate: 0.5, Reason: metav1.StatusReasonServiceUnavailable}}})
+		c.SetFaults(Faults{Rules: []FaultRule{{Verb: "create", Resource: "pods", Rate: 0.5, Reason: metav1.StatusReasonServiceUnavailable}}})
 		var out []string
 		for i := range 20 {
 			_, err := c.Pods("ns").Create(ctxT(t), pod(fmt.Sprint("p", i), "", ""), metav1.CreateOptions{})
@@ -93,7 +91,7 @@ func TestFaultErrors(t *testing.T) {
 
 func TestFaultAfterWrite(t *testing.T) {
 	c, _ := newTestCluster(t)
-	c.SetFaults(Faults{Rules: []FaultRule{{Verb: gate.VerbCreate, Rate: 1, Reason: metav1.StatusReasonServerTimeout, AfterWrite: true}}})
+	c.SetFaults(Faults{Rules: []FaultRule{{Verb: "create", Rate: 1, Reason: metav1.StatusReasonServerTimeout, AfterWrite: true}}})
 	if _, err := c.Pods("ns").Create(ctxT(t), pod("p", "", ""), metav1.CreateOptions{}); !apierrors.IsServerTimeout(err) {
 		t.Fatalf("Create() error = %v; want a timeout", err)
 	}
@@ -106,7 +104,7 @@ func TestFaultAfterWrite(t *testing.T) {
 func TestFaultLatencyIsVirtual(t *testing.T) {
 	c, fc := newTestCluster(t)
 	must(c.Pods("ns").Create(ctxT(t), pod("p", "", ""), metav1.CreateOptions{}))(t)
-	c.SetFaults(Faults{Rules: []FaultRule{{Verb: gate.VerbGet, Latency: 10 * time.Second}}})
+	c.SetFaults(Faults{Rules: []FaultRule{{Verb: "get", Latency: 10 * time.Second}}})
 	var done atomic.Bool
 	var wg sync.WaitGroup
 	// The request runs on a goroutine of its own: tracked work, as a

@@ -24,7 +24,7 @@ func names[T Object](items []T) []string {
 
 func TestFieldSelectors(t *testing.T) {
 	c, _ := newTestCluster(t)
-	AddCoreKinds(c)
+	addCoreKinds(c)
 	ctx := ctxT(t)
 	for i, name := range []string{"a", "b", "c"} {
 		p := pod(name, "", "")
@@ -95,7 +95,7 @@ func TestFieldSelectors(t *testing.T) {
 
 func TestFieldSelectorsRefused(t *testing.T) {
 	c, _ := newTestCluster(t)
-	AddCoreKinds(c)
+	addCoreKinds(c)
 	addWidgets(t, c)
 	ctx := ctxT(t)
 	s := runtime.NewScheme()

@@ -26,7 +26,7 @@ type handler struct {
 // NewHandler returns a handler that serves the Kubernetes REST API of c
 // over HTTP: discovery, and get, list, watch, create, update, patch,
 // delete and deletecollection of every kind the cluster stores (those of
-// [New], [AddCoreKinds] and [AddBuiltinKinds], and yours from [KindFor]),
+// [New] and [AddBuiltinKinds], and yours from [KindFor]),
 // with their status and scale subresources, pods/eviction and
 // namespaces/finalize, in JSON, YAML and, for the k8s.io/api types,
 // protobuf. Unchanged client-go clientsets, the dynamic and metadata
@@ -105,6 +105,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, nil, representation{}, apierrors.NewInternalError(err))
 		return
 	}
+	w, r = h.c.forAdmission(w, r)
 	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	switch {
 	case segs[0] == "version" && len(segs) == 1:

@@ -1,8 +1,6 @@
 package memcluster
 
 import (
-	"github.com/ctrlkit/ctrlkit/internal/gate"
-
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -15,7 +13,7 @@ import (
 
 func TestHandlerDiscovery(t *testing.T) {
 	c, _ := newTestCluster(t)
-	AddCoreKinds(c)
+	addCoreKinds(c)
 	addWidgets(t, c)
 	rc := newRESTClient(t, c)
 	resources := func(body []byte) string {
@@ -202,14 +200,14 @@ func TestHandlerFaults(t *testing.T) {
 		want       string
 		retryAfter string
 	}{
-		{"429 on list", FaultRule{Verb: gate.VerbList, Rate: 1, Reason: metav1.StatusReasonTooManyRequests}, req{method: "GET", path: "/api/v1/pods"}, "429 Status TooManyRequests", "1"},
-		{"500 on create", FaultRule{Verb: gate.VerbCreate, Rate: 1, Reason: metav1.StatusReasonInternalError}, req{method: "POST", path: "/api/v1/namespaces/ns/pods",
+		{"429 on list", FaultRule{Verb: "list", Rate: 1, Reason: metav1.StatusReasonTooManyRequests}, req{method: "GET", path: "/api/v1/pods"}, "429 Status TooManyRequests", "1"},
+		{"500 on create", FaultRule{Verb: "create", Rate: 1, Reason: metav1.StatusReasonInternalError}, req{method: "POST", path: "/api/v1/namespaces/ns/pods",
 			body: `{"metadata":{"name":"p"},"spec":{"containers":[{"name":"a","image":"b"}]}}`}, "500 Status InternalError", ""},
-		{"503 on get", FaultRule{Verb: gate.VerbGet, Resource: "pods", Rate: 1, Reason: metav1.StatusReasonServiceUnavailable}, req{method: "GET", path: "/api/v1/namespaces/ns/pods/a"}, "503 Status ServiceUnavailable", ""},
-		{"server timeout on watch", FaultRule{Verb: gate.VerbWatch, Rate: 1, Reason: metav1.StatusReasonServerTimeout}, req{method: "GET", path: "/api/v1/pods?watch=true"}, "500 Status ServerTimeout", "1"},
-		{"409 on update/status", FaultRule{Verb: gate.VerbUpdateStatus, Rate: 1, Reason: metav1.StatusReasonConflict}, req{method: "PUT", path: "/api/v1/namespaces/ns/pods/a/status",
+		{"503 on get", FaultRule{Verb: "get", Resource: "pods", Rate: 1, Reason: metav1.StatusReasonServiceUnavailable}, req{method: "GET", path: "/api/v1/namespaces/ns/pods/a"}, "503 Status ServiceUnavailable", ""},
+		{"server timeout on watch", FaultRule{Verb: "watch", Rate: 1, Reason: metav1.StatusReasonServerTimeout}, req{method: "GET", path: "/api/v1/pods?watch=true"}, "500 Status ServerTimeout", "1"},
+		{"409 on update/status", FaultRule{Verb: "update/status", Rate: 1, Reason: metav1.StatusReasonConflict}, req{method: "PUT", path: "/api/v1/namespaces/ns/pods/a/status",
 			body: `{"metadata":{"name":"a"},"status":{"phase":"Running"}}`}, "409 Status Conflict", ""},
-		{"409 on delete after the write", FaultRule{Verb: gate.VerbDelete, Rate: 1, Reason: metav1.StatusReasonConflict, AfterWrite: true}, req{method: "DELETE", path: "/api/v1/namespaces/ns/pods/a"}, "409 Status Conflict", ""},
+		{"409 on delete after the write", FaultRule{Verb: "delete", Rate: 1, Reason: metav1.StatusReasonConflict, AfterWrite: true}, req{method: "DELETE", path: "/api/v1/namespaces/ns/pods/a"}, "409 Status Conflict", ""},
 		{"other resources untouched", FaultRule{Resource: "replicasets", Rate: 1}, req{method: "GET", path: "/api/v1/namespaces/ns/pods/a"}, "200 Pod a rv=1 gen=1", ""},
 	}
 	for _, tt := range tests {
@@ -229,7 +227,7 @@ func TestHandlerFaults(t *testing.T) {
 	// A fault after the write: the client sees an error, the delete happened.
 	c, _ := newTestCluster(t)
 	must(c.Pods("ns").Create(ctxT(t), pod("a", "", ""), metav1.CreateOptions{}))(t)
-	c.SetFaults(Faults{Rules: []FaultRule{{Verb: gate.VerbDelete, Rate: 1, Reason: metav1.StatusReasonInternalError, AfterWrite: true}}})
+	c.SetFaults(Faults{Rules: []FaultRule{{Verb: "delete", Rate: 1, Reason: metav1.StatusReasonInternalError, AfterWrite: true}}})
 	rc := newRESTClient(t, c)
 	resp, body := rc.do(req{method: "DELETE", path: "/api/v1/namespaces/ns/pods/a"})
 	c.SetFaults(Faults{})

@@ -17,7 +17,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/defaults"
 )
 
-// The core/v1 kinds of AddBuiltinKinds (those of AddCoreKinds are in
+// The core/v1 kinds of AddBuiltinKinds (those of addCoreKinds are in
 // corekinds.go).
 
 func pvcKind() Kind[*corev1.PersistentVolumeClaim] {

@@ -21,18 +21,24 @@ import (
 
 // KubeletConfig configures a [Kubelet]. The zero value is ready to use.
 type KubeletConfig struct {
-	// Nodes is the number of fake nodes, named node-0, node-1, …; pods are
-	// bound to them round-robin. Zero means 3.
+	// Nodes is the number of Nodes the kubelet registers, named node-0,
+	// node-1, …; it binds pods to those that exist, round-robin. Zero
+	// means 3.
 	Nodes int
+	// Zones, if set, are the topology.kubernetes.io/zone labels of the
+	// Nodes: node-<n> is in Zones[n % len(Zones)]. Each must be a label
+	// value (see [Kubelet.Err]).
+	Zones []string
 	// Model decides how each pod behaves. Nil means
 	// FixedModel(DefaultPodBehavior()).
 	Model PodModel
 }
 
-// Kubelet plays scheduler and kubelet for every pod of a cluster: it binds
-// unscheduled pods to fake nodes, moves them through Pending, Running and
-// Ready, simulates failures, and finishes graceful deletions. A cluster
-// should have at most one.
+// Kubelet plays scheduler and kubelet for every pod of a cluster: it
+// registers its Nodes (as a kubelet does; see KubeletConfig.Nodes), binds
+// unscheduled pods to them, moves pods through Pending, Running and Ready,
+// simulates failures, and finishes graceful deletions. A cluster should
+// have at most one.
 //
 // It has two layers, like raft's RawNode and Node: [Kubelet.Sync] brings
 // every pod up to date with the cluster clock and returns; [Kubelet.Run]
@@ -59,7 +65,7 @@ type Kubelet struct {
 	dues    dueHeap                           // pods with a transition ahead
 	all     bool                              // the next Sync visits every pod
 	syncing bool                              // Sync is writing: its own writes are not news
-	bound   int                               // pods bound so far, for round-robin
+	bound   int                               // binding attempts so far, for round-robin
 	ips     int                               // pod IPs handed out so far
 
 	// Run's wake-ups: a pod write, or the next transition due. On a fake
@@ -74,6 +80,8 @@ type Kubelet struct {
 	dueT    clock.Timer
 	running bool
 	wakeC   chan struct{}
+
+	err error // of the registration of the Nodes
 }
 
 type podState struct {
@@ -146,8 +154,9 @@ func (st *podState) settle(rv string, due time.Time) time.Time {
 	return due
 }
 
-// NewKubelet attaches a kubelet to c. It does nothing until Sync or Run is
-// called. On a fake clock it is tracked work until Run's first Sync, so
+// NewKubelet attaches a kubelet to c and registers its Nodes (the cluster
+// serves Nodes from then on, if it did not); pods are bound and run from
+// the first Sync or Run. On a fake clock it is tracked work until Run's first Sync, so
 // that a simulation does not move time on before the kubelet has started.
 // Call it before the simulation runs, not in the goroutine that calls Run:
 // until it returns the cluster has no kubelet, and RunUntil rightly
@@ -175,13 +184,25 @@ func NewKubelet(c *Cluster, cfg KubeletConfig) *Kubelet {
 	for i := range cfg.Nodes {
 		k.nodes = append(k.nodes, fmt.Sprintf("node-%d", i))
 	}
+	k.err = checkZones(cfg.Zones)
+	if k.err == nil {
+		addKind(c, nodeKind()) // a kubelet registers its Node through the API
+	}
 	k.work.Expect() // a simulation waits for Run; it names a kubelet never run
 	k.wake()
 	c.mu.Lock()
+	if k.err == nil {
+		k.err = k.registerLocked(cfg.Zones)
+	}
 	c.kubelets = append(c.kubelets, k)
 	c.mu.Unlock()
 	return k
 }
+
+// Err is the error of the registration of the kubelet's Nodes (a zone of
+// KubeletConfig.Zones that is not a label value), or nil. A kubelet that
+// could not register its Nodes binds no pod to them.
+func (k *Kubelet) Err() error { return k.err }
 
 // Run calls [Kubelet.Sync] whenever a pod is written and whenever the next
 // transition is due on the cluster clock, until ctx is done. Only one Run
@@ -373,8 +394,9 @@ func (k *Kubelet) syncPodLocked(key types.NamespacedName, p *corev1.Pod, now tim
 			return time.Time{} // bound to a node that is not ours
 		}
 		if node < 0 {
-			node = k.bound % len(k.nodes)
-			k.bound++
+			if node = k.nextNodeLocked(); node < 0 {
+				return time.Time{} // none of our Nodes exists: Pending until one does
+			}
 		}
 		b := k.model(p, k.rnd)
 		if f, ok := p.Annotations[FailureAnnotation]; ok {

@@ -265,9 +265,17 @@ func (c *Cluster) finalizeNamespace(ctx context.Context, ns *corev1.Namespace, o
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	out, err := c.finalizeNamespaceLocked(in, managerOf(opts.FieldManager))
-	c.mu.Unlock()
+	a := managerOf(opts.FieldManager)
+	var out *corev1.Namespace
+	if c.admitting() {
+		out, err = r.Namespace("").replaceAdmitted(ctx, in, "finalize", opts, a.manager, func(in *corev1.Namespace) (*corev1.Namespace, error) {
+			return c.finalizeNamespaceLocked(in, a)
+		})
+	} else {
+		c.mu.Lock()
+		out, err = c.finalizeNamespaceLocked(in, a)
+		c.mu.Unlock()
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -21,11 +21,11 @@ func newNamespacedCluster(t *testing.T, cfg Config) (*Cluster, *clock.Fake) {
 	fc := clock.NewFake(t0)
 	cfg.Clock, cfg.Seed, cfg.RequireNamespaces = fc, 1, true
 	c := New(cfg)
-	AddCoreKinds(c)
+	addCoreKinds(c)
 	return c, fc
 }
 
-// kindClient is a client of a kind added by AddCoreKinds.
+// kindClient is a client of a kind added by addCoreKinds.
 func kindClient[T Object](c *Cluster, gk schema.GroupKind, ns string) Client[T] {
 	return c.kinds[gk].(*Resource[T]).Namespace(ns)
 }

@@ -86,13 +86,20 @@ func (cl Client[T]) patch(ctx context.Context, name string, pt types.PatchType, 
 	}
 	var out T
 	var created bool
-	c.mu.Lock()
-	if pt == types.ApplyYAMLPatchType {
-		out, created, err = cl.r.applyLocked(cl.ns, name, data, opts, sub, version, view)
-	} else {
-		out, err = cl.r.patchLocked(cl.key(cl.ns, name), pt, data, status, managerOf(opts.FieldManager), view)
+	switch {
+	case c.admitting() && pt == types.ApplyYAMLPatchType:
+		out, created, err = cl.applyAdmitted(ctx, name, data, opts, sub, version, view)
+	case c.admitting():
+		out, err = cl.patchAdmitted(ctx, name, pt, data, opts, sub, version, view)
+	default:
+		c.mu.Lock()
+		if pt == types.ApplyYAMLPatchType {
+			out, created, err = cl.r.applyLocked(cl.ns, name, data, opts, sub, version, view)
+		} else {
+			out, err = cl.r.patchLocked(cl.key(cl.ns, name), pt, data, status, managerOf(opts.FieldManager), view)
+		}
+		c.mu.Unlock()
 	}
-	c.mu.Unlock()
 	if err != nil {
 		return zero, false, err
 	}
@@ -111,6 +118,20 @@ func (r *Resource[T]) patchLocked(key types.NamespacedName, pt types.PatchType, 
 	if !ok {
 		return zero, apierrors.NewNotFound(r.kind.groupResource(), key.Name)
 	}
+	in, err := r.patched(old, key, pt, data, view)
+	if err != nil {
+		return zero, err
+	}
+	if status {
+		return r.updateStatusLocked(in, a)
+	}
+	return r.updateLocked(in, a)
+}
+
+// patched returns the stored object old at key (seen through view, if
+// set) with the patch applied: a private object to write.
+func (r *Resource[T]) patched(old T, key types.NamespacedName, pt types.PatchType, data []byte, view func(T) (T, error)) (T, error) {
+	var zero T
 	if view != nil {
 		var err error
 		if old, err = view(old); err != nil {
@@ -158,10 +179,7 @@ func (r *Resource[T]) patchLocked(key types.NamespacedName, pt types.PatchType, 
 	if in.GetName() != key.Name || in.GetNamespace() != key.Namespace {
 		return zero, apierrors.NewBadRequest("the name and namespace of a patched object cannot change")
 	}
-	if status {
-		return r.updateStatusLocked(in, a)
-	}
-	return r.updateLocked(in, a)
+	return in, nil
 }
 
 // mergePatch applies an RFC 7386 JSON merge patch.

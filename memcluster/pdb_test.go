@@ -63,7 +63,7 @@ func budgetStatus(t *testing.T, c *Cluster, name string) string {
 
 func TestPDBValidation(t *testing.T) {
 	c, _ := newTestCluster(t)
-	AddCoreKinds(c)
+	addCoreKinds(c)
 	bad := policyv1.UnhealthyPodEvictionPolicyType("Sometimes")
 	tests := []struct {
 		pdb  *policyv1.PodDisruptionBudget
@@ -161,7 +161,7 @@ func TestDisruptionStatus(t *testing.T) {
 
 func TestDisruptionController(t *testing.T) {
 	c, _ := newTestCluster(t)
-	AddCoreKinds(c)
+	addCoreKinds(c)
 	ctx := ctxT(t)
 	d := deployment("web")
 	d.Spec.Replicas = ptrTo[int32](4)
@@ -199,7 +199,7 @@ func TestDisruptionController(t *testing.T) {
 
 func TestDisruptionControllerOff(t *testing.T) {
 	c := New(Config{Seed: 1, NoDisruptionController: true})
-	AddCoreKinds(c)
+	addCoreKinds(c)
 	must(pdbClient(c, "ns").Create(ctxT(t), budget("b", intOrStr("1"), nil), metav1.CreateOptions{}))(t)
 	readyPod(t, c, "p", true, nil)
 	if got, want := budgetStatus(t, c, "b"), "gen=0/1 expected=0 healthy=0 desired=0 allowed=0 disrupted=0"; got != want {

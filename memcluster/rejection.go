@@ -134,7 +134,7 @@ func rejectedStatus(p *corev1.Pod, r Rejection, at time.Time) corev1.PodStatus {
 
 // rejectionEventLocked records the kubelet's Warning event about the
 // rejected pod p on node, as a core/v1 Event, if the cluster serves them
-// (see [AddCoreKinds]). The caller holds c.mu.
+// (see addCoreKinds). The caller holds c.mu.
 func (c *Cluster) rejectionEventLocked(p *corev1.Pod, r Rejection, node string, at time.Time) {
 	res, ok := c.kinds[schema.GroupKind{Kind: "Event"}].(*Resource[*corev1.Event])
 	if !ok {

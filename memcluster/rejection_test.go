@@ -44,7 +44,7 @@ func TestKubeletRejectsPods(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, fc := newTestCluster(t)
-			AddCoreKinds(c)
+			addCoreKinds(c)
 			k := NewKubelet(c, KubeletConfig{Model: FixedModel(tc.behavior)})
 			p := pod("p", "", "")
 			p.Annotations = tc.annotate

@@ -12,7 +12,7 @@ type Request struct {
 	// Verb, Resource, Namespace and Name describe the request (Name is
 	// empty for lists, watches and creates with generateName). Resource
 	// is the plural name, e.g. "pods".
-	Verb      Verb
+	Verb      string
 	Resource  string
 	Namespace string
 	Name      string

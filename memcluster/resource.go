@@ -152,9 +152,14 @@ func (cl Client[T]) Create(ctx context.Context, obj T, opts metav1.CreateOptions
 	if err != nil {
 		return zero, err
 	}
-	c.mu.Lock()
-	out, err := cl.r.createLocked(obj, cl.ns, managerOf(opts.FieldManager))
-	c.mu.Unlock()
+	var out T
+	if c.admitting() {
+		out, err = cl.createAdmitted(ctx, obj, opts, nil)
+	} else {
+		c.mu.Lock()
+		out, err = cl.r.createLocked(obj, cl.ns, managerOf(opts.FieldManager))
+		c.mu.Unlock()
+	}
 	if err != nil {
 		return zero, err
 	}
@@ -171,21 +176,23 @@ func (cl Client[T]) Create(ctx context.Context, obj T, opts metav1.CreateOptions
 // field manager is opts.FieldManager, as for [Client.Create].
 func (cl Client[T]) Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
 	a := managerOf(opts.FieldManager)
-	return cl.replace(ctx, gate.VerbUpdate, obj, opts, func(in T) (T, error) { return cl.r.updateLocked(in, a) })
+	return cl.replace(ctx, gate.VerbUpdate, obj, opts, "", a.manager, func(in T) (T, error) { return cl.r.updateLocked(in, a) })
 }
 
 // UpdateStatus replaces the object's status and nothing else, with the
 // same resourceVersion check and field manager as [Client.Update].
 func (cl Client[T]) UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
 	a := managerOf(opts.FieldManager)
-	return cl.replace(ctx, gate.VerbUpdateStatus, obj, opts, func(in T) (T, error) { return cl.r.updateStatusLocked(in, a) })
+	return cl.replace(ctx, gate.VerbUpdateStatus, obj, opts, "status", a.manager, func(in T) (T, error) { return cl.r.updateStatusLocked(in, a) })
 }
 
 // replace runs one replace-style write: admission (fault injection), the
 // JSON round trip every stored object goes through, then write under the
 // cluster lock. A fault injected after the write is returned instead of
-// the result, as a lost response would be.
-func (cl Client[T]) replace(ctx context.Context, verb Verb, obj T, opts metav1.UpdateOptions, write func(T) (T, error)) (T, error) {
+// the result, as a lost response would be. sub is the subresource
+// written ("", "status", "scale") and manager the field manager, for
+// admission.
+func (cl Client[T]) replace(ctx context.Context, verb gate.Verb, obj T, opts metav1.UpdateOptions, sub, manager string, write func(T) (T, error)) (T, error) {
 	var zero T
 	c := cl.r.c
 	if isNil(obj) {
@@ -202,9 +209,14 @@ func (cl Client[T]) replace(ctx context.Context, verb Verb, obj T, opts metav1.U
 	if err != nil {
 		return zero, err
 	}
-	c.mu.Lock()
-	out, err := write(cl.withNamespace(in))
-	c.mu.Unlock()
+	var out T
+	if c.admitting() {
+		out, err = cl.replaceAdmitted(ctx, cl.withNamespace(in), sub, opts, manager, write)
+	} else {
+		c.mu.Lock()
+		out, err = write(cl.withNamespace(in))
+		c.mu.Unlock()
+	}
 	if err != nil {
 		return zero, err
 	}

@@ -191,23 +191,8 @@ func writeScale(r *http.Request, rq request, s *served, sc *autoscalingv1.Scale)
 		if !ok {
 			return nil, apierrors.NewNotFound(schema.GroupResource{Group: s.in.gvk.Group, Resource: s.in.resource}, rq.name)
 		}
-		switch o := cur.(type) {
-		case *appsv1.Deployment:
-			o.Spec.Replicas = ptrTo(sc.Spec.Replicas)
-		case *appsv1.ReplicaSet:
-			o.Spec.Replicas = ptrTo(sc.Spec.Replicas)
-		case *appsv1.StatefulSet:
-			o.Spec.Replicas = ptrTo(sc.Spec.Replicas)
-		case *corev1.ReplicationController:
-			o.Spec.Replicas = ptrTo(sc.Spec.Replicas)
-		case *unstructured.Unstructured:
-			path := s.in.scale.SpecReplicasPath
-			if sc.Spec.Replicas == unsetReplicas {
-				return nil, apierrors.NewBadRequest(fmt.Sprintf("the spec replicas field %q cannot be empty", path))
-			}
-			if err := unstructured.SetNestedField(o.Object, int64(sc.Spec.Replicas), splitPath(path)...); err != nil {
-				return nil, apierrors.NewBadRequest(err.Error())
-			}
+		if err := setScaleReplicas(cur, sc.Spec.Replicas, s.in.scale); err != nil {
+			return nil, err
 		}
 		if sc.ResourceVersion != "" {
 			cur.(Object).SetResourceVersion(sc.ResourceVersion)
@@ -218,6 +203,34 @@ func writeScale(r *http.Request, rq request, s *served, sc *autoscalingv1.Scale)
 		}
 		return out, err
 	}
+}
+
+// setScaleReplicas sets the spec replicas of obj (a Deployment,
+// ReplicaSet, StatefulSet, ReplicationController, or a custom resource
+// whose scale subresource paths says where) to replicas.
+func setScaleReplicas(obj runtime.Object, replicas int32, paths *CustomScale) error {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		o.Spec.Replicas = ptrTo(replicas)
+	case *appsv1.ReplicaSet:
+		o.Spec.Replicas = ptrTo(replicas)
+	case *appsv1.StatefulSet:
+		o.Spec.Replicas = ptrTo(replicas)
+	case *corev1.ReplicationController:
+		o.Spec.Replicas = ptrTo(replicas)
+	case *unstructured.Unstructured:
+		if paths == nil {
+			return apierrors.NewInternalError(fmt.Errorf("memcluster: %s has no scale subresource", o.GetKind()))
+		}
+		path := paths.SpecReplicasPath
+		if replicas == unsetReplicas {
+			return apierrors.NewBadRequest(fmt.Sprintf("the spec replicas field %q cannot be empty", path))
+		}
+		if err := unstructured.SetNestedField(o.Object, int64(replicas), splitPath(path)...); err != nil {
+			return apierrors.NewBadRequest(err.Error())
+		}
+	}
+	return nil
 }
 
 // removedReplicasAreZero sets spec.replicas to 0 where an apply of the

@@ -196,7 +196,7 @@ func (r *Resource[T]) update(ctx context.Context, ns string, obj runtime.Object,
 	case "scale":
 		a := managerOf(opts.FieldManager)
 		a.scale = true
-		return cl.replace(ctx, gate.VerbUpdate, t, opts, func(in T) (T, error) { return r.updateLocked(in, a) })
+		return cl.replace(ctx, gate.VerbUpdate, t, opts, "scale", a.manager, func(in T) (T, error) { return r.updateLocked(in, a) })
 	}
 	return cl.Update(ctx, t, opts)
 }

@@ -122,7 +122,7 @@ func TestKindForNoStatusSubresource(t *testing.T) {
 // type-erased Resource[Object] stores widgets as well as a typed one.
 func TestKindForGarbageCollection(t *testing.T) {
 	c, _ := newTestCluster(t)
-	AddCoreKinds(c)
+	addCoreKinds(c)
 	k, err := KindFor[Object](widgetScheme(t), &widget{}, KindOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ func TestKindForGarbageCollection(t *testing.T) {
 
 func TestCoreKinds(t *testing.T) {
 	c, _ := newTestCluster(t)
-	AddCoreKinds(c)
+	addCoreKinds(c)
 	rc := newRESTClient(t, c)
 	var got []string
 	for _, r := range []req{

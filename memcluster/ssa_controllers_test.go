@@ -25,7 +25,7 @@ func newTrackedCluster(t *testing.T, cfg Config) *Cluster {
 	cfg.Clock, cfg.Seed = newFake(), 1
 	cfg.TypeConverter = TypeConverterChain(testTypeConverter(t), managedfields.NewDeducedTypeConverter())
 	c := New(cfg)
-	AddCoreKinds(c)
+	addCoreKinds(c)
 	return c
 }
 

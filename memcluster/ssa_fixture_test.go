@@ -118,7 +118,7 @@ func testTypeConverter(t testing.TB) managedfields.TypeConverter {
 func newSSACluster(t *testing.T) *Cluster {
 	t.Helper()
 	c := New(Config{Clock: newFake(), Seed: 1, TypeConverter: testTypeConverter(t)})
-	AddCoreKinds(c)
+	addCoreKinds(c)
 	return c
 }
 

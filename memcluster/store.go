@@ -21,6 +21,12 @@ const maxGenerateNameTries = 8
 // createLocked stores a new object, written by a, and returns a copy of
 // what was stored.
 func (r *Resource[T]) createLocked(obj T, ns string, a author) (T, error) {
+	return r.createWithUIDLocked(obj, ns, a, "")
+}
+
+// createWithUIDLocked is createLocked with the object's UID, or a new one
+// from the cluster's random source if uid is "".
+func (r *Resource[T]) createWithUIDLocked(obj T, ns string, a author, uid types.UID) (T, error) {
 	var zero T
 	in, err := r.roundTrip(obj)
 	if err != nil {
@@ -52,7 +58,10 @@ func (r *Resource[T]) createLocked(obj T, ns string, a author) (T, error) {
 		}
 	}
 	managed := r.recordCreateLocked(in, a)
-	in.SetUID(r.c.newUIDLocked())
+	if uid == "" {
+		uid = r.c.newUIDLocked()
+	}
+	in.SetUID(uid)
 	in.SetCreationTimestamp(r.c.now())
 	if r.kind.PrepareCreate != nil {
 		r.kind.PrepareCreate(in)
@@ -77,7 +86,9 @@ func (r *Resource[T]) createLocked(obj T, ns string, a author) (T, error) {
 	if len(errs) > 0 {
 		return zero, apierrors.NewInvalid(r.kind.groupKind(), in.GetName(), errs)
 	}
-	if _, exists := r.objs[objectKey(in)]; exists {
+	if _, exists := r.objs[objectKey(in)]; exists && r.c.staging == nil {
+		// (A staged create checks when it commits, after the validating
+		// stage of admission, as kube-apiserver's storage does.)
 		return zero, apierrors.NewAlreadyExists(r.kind.groupResource(), in.GetName())
 	}
 	if r.kind.toStorage != nil {
@@ -297,6 +308,11 @@ func (r *Resource[T]) finalizedLocked(obj T) bool {
 // commitLocked allocates a resourceVersion, stores obj (which the store
 // now owns) and records the event for watchers.
 func (r *Resource[T]) commitLocked(typ watch.EventType, obj T) T {
+	if st := r.c.staging; st != nil {
+		r.c.staging = nil // the write's own commit only
+		stage(st, r, typ, obj)
+		return obj
+	}
 	rv := r.c.nextRVLocked()
 	obj.SetResourceVersion(formatRV(rv))
 	key := objectKey(obj)
@@ -312,6 +328,11 @@ func (r *Resource[T]) commitLocked(typ watch.EventType, obj T) T {
 	r.recordLocked(typ, obj, prev, rv)
 	if r.kind.GVK.Group == "" && r.kind.GVK.Kind == "Pod" {
 		r.c.podWrittenLocked(key)
+	}
+	if r.kind.GVK.Group == "" && r.kind.GVK.Kind == "Node" {
+		for _, k := range r.c.kubelets {
+			k.nodeWrittenLocked()
+		}
 	}
 	var prevObj Object
 	if had {

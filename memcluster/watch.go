@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ctrlkit/ctrlkit/clock"
+	"github.com/ctrlkit/ctrlkit/internal/admit"
 	"github.com/ctrlkit/ctrlkit/internal/gate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,6 +85,7 @@ func (r *Resource[T]) watch(ctx context.Context, rvs string, bookmarks bool, mat
 		work:      clock.NewSource(c.clock, "memcluster: watch "+r.kind.Resource),
 		match:     match,
 		bookmarks: bookmarks,
+		loopback:  admit.IsLoopback(ctx),
 		result:    make(chan watch.Event),
 		wake:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
@@ -182,6 +184,7 @@ type watcher[T Object] struct {
 	work      *clock.Source
 	match     func(T) bool
 	bookmarks bool
+	loopback  bool // the cluster's own (admit.WithLoopback): no faults
 	result    chan watch.Event
 	wake      chan struct{}
 	stop      chan struct{}
@@ -269,9 +272,13 @@ func (w *watcher[T]) offerLocked(e event[T]) {
 	} else if !isNow {
 		return
 	}
-	lag, drop := w.r.c.faults.watchDelivery()
+	var lag time.Duration
+	var drop bool
+	if !w.loopback {
+		lag, drop = w.r.c.faults.watchDelivery()
+	}
 	if drop {
-		w.r.c.requested(context.Background(), Request{Verb: gate.VerbWatch, Resource: w.r.kind.groupResource().Resource, Dropped: true, Watch: w.id})
+		w.r.c.requested(context.Background(), Request{Verb: string(gate.VerbWatch), Resource: w.r.kind.groupResource().Resource, Dropped: true, Watch: w.id})
 		w.end(true)
 		return
 	}

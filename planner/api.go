@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -33,10 +34,25 @@ type api struct {
 	// collect pods), so the planner knows when the kubelet must look again.
 	podWrites atomic.Int64
 
+	// admit, if set, decides each pod creation first (admission: limit
+	// ranges and quotas); it may modify the pod.
+	admit     func(ctx context.Context, pod *corev1.Pod) error
+	admitting sync.Mutex // one admission and creation at a time
+
 	mu       sync.Mutex
 	events   []string // recorded against the Deployment since the last step
 	warnings []string // ReplicaSet warnings since the last step
+	// refused is each ReplicaSet's last warning about a refused pod: the
+	// same refusal, retried until a creation succeeds, is shown once.
+	refused map[string]string
 }
+
+// refusal is a pod creation admission refused: the simulation goes on,
+// and the ReplicaSet controller tries again later.
+type refusal struct{ err error }
+
+func (r *refusal) Error() string { return r.err.Error() }
+func (r *refusal) Unwrap() error { return r.err }
 
 var (
 	_ deployment.Client                    = (*api)(nil)
@@ -129,7 +145,22 @@ func (a *api) UpdateDeploymentStatus(ctx context.Context, d *appsv1.Deployment) 
 }
 
 func (a *api) CreatePod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	if a.admit != nil {
+		// The ReplicaSet controller creates a batch of pods at once:
+		// admission and creation are one step, as kube-apiserver's quota
+		// evaluator serialises the charges, or a batch would overshoot.
+		a.admitting.Lock()
+		defer a.admitting.Unlock()
+		if err := a.admit(ctx, pod); err != nil {
+			return nil, &refusal{err}
+		}
+	}
 	a.podWrites.Add(1)
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+		a.mu.Lock()
+		delete(a.refused, ref.Name)
+		a.mu.Unlock()
+	}
 	return a.c.Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 }
 
@@ -170,7 +201,17 @@ func (r rsEvents) Event(obj runtime.Object, eventType, reason, message string) {
 	}
 	r.a.mu.Lock()
 	defer r.a.mu.Unlock()
-	r.a.warnings = append(r.a.warnings, fmt.Sprintf("%s %s: %s", eventType, reason, message))
+	w := fmt.Sprintf("%s %s: %s", eventType, reason, message)
+	if rs, ok := obj.(*appsv1.ReplicaSet); ok && reason == replicaset.ReasonFailedCreate {
+		if r.a.refused[rs.Name] == w {
+			return
+		}
+		if r.a.refused == nil {
+			r.a.refused = map[string]string{}
+		}
+		r.a.refused[rs.Name] = w
+	}
+	r.a.warnings = append(r.a.warnings, w)
 }
 
 // takeEvents returns and clears the recorded events: the Deployment's in
@@ -180,7 +221,7 @@ func (a *api) takeEvents() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	sort.Strings(a.warnings)
-	ev := append(a.events, a.warnings...)
+	ev := append(a.events, slices.Compact(a.warnings)...) // a refusal retried in every round of an instant
 	a.events, a.warnings = nil, nil
 	return ev
 }

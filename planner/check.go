@@ -157,11 +157,13 @@ func Check(trace Trace, d *appsv1.Deployment) []Violation {
 	return out
 }
 
-// at returns a copy of d with the replica count and generation of st.
+// at returns d with the replica count and generation of st: a shallow
+// copy of its spec (which shares d's strategy, template, …), to be read
+// only.
 func at(d *appsv1.Deployment, st Step) *appsv1.Deployment {
 	dk := &appsv1.Deployment{}
 	if d != nil {
-		dk.Spec = *d.Spec.DeepCopy()
+		dk.Spec = d.Spec
 	}
 	r := st.Replicas
 	dk.Spec.Replicas = &r

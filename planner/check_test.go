@@ -159,3 +159,63 @@ func TestTraceFrom(t *testing.T) {
 		t.Error("TraceFrom without a Deployment: no error")
 	}
 }
+
+// TestTraceBuilder: a trace built one snapshot at a time is, after each
+// snapshot, the trace TraceFrom builds from all of them so far, and the
+// traces it returned earlier do not change.
+func TestTraceBuilder(t *testing.T) {
+	d := web(4, "web:2", num(1), num(1))
+	d.UID, d.Generation = "d-uid", 2
+	owned := func(rs *appsv1.ReplicaSet) *appsv1.ReplicaSet {
+		rs.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}
+		return rs
+	}
+	old := owned(previous(t, d, "web:1")[0])
+	old.UID, old.Status = "old-uid", appsv1.ReplicaSetStatus{Replicas: 4, ReadyReplicas: 4, AvailableReplicas: 4}
+	fresh := owned(previous(t, d, "web:2")[0])
+	fresh.Name, fresh.UID = "web-new", "new-uid"
+	fresh.Annotations["deployment.kubernetes.io/revision"] = "2"
+	fresh.Spec.Replicas = ptr[int32](1)
+	oldDown := old.DeepCopy()
+	oldDown.Spec.Replicas = ptr[int32](3)
+	freshUp := fresh.DeepCopy()
+	freshUp.Spec.Replicas, freshUp.Status = ptr[int32](2), appsv1.ReplicaSetStatus{Replicas: 2, ReadyReplicas: 1, AvailableReplicas: 1}
+	scaled := d.DeepCopy()
+	scaled.Spec.Replicas = ptr[int32](6)
+	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+	snaps := []planner.Snapshot{
+		{Time: at(0), Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{old}},
+		{Time: at(1), Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{old, fresh}},
+		{Time: at(2), Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{oldDown, fresh}},
+		{Time: at(3), Deployment: scaled, ReplicaSets: []*appsv1.ReplicaSet{oldDown, freshUp}},
+		{Time: at(4), Deployment: scaled, ReplicaSets: []*appsv1.ReplicaSet{oldDown, freshUp}},
+	}
+	var b planner.TraceBuilder
+	var got []planner.Trace
+	for i, s := range snaps {
+		if err := b.Add(s); err != nil {
+			t.Fatal(err)
+		}
+		want, err := planner.TraceFrom(snaps[:i+1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, b.Trace()); diff != "" {
+			t.Errorf("after snapshot %d, Trace mismatch (-TraceFrom +built):\n%s", i, diff)
+		}
+		got = append(got, b.Trace())
+	}
+	for i, tr := range got {
+		want, _ := planner.TraceFrom(snaps[:i+1])
+		if diff := cmp.Diff(want, tr); diff != "" {
+			t.Errorf("the trace returned after snapshot %d changed (-want +got):\n%s", i, diff)
+		}
+	}
+	// Step 3 scales 4 to 6 replicas; step 2 does not.
+	if tr := got[len(got)-1]; tr[2].ScalingEvent || !tr[3].ScalingEvent || !tr[1].ReplicaSets[1].New {
+		t.Errorf("ScalingEvent at 2 and 3 = %t, %t (want false, true); new at 1 = %+v", tr[2].ScalingEvent, tr[3].ScalingEvent, tr[1].ReplicaSets)
+	}
+	if err := b.Add(planner.Snapshot{Time: at(5)}); err == nil || err.Error() != "planner: snapshot 5 has no Deployment" {
+		t.Errorf("Add without a Deployment: %v, want the snapshot's number", err)
+	}
+}

@@ -9,7 +9,10 @@
 //     counts, conditions and events; total duration; peak pods; minimum
 //     availability; and, if it never completes, where it stalls and why.
 //     What-ifs (a scale event or a new template mid-rollout) are
-//     [Change]s.
+//     [Change]s. The pods it creates go through the namespace's
+//     admission as kube-apiserver's would ([Options.LimitRanges],
+//     [Options.Quotas]: [ApplyLimitRanges], [AdmitPod]): a quota slows the
+//     rollout (a refused pod waits for room) or stalls it.
 //   - Did it behave? [Check] verifies the rollout invariants — surge and
 //     unavailability bounds, revisions only increasing, no old ReplicaSet
 //     growing during a roll-forward, completion reported — over a [Trace],
@@ -19,7 +22,8 @@
 //     inequalities from package rollout, with unavailable pods classified
 //     by cause ([ClassifyPods]).
 //
-// Check, Explain, ClassifyPods and TraceFrom are pure: no I/O, no clock
+// Check, Explain, ClassifyPods, TraceFrom, PodUsage, AdmitPod and
+// ApplyLimitRanges are pure: no I/O, no clock
 // (time is a parameter), inputs never modified. Plan owns its simulation
 // and is deterministic: the same inputs and [Options.Seed] give the same
 // timeline.

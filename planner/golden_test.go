@@ -85,6 +85,20 @@ func goldenCases() []goldenCase {
 		{name: "stalled_crashloop", d: web(10, "web:2", pct("25%"), pct("25%")),
 			model: planner.PodModel{ReadyAfter: 10 * time.Second, CrashLoop: 0.4, Shutdown: 5 * time.Second},
 			opts:  planner.Options{Seed: 3, Horizon: 15 * time.Minute}},
+		// A ResourceQuota of 4 pods, D=3, 2/0: of the 2 surge pods the
+		// quota admits 1 (3 old + 1), the other is refused (FailedCreate).
+		// Each new pod available lets the old ReplicaSet drop by one, and
+		// the pod it deletes frees room once it is gone (5s later): the
+		// refused creation then succeeds. Slowed, not stuck: complete
+		// after 3 × (10s ready + 5s shutdown) − 5s = 40s, never more than
+		// 4 pods (terminating ones included: they count until gone).
+		{name: "quota_slowed", d: web(3, "web:2", num(2), num(0)), model: steady,
+			opts: planner.Options{Quotas: []planner.Quota{podQuota(4)}}},
+		// A quota of 3 pods, D=3, 1/0: the surge pod is refused and the
+		// old ReplicaSet cannot drop (maxUnavailable 0): no step is
+		// possible, the rollout stalls.
+		{name: "quota_blocked", d: web(3, "web:2", num(1), num(0)), model: steady,
+			opts: planner.Options{Quotas: []planner.Quota{podQuota(3)}, Horizon: 5 * time.Minute}},
 	}
 }
 

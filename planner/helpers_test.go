@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -50,4 +51,9 @@ func previous(t *testing.T, d *appsv1.Deployment, image string) []*appsv1.Replic
 		t.Fatal(err)
 	}
 	return []*appsv1.ReplicaSet{rs}
+}
+
+// podQuota is a ResourceQuota named pods of n pods.
+func podQuota(n int64) planner.Quota {
+	return planner.Quota{Name: "pods", Hard: corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(n, resource.DecimalSI)}}
 }

@@ -128,6 +128,33 @@ type Options struct {
 	// other current pods. A ReplicaSet gets at most spec.replicas of them;
 	// negative durations count as zero.
 	InFlight map[string][]time.Duration
+	// Existing, for the rest of a rollout in progress, is how many pods
+	// each current ReplicaSet (by name) has: it starts with that many (at
+	// most spec.replicas), and its controller creates the rest after the
+	// start, through LimitRanges and Quotas, as the live controller
+	// retries pods a quota refused. A ReplicaSet not listed has all of
+	// spec.replicas; nil lists none.
+	Existing map[string]int32
+	// Quotas are the namespace's ResourceQuotas ([QuotaFrom]): every pod
+	// created after the start must fit in them, counted with the pods the
+	// simulation holds and the Outside ones ([AdmitPod]). A refused
+	// creation is a FailedCreate warning, and the ReplicaSet controller
+	// tries again at the next instant something changes (a pod removed,
+	// a pod ready). A real controller retries with a backoff and after
+	// the quota controller has seen the room freed: on a real cluster a
+	// quota slows the rollout more than planned.
+	Quotas []Quota
+	// LimitRanges give the pods created after the start their default
+	// requests and limits ([ApplyLimitRanges]) before Quotas judge them.
+	LimitRanges []corev1.LimitRange
+	// Outside are the namespace's pods the simulation does not hold,
+	// which count against Quotas ([PodUsage]): other workloads', the
+	// Deployment's terminating and finished ones. Their timestamps are
+	// real: Now is the real time the start stands for. A terminating pod
+	// without finalizers is gone at its deletionTimestamp (the end of its
+	// grace period); the simulation moves to that instant.
+	Outside []*corev1.Pod
+	Now     time.Time
 }
 
 // DefaultMaxReplicas is the default [Options.MaxReplicas].
@@ -166,6 +193,11 @@ type Timeline struct {
 	// the rollout: a failure fraction applies per pod, so a small
 	// fraction of few pods may hit none.
 	Faults Faults
+	// Refused counts the waits for room in Options.Quotas: each time a
+	// ReplicaSet's pod creation is refused after its last one succeeded
+	// (the refusal, retried until a creation succeeds, is one wait and
+	// one FailedCreate in the timeline).
+	Refused int
 }
 
 // Faults counts the pods created during a rollout and the failures the

@@ -114,18 +114,37 @@ type sim struct {
 	kubeletAt     time.Time
 	kubeletWrites int64
 	kubeletNext   time.Time
+	// outsidePods are Options.Outside on the simulation's clock, and
+	// outside the instants one stops counting against the quotas (sorted);
+	// both set at the start.
+	outsidePods []*corev1.Pod
+	outside     []time.Time
+	// refusing holds the ReplicaSets whose last pod creation a quota
+	// refused; held is what the pods held are charged (with Quotas).
+	refusing map[string]bool
+	held     *heldUsage
+	// outsideSums are the Outside pods' charges per quota, valid from
+	// outsideFrom until outsideUntil (the next instant one changes).
+	outsideSums               []corev1.ResourceList
+	outsideFrom, outsideUntil time.Time
 }
 
 func newSim(d *appsv1.Deployment, model PodModel, opts Options) (*sim, error) {
 	ns := cmp.Or(d.Namespace, metav1.NamespaceDefault)
 	s := &sim{
-		clk:  clock.NewFake(epoch()),
-		key:  types.NamespacedName{Namespace: ns, Name: d.Name},
-		opts: opts,
-		due:  map[string]time.Time{},
-		exp:  &replicaset.Expectations{},
+		clk:      clock.NewFake(epoch()),
+		key:      types.NamespacedName{Namespace: ns, Name: d.Name},
+		opts:     opts,
+		due:      map[string]time.Time{},
+		refusing: map[string]bool{},
+		exp:      &replicaset.Expectations{},
 	}
-	s.c = memcluster.New(memcluster.Config{Clock: s.clk, Seed: opts.Seed})
+	cfg := memcluster.Config{Clock: s.clk, Seed: opts.Seed}
+	if len(opts.Quotas) > 0 {
+		s.held = newHeldUsage(opts.Quotas)
+		cfg.OnWrite = func(w memcluster.Write) { s.held.write(w, s.clk.Now()) }
+	}
+	s.c = memcluster.New(cfg)
 	old := memcluster.PodBehavior{ShutdownDelay: model.Shutdown}
 	inFlight := map[string][]time.Duration{}
 	for rs, ds := range opts.InFlight {
@@ -153,6 +172,7 @@ func newSim(d *appsv1.Deployment, model PodModel, opts Options) (*sim, error) {
 		},
 	})
 	s.api = &api{c: s.c, ns: ns}
+	s.api.admit = s.admitPod
 	// EagerStatus (here and for the ReplicaSet reconciler): the timeline
 	// shows the statuses kube-controller-manager would write, round by
 	// round, not ctrlkit's fewer, later writes.
@@ -181,15 +201,21 @@ func (s *sim) start(ctx context.Context, current []*appsv1.ReplicaSet) error {
 	// are available: minReadySeconds after they all turn Ready at once.
 	var pending int32
 	settled := s.clk.Now()
+	restore := map[string]int32{} // the spec.replicas of the ReplicaSets set up with fewer pods
 	for _, rs := range current {
 		if rs == nil {
 			continue
 		}
-		if n := min(int32(len(s.opts.InFlight[rs.Name])), max(replicas(rs.Spec.Replicas), 0)); n > 0 {
+		size := max(replicas(rs.Spec.Replicas), 0)
+		if n, ok := s.opts.Existing[rs.Name]; ok && n < size {
+			restore[rs.Name], size = size, max(n, 0)
+		}
+		if n := min(int32(len(s.opts.InFlight[rs.Name])), size); n > 0 {
 			pending += n
 			settled = later(settled, s.clk.Now().Add(time.Duration(rs.Spec.MinReadySeconds)*time.Second))
 		}
 		c := &appsv1.ReplicaSet{Spec: *rs.Spec.DeepCopy()}
+		c.Spec.Replicas = ptr(size)
 		c.Name, c.GenerateName, c.Namespace = rs.Name, rs.GenerateName, s.key.Namespace
 		c.Labels, c.Annotations = maps.Clone(rs.Labels), maps.Clone(rs.Annotations)
 		if _, err := s.api.CreateReplicaSet(ctx, c); err != nil {
@@ -217,7 +243,21 @@ func (s *sim) start(ctx context.Context, current []*appsv1.ReplicaSet) error {
 		s.clk.SetTime(next)
 	}
 	s.setup = false
+	for _, name := range slices.Sorted(maps.Keys(restore)) {
+		rs, err := s.api.GetReplicaSet(ctx, types.NamespacedName{Namespace: s.key.Namespace, Name: name})
+		if err != nil {
+			return fmt.Errorf("planner: current replica set %s: %w", name, err)
+		}
+		rs.Spec.Replicas = ptr(restore[name])
+		if _, err := s.api.UpdateReplicaSet(ctx, rs); err != nil {
+			return fmt.Errorf("planner: current replica set %s: %w", name, err)
+		}
+	}
 	s.tl.Start = s.clk.Now()
+	if len(s.opts.Quotas) > 0 {
+		s.outsidePods = s.shiftOutside()
+		s.outside = s.outsideChanges()
+	}
 	return nil
 }
 
@@ -247,6 +287,14 @@ func (s *sim) settle(ctx context.Context, record bool) (time.Time, error) {
 					next = t
 				}
 			}
+			for _, t := range s.outside {
+				if t.After(now) {
+					if next.IsZero() || t.Before(next) {
+						next = t
+					}
+					break
+				}
+			}
 			return next, nil
 		}
 	}
@@ -268,6 +316,16 @@ func (s *sim) round(ctx context.Context) error {
 		key := types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}
 		s.exp.Delete(key) // reads are live: nothing is left to observe
 		res, err := s.rr.Reconcile(ctx, key)
+		var refused *refusal
+		if errors.As(err, &refused) {
+			// Admission refused a pod: the sync is tried again at the next
+			// change, and when a pod of it becomes available (the requeue
+			// the failed sync did not return).
+			if err := s.availabilityRequeue(ctx, rs, now); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("planner: replica set sync at +%s: %w", now.Sub(s.tl.Start), err)
 		}
@@ -306,7 +364,8 @@ func (s *sim) record() error {
 		return err
 	}
 	D := replicas(d.Spec.Replicas)
-	scaling, err := rollout.IsScalingEvent(d, rollout.FindNewReplicaSet(d, s.prevRSs), oldOf(d, s.prevRSs))
+	newRS := rollout.FindNewReplicaSet(d, s.prevRSs)
+	scaling, err := rollout.IsScalingEvent(d, newRS, othersThan(newRS, s.prevRSs))
 	if err != nil {
 		scaling = false // invalid annotations only; upstream skips them too
 	}

@@ -68,35 +68,58 @@ type Snapshot struct {
 // not parse counts as 0, as upstream sorting treats it. Snapshots are
 // not modified. A snapshot without a Deployment is an error.
 func TraceFrom(snapshots []Snapshot) (Trace, error) {
-	tr := make(Trace, 0, len(snapshots))
-	var prev []*appsv1.ReplicaSet
-	var prevD int32
-	for i, s := range snapshots {
-		if s.Deployment == nil {
-			return nil, fmt.Errorf("planner: snapshot %d has no Deployment", i)
+	b := TraceBuilder{trace: make(Trace, 0, len(snapshots))}
+	for _, s := range snapshots {
+		if err := b.Add(s); err != nil {
+			return nil, err
 		}
-		d := s.Deployment
-		rss := s.ReplicaSets
-		if d.UID != "" {
-			rss = rollout.OwnedReplicaSets(d, rss)
-		}
-		st := stepFrom(s.Time, d, rss)
-		// A scaling event is judged on the ReplicaSets the controller saw
-		// when it learnt the current spec.replicas: the previous step's.
-		before := rss
-		if i > 0 {
-			before = prev
-		}
-		scaling, err := rollout.IsScalingEvent(d, rollout.FindNewReplicaSet(d, before), oldOf(d, before))
-		if err != nil {
-			scaling = false // only invalid annotations, which upstream skips as well
-		}
-		st.ScalingEvent = scaling || (i > 0 && st.Replicas != prevD)
-		tr = append(tr, st)
-		prev, prevD = rss, st.Replicas
 	}
-	return tr, nil
+	return b.Trace(), nil
 }
+
+// A TraceBuilder builds the Trace of snapshots taken one at a time, as a
+// watcher takes them: after each Add, Trace is what [TraceFrom] returns
+// for the snapshots added so far, at the cost of the new one alone (a
+// step depends only on its snapshot and the one before). The zero value
+// is an empty trace.
+type TraceBuilder struct {
+	trace Trace
+	prev  []*appsv1.ReplicaSet // the ReplicaSets of the last snapshot added
+}
+
+// Add adds the next snapshot, which must have a Deployment. It is not
+// modified, and must not be while the builder is in use.
+func (b *TraceBuilder) Add(s Snapshot) error {
+	i := len(b.trace)
+	if s.Deployment == nil {
+		return fmt.Errorf("planner: snapshot %d has no Deployment", i)
+	}
+	d := s.Deployment
+	rss := s.ReplicaSets
+	if d.UID != "" {
+		rss = rollout.OwnedReplicaSets(d, rss)
+	}
+	st := stepFrom(s.Time, d, rss)
+	// A scaling event is judged on the ReplicaSets the controller saw
+	// when it learnt the current spec.replicas: the previous step's.
+	before := rss
+	if i > 0 {
+		before = b.prev
+	}
+	newRS := rollout.FindNewReplicaSet(d, before)
+	scaling, err := rollout.IsScalingEvent(d, newRS, othersThan(newRS, before))
+	if err != nil {
+		scaling = false // only invalid annotations, which upstream skips as well
+	}
+	st.ScalingEvent = scaling || (i > 0 && st.Replicas != b.trace[i-1].Replicas)
+	b.trace = append(b.trace, st)
+	b.prev = rss
+	return nil
+}
+
+// Trace returns the trace so far. Later Adds append to it without
+// changing its steps.
+func (b *TraceBuilder) Trace() Trace { return b.trace[:len(b.trace):len(b.trace)] }
 
 // stepFrom records d and its ReplicaSets rss at time t; ScalingEvent and
 // Events are left for the caller.
@@ -135,10 +158,16 @@ func stepFrom(t time.Time, d *appsv1.Deployment, rss []*appsv1.ReplicaSet) Step 
 	return st
 }
 
-// oldOf returns the ReplicaSets of rss that are not d's new one.
-func oldOf(d *appsv1.Deployment, rss []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
-	_, all := rollout.FindOldReplicaSets(d, rss)
-	return all
+// othersThan returns the ReplicaSets of rss that are not newRS (by UID,
+// as rollout.FindOldReplicaSets tells them apart), nil ones left out.
+func othersThan(newRS *appsv1.ReplicaSet, rss []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
+	var out []*appsv1.ReplicaSet
+	for _, rs := range rss {
+		if rs != nil && (newRS == nil || rs.UID != newRS.UID) {
+			out = append(out, rs)
+		}
+	}
+	return out
 }
 
 // revision is obj's revision annotation, 0 when missing or unparseable.

@@ -104,7 +104,7 @@
 //
 // # Deviations from upstream
 //
-// The README's "Deliberate differences from upstream" lists them all. In
+// docs/fidelity.md ("Deliberate differences from upstream") lists them all. In
 // this package: an expectation that expired is not trusted while a live
 // read shows the cache behind this controller's own creations or
 // deletions: it is renewed, with an ExpectationsRenewed event

@@ -81,7 +81,7 @@ type Input struct {
 //     not satisfied, or when rs is being deleted.
 //
 // Status and RequeueAfter assume the actions succeed; see [Plan]. Two
-// deliberate differences (see the README's "Deliberate differences"):
+// deliberate differences (see docs/fidelity.md, "Deliberate differences"):
 //   - with in.DeferStatus, a plan that creates or deletes pods has no
 //     Status; its RequeueAfter is [ExpectationsTimeout] and a second, in
 //     case the pods' events never come;

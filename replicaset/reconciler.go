@@ -201,7 +201,7 @@ func (r *Reconciler) Expectations() *Expectations { return r.exp }
 // [reconcile.Terminal] error: upstream does not retry it either.
 //
 // Two deliberate differences from upstream, both decided by
-// [ManageReplicas] and described once in the README ("Deliberate
+// [ManageReplicas] and described once in docs/fidelity.md ("Deliberate
 // differences from upstream"): unless ReconcilerConfig.EagerStatus is set,
 // a sync whose creates and deletes all succeed leaves the status to the
 // sync their pod events trigger; and a sync that starts while earlier

@@ -2,17 +2,21 @@
 // controller (kube-controller-manager v1.37) and of the kubectl rollout
 // verbs, as pure functions: objects and a now in, decisions out.
 //
-// Entry points:
+// Entry points, one per question:
 //
-//   - [Status]: is a Deployment's rollout done, stuck or going on
-//     (kubectl rollout status);
-//   - [ComputeHash] and [NewReplicaSet]: the pod-template hash and the
-//     ReplicaSet a template change creates;
-//   - [Rolling], [Recreate] and [Proportional]: one step of each strategy,
-//     and how a resize is shared out;
-//   - [CalculateStatus] and [SyncStatus]: the status and conditions a sync
-//     writes;
-//   - [History] and [RollbackPatch]: kubectl rollout history and undo.
+//   - Is a Deployment's rollout done, stuck or going on? [Status]
+//     (kubectl rollout status), from the status the controller wrote.
+//   - What status will the controller write, conditions included, and
+//     when will it look again? [SyncStatus], from the ReplicaSets.
+//     ([CalculateStatus] is its first half, upstream's calculateStatus:
+//     the counts and the Available condition only. A gate switched off:
+//     the methods of the same names on [StatusOptions].)
+//   - What are the pod-template hash and the ReplicaSet a template change
+//     creates? [ComputeHash] and [NewReplicaSet].
+//   - What does the next step of each strategy do, and how is a resize
+//     shared out? [Rolling], [Recreate] and [Proportional].
+//   - What do kubectl rollout history and undo say and send? [History]
+//     and [RollbackPatch].
 //
 // It answers the questions the controller asks on every sync — how far may
 // this rollout surge, how big should the new ReplicaSet be, which old
@@ -108,9 +112,10 @@
 // oldPodsRunning → [Recreate], [OldPodsRunning]; scale → [Proportional];
 // isScalingEvent → [IsScalingEvent]; scaleReplicaSet → [Scale];
 // cleanupDeployment → [Cleanup]; calculateStatus → [CalculateStatus]
-// ([CalculateStatusWith] for a DeploymentReplicaSetTerminatingReplicas gate
-// switched off: [StatusOptions]); getReplicaFailures → [ReplicaFailures];
-// syncRolloutStatus → [SyncStatus] ([SyncStatusWith]);
+// ([StatusOptions.CalculateStatus] for a
+// DeploymentReplicaSetTerminatingReplicas gate switched off);
+// getReplicaFailures → [ReplicaFailures]; syncRolloutStatus → [SyncStatus]
+// ([StatusOptions.SyncStatus]);
 // requeueStuckDeployment → nextProgressCheck; checkPausedConditions →
 // [PauseCondition]; getNewReplicaSet → [NewReplicaSet],
 // [SetNewReplicaSetAnnotations], [IsHashCollision], [BumpCollisionCount];

@@ -1,25 +1,79 @@
 package rollout
 
 import (
+	"maps"
+	"reflect"
+	"slices"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // EqualIgnoreHash reports whether two pod templates are semantically equal
 // once the pod-template-hash label is ignored (upstream
 // deployment/util.EqualIgnoreHash). Neither template is modified. Two nil
 // templates are equal; a nil and a non-nil one are not.
+//
+// It copies neither template. Templates identical under reflect.DeepEqual
+// once the hash label is ignored are semantically equal too, and most
+// ReplicaSets match their Deployment exactly: that comparison goes first,
+// field by field, and the semantic one only runs when it fails.
 func EqualIgnoreHash(t1, t2 *corev1.PodTemplateSpec) bool {
 	if t1 == nil || t2 == nil {
 		return t1 == t2
 	}
-	c1, c2 := t1.DeepCopy(), t2.DeepCopy()
-	delete(c1.Labels, HashLabel)
-	delete(c2.Labels, HashLabel)
-	return apiequality.Semantic.DeepEqual(c1, c2)
+	if !labelsEqualIgnoreHash(t1.Labels, t2.Labels) {
+		return false
+	}
+	if metaEqualExceptLabels(&t1.ObjectMeta, &t2.ObjectMeta) && reflect.DeepEqual(&t1.Spec, &t2.Spec) {
+		return true
+	}
+	c1, c2 := *t1, *t2
+	c1.Labels, c2.Labels = nil, nil
+	return apiequality.Semantic.DeepEqual(&c1, &c2)
+}
+
+// labelsEqualIgnoreHash compares two label maps without the
+// pod-template-hash key, as a semantic comparison does (nil and empty
+// are equal).
+func labelsEqualIgnoreHash(a, b map[string]string) bool {
+	n := 0
+	for k, v := range a {
+		if k == HashLabel {
+			continue
+		}
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+		n++
+	}
+	m := len(b)
+	if _, ok := b[HashLabel]; ok {
+		m--
+	}
+	return n == m
+}
+
+// metaEqualExceptLabels is reflect.DeepEqual over every field of two
+// ObjectMetas but Labels, field by field (TestObjectMetaFields fails if
+// apimachinery adds one).
+func metaEqualExceptLabels(a, b *metav1.ObjectMeta) bool {
+	return a.Name == b.Name && a.GenerateName == b.GenerateName && a.Namespace == b.Namespace &&
+		a.SelfLink == b.SelfLink && a.UID == b.UID && a.ResourceVersion == b.ResourceVersion &&
+		a.Generation == b.Generation && timeDeepEqual(&a.CreationTimestamp, &b.CreationTimestamp) &&
+		(a.DeletionTimestamp == nil) == (b.DeletionTimestamp == nil) &&
+		(a.DeletionTimestamp == nil || timeDeepEqual(a.DeletionTimestamp, b.DeletionTimestamp)) &&
+		(a.DeletionGracePeriodSeconds == nil) == (b.DeletionGracePeriodSeconds == nil) &&
+		(a.DeletionGracePeriodSeconds == nil || *a.DeletionGracePeriodSeconds == *b.DeletionGracePeriodSeconds) &&
+		(a.Annotations == nil) == (b.Annotations == nil) && maps.Equal(a.Annotations, b.Annotations) &&
+		(a.Finalizers == nil) == (b.Finalizers == nil) && slices.Equal(a.Finalizers, b.Finalizers) &&
+		(len(a.OwnerReferences) == 0 && len(b.OwnerReferences) == 0 && (a.OwnerReferences == nil) == (b.OwnerReferences == nil) ||
+			reflect.DeepEqual(&a.OwnerReferences, &b.OwnerReferences)) &&
+		(len(a.ManagedFields) == 0 && len(b.ManagedFields) == 0 && (a.ManagedFields == nil) == (b.ManagedFields == nil) ||
+			reflect.DeepEqual(&a.ManagedFields, &b.ManagedFields))
 }
 
 // FindNewReplicaSet returns the ReplicaSet whose template matches d's

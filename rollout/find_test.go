@@ -1,11 +1,15 @@
 package rollout
 
 import (
+	"reflect"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestEqualIgnoreHash(t *testing.T) {
@@ -18,6 +22,18 @@ func TestEqualIgnoreHash(t *testing.T) {
 	emptyLabels := template("v1")
 	emptyLabels.Labels = map[string]string{}
 	v1, v2 := template("v1"), template("v2")
+	otherLabel := template("v1")
+	otherLabel.Labels = map[string]string{"app": "db", HashLabel: "abc"}
+	moreLabels := template("v1")
+	moreLabels.Labels = map[string]string{"app": "web", "tier": "front"}
+	annotated := template("v1")
+	annotated.Annotations = map[string]string{"note": "x"}
+	cpu := func(q string) corev1.PodTemplateSpec {
+		t := template("v1")
+		t.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
+		return t
+	}
+	oneCPU, thousandMilli, twoCPU := cpu("1"), cpu("1000m"), cpu("2")
 	tests := []struct {
 		name   string
 		t1, t2 *corev1.PodTemplateSpec
@@ -28,6 +44,12 @@ func TestEqualIgnoreHash(t *testing.T) {
 		{"different image", &v1, &v2, false},
 		{"nil labels vs only a hash label (semantic: empty == nil)", &noLabels, &onlyHash, true},
 		{"nil vs empty labels", &noLabels, &emptyLabels, true},
+		{"another label value", &withHash, &otherLabel, false},
+		{"one more label", &v1, &moreLabels, false},
+		{"one more label, either way", &moreLabels, &withHash, false},
+		{"an annotation", &v1, &annotated, false},
+		{"quantities equal semantically, not exactly", &oneCPU, &thousandMilli, true},
+		{"quantities different", &oneCPU, &twoCPU, false},
 		{"both nil", nil, nil, true},
 		{"one nil", &v1, nil, false},
 	}
@@ -139,5 +161,56 @@ func TestSetFromReplicaSetTemplate(t *testing.T) {
 	}
 	if tplWithHash.Labels[HashLabel] != "h" || d.Spec.Template.Spec.Containers[0].Image != "web:v2" {
 		t.Error("inputs mutated")
+	}
+}
+
+// metaEqualExceptLabels compares ObjectMeta field by field; a field added
+// to ObjectMeta must be added there too.
+func TestObjectMetaFields(t *testing.T) {
+	if n := reflect.TypeFor[metav1.ObjectMeta]().NumField(); n != 15 {
+		t.Errorf("metav1.ObjectMeta has %d fields; metaEqualExceptLabels compares 15", n)
+	}
+}
+
+// metaEqualExceptLabels agrees with reflect.DeepEqual on copies without
+// labels, over ObjectMetas that differ in one field at a time.
+func TestMetaEqualExceptLabels(t *testing.T) {
+	ts := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	grace := int64(30)
+	base := metav1.ObjectMeta{Name: "a", Labels: map[string]string{"x": "1"}, Annotations: map[string]string{"k": "v"}, CreationTimestamp: ts}
+	edits := []func(m *metav1.ObjectMeta){
+		func(m *metav1.ObjectMeta) {},
+		func(m *metav1.ObjectMeta) { m.Labels = nil },
+		func(m *metav1.ObjectMeta) { m.Name = "b" },
+		func(m *metav1.ObjectMeta) { m.GenerateName = "g" },
+		func(m *metav1.ObjectMeta) { m.Namespace = "n" },
+		func(m *metav1.ObjectMeta) { m.SelfLink = "s" },
+		func(m *metav1.ObjectMeta) { m.UID = "u" },
+		func(m *metav1.ObjectMeta) { m.ResourceVersion = "9" },
+		func(m *metav1.ObjectMeta) { m.Generation = 2 },
+		func(m *metav1.ObjectMeta) { m.CreationTimestamp = metav1.Time{} },
+		func(m *metav1.ObjectMeta) { m.DeletionTimestamp = &ts },
+		func(m *metav1.ObjectMeta) { m.DeletionGracePeriodSeconds = &grace },
+		func(m *metav1.ObjectMeta) { m.Annotations = nil },
+		func(m *metav1.ObjectMeta) { m.Annotations = map[string]string{} },
+		func(m *metav1.ObjectMeta) { m.Annotations = map[string]string{"k": "w"} },
+		func(m *metav1.ObjectMeta) { m.OwnerReferences = []metav1.OwnerReference{} },
+		func(m *metav1.ObjectMeta) { m.OwnerReferences = []metav1.OwnerReference{{Name: "o"}} },
+		func(m *metav1.ObjectMeta) { m.Finalizers = []string{} },
+		func(m *metav1.ObjectMeta) { m.Finalizers = []string{"f"} },
+		func(m *metav1.ObjectMeta) { m.ManagedFields = []metav1.ManagedFieldsEntry{} },
+		func(m *metav1.ObjectMeta) { m.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m"}} },
+	}
+	for i, ea := range edits {
+		for j, eb := range edits {
+			a, b := *base.DeepCopy(), *base.DeepCopy()
+			ea(&a)
+			eb(&b)
+			ca, cb := a, b
+			ca.Labels, cb.Labels = nil, nil
+			if got, want := metaEqualExceptLabels(&a, &b), reflect.DeepEqual(ca, cb); got != want {
+				t.Errorf("edits %d and %d: metaEqualExceptLabels = %v; reflect.DeepEqual = %v", i, j, got, want)
+			}
+		}
 	}
 }

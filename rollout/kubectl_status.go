@@ -41,8 +41,10 @@ type StatusResult struct {
 	Reason StatusReason
 }
 
-// Status answers `kubectl rollout status` for d (kubectl
-// DeploymentStatusViewer.Status), with kubectl's exact messages:
+// Status answers "is d's rollout done?" as `kubectl rollout status` does
+// (kubectl DeploymentStatusViewer.Status), with kubectl's exact messages.
+// It reads what the controller wrote in d's status; to compute that
+// status from ReplicaSets, see [SyncStatus].
 //
 //   - revision > 0 pins the rollout: d's own revision annotation must match,
 //     else an error;

@@ -125,8 +125,12 @@ type StatusUpdate struct {
 	Check ProgressCheck
 }
 
-// SyncStatus computes the status a rollout step ends with, including the
-// Progressing and ReplicaFailure conditions (upstream syncRolloutStatus):
+// SyncStatus computes the status the Deployment controller writes at the
+// end of a sync, conditions included, and whether it must be written
+// (upstream syncRolloutStatus, with the gates at their v1.37 defaults;
+// [StatusOptions.SyncStatus] switches them). Of this package's status
+// functions it is the one that answers "what will the controller write?";
+// [Status] answers "is the rollout done?" as kubectl does:
 //
 //  1. st = [CalculateStatus]; without a progress deadline, Progressing is
 //     removed.
@@ -144,16 +148,16 @@ type StatusUpdate struct {
 // is computed from the ReplicaSets as given: upstream passes the objects
 // read at the start of the sync, before any scaling in the same pass.
 func SyncStatus(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, now time.Time) (StatusUpdate, error) {
-	return SyncStatusWith(d, allRSs, newRS, now, StatusOptions{})
+	return StatusOptions{}.SyncStatus(d, allRSs, newRS, now)
 }
 
-// SyncStatusWith is [SyncStatus] with the options o (see
-// [CalculateStatusWith]).
-func SyncStatusWith(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, now time.Time, o StatusOptions) (StatusUpdate, error) {
+// SyncStatus is the package's [SyncStatus] with the gates o sets (see
+// [StatusOptions.CalculateStatus]).
+func (o StatusOptions) SyncStatus(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, now time.Time) (StatusUpdate, error) {
 	if d == nil {
 		d = &appsv1.Deployment{}
 	}
-	st, err := CalculateStatusWith(d, allRSs, newRS, now, o)
+	st, err := o.CalculateStatus(d, allRSs, newRS, now)
 	hasDeadline := HasProgressDeadline(d)
 	if !hasDeadline {
 		st = RemoveCondition(st, appsv1.DeploymentProgressing)

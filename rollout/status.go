@@ -9,7 +9,11 @@ import (
 )
 
 // StatusOptions are what kube-controller-manager's feature gates change in
-// a Deployment's status. The zero value is v1.37's defaults.
+// a Deployment's status. The zero value is v1.37's defaults, which
+// [CalculateStatus] and [SyncStatus] use; call their methods of the same
+// names on a StatusOptions to switch a gate:
+//
+//	st, err := rollout.StatusOptions{NoTerminatingReplicas: true}.SyncStatus(d, rss, newRS, now)
 type StatusOptions struct {
 	// NoTerminatingReplicas leaves status.terminatingReplicas nil, as
 	// upstream's calculateStatus does with the
@@ -18,10 +22,13 @@ type StatusOptions struct {
 	NoTerminatingReplicas bool
 }
 
-// CalculateStatus computes d's status from its ReplicaSets (upstream
-// deployment calculateStatus, with the DeploymentReplicaSetTerminatingReplicas
-// gate at its v1.37 default, on; [CalculateStatusWith] takes
-// [StatusOptions]):
+// CalculateStatus computes the counts of d's status and its Available
+// condition from its ReplicaSets (upstream deployment calculateStatus,
+// with the DeploymentReplicaSetTerminatingReplicas gate at its v1.37
+// default, on; [StatusOptions.CalculateStatus] switches it). It is the
+// first half of [SyncStatus], which adds the Progressing and
+// ReplicaFailure conditions: to know what the controller writes, call
+// SyncStatus; to know whether a rollout is done, [Status].
 //
 //   - observedGeneration = d.generation; collisionCount is copied;
 //   - replicas, readyReplicas, availableReplicas: sums over allRSs' status;
@@ -38,12 +45,12 @@ type StatusOptions struct {
 // and the result shares no memory with it. A malformed maxSurge or
 // maxUnavailable is reported as in [MaxUnavailable].
 func CalculateStatus(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, now time.Time) (appsv1.DeploymentStatus, error) {
-	return CalculateStatusWith(d, allRSs, newRS, now, StatusOptions{})
+	return StatusOptions{}.CalculateStatus(d, allRSs, newRS, now)
 }
 
-// CalculateStatusWith is [CalculateStatus] with the options o: with
-// o.NoTerminatingReplicas, terminatingReplicas is nil.
-func CalculateStatusWith(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, now time.Time, o StatusOptions) (appsv1.DeploymentStatus, error) {
+// CalculateStatus is the package's [CalculateStatus] with the gates o
+// sets: with o.NoTerminatingReplicas, terminatingReplicas is nil.
+func (o StatusOptions) CalculateStatus(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, now time.Time) (appsv1.DeploymentStatus, error) {
 	if d == nil {
 		d = &appsv1.Deployment{}
 	}

@@ -31,6 +31,9 @@ func (c *Cluster) startBuiltins() error {
 	}
 	if off&Kubelet == 0 {
 		k := memcluster.NewKubelet(c.mc, c.opts.Kubelet)
+		if err := k.Err(); err != nil {
+			return fmt.Errorf("clustertest: Options.Kubelet: %w", err)
+		}
 		c.wg.Go(func() { k.Run(withClient(c.ctx, "kubelet")) })
 	}
 	if off&(DeploymentController|ReplicaSetController) == DeploymentController|ReplicaSetController {

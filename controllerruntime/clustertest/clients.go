@@ -1,15 +1,20 @@
 package clustertest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"hash/fnv"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+
+	"github.com/ctrlkit/ctrlkit/internal/admit"
 )
 
 // Every request the bench serves carries, in its context, the name of the
@@ -23,6 +28,9 @@ import (
 // "manager" for the config [Cluster.NewManager] uses, "client" for
 // [Cluster.Client]'s, "config" for [Cluster.Config]'s, numbered from the
 // second on ("manager#2"). The built-in controllers name themselves.
+
+// testClient is the name of [Cluster.Client]'s client.
+const testClient = "client"
 
 type clientKey struct{}
 
@@ -90,6 +98,11 @@ type call struct {
 	subresource  string
 	userAgent    string
 	fieldManager string
+	// body is a hash of the request's body: the scheduler orders by it
+	// requests alike in all else (two events of one object created at one
+	// instant by two goroutines), which would otherwise go in the order
+	// their goroutines happened to run.
+	body uint64
 
 	// guarded by the recorder's mutex:
 	lines []int // the trace lines of its admissions (a deletecollection has several)
@@ -120,11 +133,14 @@ func (cl *call) manager() string {
 type front struct {
 	rec  *recorder
 	next http.Handler
-	// decoder, if set, makes front read the precondition of updates and
-	// patches (for Explore's properties); it decodes protobuf bodies.
-	decoder runtime.Decoder
+	// preconditions makes front read the precondition of updates and
+	// patches (for Explore's properties), from JSON, YAML and protobuf bodies.
+	preconditions bool
 	// filter, if set, sees each request once front has read it (tests).
 	filter *atomic.Pointer[func(*http.Request)]
+	// latency delays every request before it is served
+	// (Options.RequestLatency).
+	latency time.Duration
 }
 
 func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -135,16 +151,28 @@ func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		userAgent:    r.UserAgent(),
 		fieldManager: r.URL.Query().Get("fieldManager"),
 	}
-	if f.decoder != nil {
-		cl.precondition = precondition(r, f.decoder)
+	if f.preconditions {
+		cl.precondition = precondition(r)
+	}
+	if r.Body != nil && r.Method != http.MethodGet {
+		cl.body = hashBody(r)
 	}
 	if f.filter != nil {
 		if fn := f.filter.Load(); fn != nil {
 			(*fn)(r)
 		}
 	}
+	if f.latency > 0 && isResourcePath(r.URL.Path) {
+		wait(r.Context(), f.latency) // a request whose context ends meanwhile fails when served
+	}
 	cw := &codeWriter{ResponseWriter: w, cl: cl, f: f, path: r.URL.Path}
-	withoutWatchList{next: f.next}.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), callKey{}, cl)))
+	ctx := context.WithValue(r.Context(), callKey{}, cl)
+	if cl.client != "" && r.Header.Get("Impersonate-User") == "" {
+		// The user admission sees (webhooks' userInfo): the bench's name of
+		// the client, with the powers of envtest's admin.
+		ctx = admit.WithUser(ctx, admit.User{Name: cl.client, Groups: []string{"system:masters", "system:authenticated"}})
+	}
+	withoutWatchList{next: f.next}.ServeHTTP(cw, r.WithContext(ctx))
 	cw.WriteHeader(http.StatusOK) // a handler that wrote nothing answered 200
 }
 
@@ -200,5 +228,45 @@ func (w *codeWriter) Flush() {
 	w.WriteHeader(http.StatusOK)
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
+	}
+}
+
+// hashBody returns a hash of r's body, which it reads and puts back.
+func hashBody(r *http.Request) uint64 {
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return 0 // the handler meets the same error
+	}
+	h := fnv.New64a()
+	h.Write(body)
+	return h.Sum64()
+}
+
+// isResourcePath reports whether a REST path names resources
+// (/api/v1/pods, /apis/apps/v1/namespaces/x/deployments/y/status), not
+// discovery (/api, /apis/apps/v1) or /version. Discovery goes without
+// Options.RequestLatency: controller-runtime's REST mapper and cache
+// discover while holding locks other goroutines wait for, and a goroutine
+// waiting for a lock is not durably blocked: a latency there would hold
+// the bubble's clock for ever.
+func isResourcePath(path string) bool {
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(segs) > 0 && segs[0] == "api":
+		return len(segs) > 2
+	case len(segs) > 0 && segs[0] == "apis":
+		return len(segs) > 3
+	}
+	return false
+}
+
+// wait waits for d, or until ctx ends.
+func wait(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }

@@ -16,9 +16,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -28,6 +26,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ctrlkit/ctrlkit/controllerruntime/crd"
+	"github.com/ctrlkit/ctrlkit/controllerruntime/internal/admission"
 	"github.com/ctrlkit/ctrlkit/internal/gate"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
@@ -45,12 +44,21 @@ const (
 	// GarbageCollector deletes objects whose owners are all gone, and the
 	// dependents of a deleted object (background and orphan propagation).
 	GarbageCollector
-	// Kubelet schedules pods to fake nodes and runs them through Pending,
-	// Running and Ready (or a failure), as Options.Kubelet's model says.
+	// Kubelet registers the Nodes of Options.Kubelet, binds pods to them
+	// and runs them through Pending, Running and Ready (or a failure), as
+	// Options.Kubelet's model says, and finishes their graceful deletions.
 	Kubelet
+	// NamespaceController deletes the content of a namespace being
+	// deleted, then the namespace. It runs only with the GarbageCollector:
+	// disabling the collector disables it too.
+	NamespaceController
+	// DisruptionController computes the status of PodDisruptionBudgets,
+	// which the eviction of a pod they cover needs (without it, such an
+	// eviction answers 429, as in envtest).
+	DisruptionController
 
 	// AllControllers is every built-in controller.
-	AllControllers = DeploymentController | ReplicaSetController | GarbageCollector | Kubelet
+	AllControllers = DeploymentController | ReplicaSetController | GarbageCollector | Kubelet | NamespaceController | DisruptionController
 )
 
 // Options configures a Cluster. The zero value is a cluster of client-go's
@@ -100,7 +108,19 @@ type Options struct {
 	// Perturb lets Seed, with Interleave, also perturb the cluster at any
 	// step: watches that lag, close, or expire and relist, restarts,
 	// conflicting writers, leader handovers (see [Perturbations]).
+	// [AllPerturbations] turns every one on.
 	Perturb Perturbations
+	// PerturbTestClient lets PerturbConflict beat the test's own updates
+	// and patches too: those of [Cluster.Client], and of the memcluster's
+	// direct clients the test calls. Off (the default), another writer
+	// only ever races your controllers and the built-in ones, and a test
+	// that updates an object without retrying on a conflict is not failed
+	// by a 409 it did not ask for. Turn it on when your test plays a user
+	// who writes what your operator writes, and retries as a user would
+	// (k8s.io/client-go/util/retry.RetryOnConflict). The clients of
+	// [Cluster.Config] are not the test's own: a Manager may be built
+	// from it.
+	PerturbTestClient bool
 	// UntrackedBuiltinWrites leaves the writes of the built-in controllers
 	// and of the kubelet out of metadata.managedFields: their updates keep
 	// an object's managedFields as they were, and the ReplicaSets and pods
@@ -110,8 +130,19 @@ type Options struct {
 	// deadlines); your own writes and every server-side apply are recorded
 	// as before. Off (the default), managedFields are kube-apiserver's.
 	UntrackedBuiltinWrites bool
+	// RequestLatency is how long the cluster takes to answer each REST
+	// request, on its clock: the request waits that long before it is
+	// served. Zero (the default) answers at once, so that in [Test]
+	// everything a change sets off happens at one virtual instant. With
+	// a latency, a controller that writes in a loop lets time pass, as
+	// it would against a real API server, instead of holding the clock
+	// at one instant (package controllerruntime/envtest sets 1 ms in
+	// virtual time, so that a suite's polls run beside such a loop).
+	RequestLatency time.Duration
 
 	onWrite func(memcluster.Write) // Explore's properties: every stored write
+	guide   []guided               // shrinking: the choices to follow (see shrink.go)
+	shared  *shared                // what the benches of one Explore share; nil: the bench's own
 
 	// CRDDirectoryPaths (files, and directories of .yaml, .yml and .json
 	// files) and CRDs are the CustomResourceDefinitions to install, as
@@ -137,7 +168,7 @@ type Kind struct {
 // controllers, on the virtual clock of a synctest bubble. Create it with
 // [Test].
 type Cluster struct {
-	t       testing.TB // nil for an Environment's
+	t       testing.TB // nil for a Server's
 	mc      *memcluster.Cluster
 	scheme  *runtime.Scheme
 	cfg     *rest.Config
@@ -163,6 +194,8 @@ type Cluster struct {
 	otherN  int               // its changes so far
 
 	filter atomic.Pointer[func(*http.Request)] // tests: sees every REST request
+
+	admission *admission.Admission // webhooks and policies (see memcluster.Config.Admission)
 }
 
 // Test runs f in a testing/synctest bubble with a new Cluster, and stops
@@ -198,7 +231,7 @@ func Test(t *testing.T, opts Options, f func(t *testing.T, c *Cluster)) {
 			return // the goroutines left were named already
 		}
 		t.Errorf("clustertest: the test deadlocked (testing/synctest: %v): every goroutine of the bubble is blocked and no timer is pending; they wait at:\n%s",
-			r, strings.Join(leftovers(bubble, 0), "\n"))
+			r, strings.Join(leftovers(bubble, 0, nil), "\n"))
 	}()
 	// controller-runtime falls back to a silent logger when nobody set one
 	// 30 s after the process started, by the clock; inside a bubble that
@@ -217,8 +250,9 @@ func Test(t *testing.T, opts Options, f func(t *testing.T, c *Cluster)) {
 	})
 }
 
-// start starts a cluster: in a synctest bubble for Test (serial: steps
-// one at a time), on the wall clock for an Environment (t nil).
+// start starts a cluster: in a synctest bubble for Test and for a Server
+// started in one (serial: steps one at a time, unless opts.Concurrent),
+// on the wall clock for a Server (t nil).
 func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	scheme := opts.Scheme
 	if scheme == nil {
@@ -242,17 +276,33 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	c.sched.onHalt = func(msg string) { c.fail(errors.New(msg)) }
 	c.sched.note = c.rec.note
 	c.sched.conflict = func(st gate.Step) { c.wg.Go(func() { c.conflictWrite(st) }) }
-	builtinTypes := memcluster.LazyTypeConverter(func() managedfields.TypeConverter { return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme) })
+	if opts.shared == nil {
+		opts.shared = newShared()
+	}
+	c.opts.shared = opts.shared
+	builtinTypes := opts.shared.builtinTypes
+	var api http.Handler // the cluster's REST API, for its admission's own reads
+	adm, err := admission.New(admission.Config{Scheme: scheme, NoKeepAlive: serial,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { api.ServeHTTP(w, r) })})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	c.admission = adm
 	c.mc = memcluster.New(memcluster.Config{
 		Seed: opts.Seed, Gate: c.sched, OnWrite: func(w memcluster.Write) {
 			c.rec.write(w)
 			c.sched.wrote()
+			adm.Wrote(w)
 			if opts.onWrite != nil {
 				opts.onWrite(w)
 			}
 		},
-		OnRequest:           c.rec.request,
-		NoGarbageCollection: opts.Disable&GarbageCollector != 0,
+		Admission:              adm,
+		OnRequest:              c.rec.request,
+		NoGarbageCollection:    opts.Disable&GarbageCollector != 0,
+		NoNamespaceController:  opts.Disable&NamespaceController != 0,
+		NoDisruptionController: opts.Disable&DisruptionController != 0,
 		// As on a real cluster: default, kube-system, kube-public and
 		// kube-node-lease exist.
 		RequireNamespaces: true,
@@ -261,6 +311,7 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 		TypeConverter:     memcluster.TypeConverterChain(builtinTypes, managedfields.NewDeducedTypeConverter()),
 		UntrackedManagers: untrackedManagers(opts),
 	})
+	api = memcluster.NewHandler(c.mc)
 	if c.sched.serial {
 		c.wg.Go(func() { c.sched.run(ctx) })
 	}
@@ -295,9 +346,12 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	if err := c.mc.SetFaults(opts.Faults); err != nil {
 		return fail(fmt.Errorf("clustertest: Options.Faults: %w", err))
 	}
-	fr := front{rec: c.rec, next: memcluster.NewHandler(c.mc), filter: &c.filter}
+	if opts.RequestLatency < 0 {
+		return fail(fmt.Errorf("clustertest: negative Options.RequestLatency %v", opts.RequestLatency))
+	}
+	fr := front{rec: c.rec, next: memcluster.NewHandler(c.mc), filter: &c.filter, latency: opts.RequestLatency}
 	if opts.onWrite != nil {
-		fr.decoder = serializer.NewCodecFactory(scheme).UniversalDeserializer() // Explore's properties judge preconditions
+		fr.preconditions = true // Explore's properties judge them
 	}
 	c.cfg = &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: fr},
 		QPS: -1} // no client-side throttling: the cluster answers at once, in virtual time
@@ -348,6 +402,7 @@ func (c *Cluster) shutdown() []error {
 	}
 	c.stopped = true
 	c.cancel()
+	c.admission.Stop()
 	c.wg.Wait()
 	c.errMu.Lock()
 	defer c.errMu.Unlock()
@@ -364,7 +419,7 @@ func (c *Cluster) stop() (leftBehind bool) {
 	self := goroutineID()
 	for wait := time.Millisecond; ; wait *= 2 {
 		synctest.Wait()
-		left := leftovers(c.bubble, self)
+		left := leftovers(c.bubble, self, c.opts.shared)
 		if len(left) == 0 {
 			return false
 		}
@@ -394,7 +449,7 @@ func (c *Cluster) Memcluster() *memcluster.Cluster { return c.mc }
 // the test's own reads and writes. The trace names it "client".
 func (c *Cluster) Client() client.Client {
 	c.clOnce.Do(func() {
-		c.cl, c.clErr = client.New(namedConfig(c.cfg, c.names.next("client")), client.Options{Scheme: c.scheme})
+		c.cl, c.clErr = client.New(namedConfig(c.cfg, c.names.next(testClient)), client.Options{Scheme: c.scheme})
 	})
 	if c.clErr != nil {
 		c.t.Fatalf("clustertest: client: %v", c.clErr)

@@ -32,7 +32,7 @@ func (c *Cluster) describe() string {
 	lines = append(lines, c.failures()...)
 	lines = append(lines, c.kinds.describe()...)
 	if c.bubble != 0 {
-		lines = append(lines, capped(blockedWorkers(c.bubble))...)
+		lines = append(lines, capped(blockedWorkers(c.bubble, c.opts.shared))...)
 	}
 	lines = append(lines, c.rec.describe(c.scheme)...)
 	if len(lines) == 0 {

@@ -8,23 +8,24 @@
 //     returns RequeueAfter: time.Hour runs again one virtual hour later, in
 //     microseconds of wall time, and the same test gives the same trace of
 //     requests, writes and events run after run, faults included.
-//   - [Environment], for suites written for envtest (Ginkgo's BeforeSuite
-//     and AfterSuite, Gomega's Eventually polling on the wall clock): the
-//     shape of envtest.Environment (Start returns a *rest.Config, Stop,
-//     CRD paths, a scheme), so that such a suite switches to the bench by
-//     changing the line that builds its environment. It runs on the wall
-//     clock, as the suite expects.
+//   - [Server], for code that does not run inside Test's function: a
+//     TestMain that starts a client-go operator (on the wall clock), or a
+//     suite written for envtest (Ginkgo's BeforeSuite and AfterSuite,
+//     Gomega's Eventually). Package controllerruntime/envtest builds
+//     envtest's Environment on it, so that such a suite switches to the
+//     bench by changing its import line, and its envtest.RunSpecs runs
+//     the suite in a synctest bubble, where a Server runs on the virtual
+//     clock as Test's cluster does (docs/virtual-time.md).
 //
 // Pick [Test] for new tests, and whenever time matters (requeues after an
 // hour, progress deadlines, a kubelet's delays), or a failure must replay
 // exactly: virtual time is exact and costs nothing, and the trace is a
-// function of the seed. Pick [Environment] to run an existing envtest suite
-// unchanged: Ginkgo and Gomega poll and time out on the wall clock and
-// start goroutines of their own, which cannot live in the synctest bubble
-// that virtual time needs (RunSpecs inside a bubble fails with "select on
-// synctest channel from outside bubble"). On the wall clock the bench's
-// kubelet makes pods ready at once, so an Eventually's default second is
-// enough for a rollout.
+// function of the seed. Pick package controllerruntime/envtest to run an
+// existing envtest suite unchanged, with envtest.RunSpecs in virtual time
+// (its Eventually, sleeps and requeues take no wall time), or on the wall
+// clock where it must (webhooks, real sockets); there the bench's kubelet
+// makes pods ready at once, so an Eventually's default second is enough
+// for a rollout.
 //
 //	func TestMyOperator(t *testing.T) {
 //		clustertest.Test(t, clustertest.Options{Scheme: scheme, Types: []client.Object{&v1.WebApp{}}},
@@ -40,13 +41,12 @@
 //			})
 //	}
 //
-// and, in an envtest suite's BeforeSuite:
+// and, in the TestMain of a client-go operator:
 //
-//	testEnv = &clustertest.Environment{ // was &envtest.Environment{
-//		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-//		ErrorIfCRDPathMissing: true,
-//	}
-//	cfg, err = testEnv.Start()
+//	srv, err := clustertest.NewServer(clustertest.Options{CRDDirectoryPaths: []string{"config/crd"}})
+//	...
+//	kube := kubernetes.NewForConfigOrDie(srv.Config())
+//	... start the informers and the controller, m.Run(), srv.Stop()
 //
 // # What a test gets
 //
@@ -92,6 +92,20 @@
 //     state the Deployments went through (surge and availability bounds,
 //     revisions, completion), whoever manages them.
 //
+// # Admission webhooks and policies
+//
+// The cluster admits writes as kube-apiserver v1.37 does, with its own
+// admission plugins: the mutating and validating webhooks of the
+// MutatingWebhookConfigurations and ValidatingWebhookConfigurations you
+// create (or an [Environment] installs from its WebhookInstallOptions, as
+// envtest does), called over HTTPS, and ValidatingAdmissionPolicies with
+// their bindings and params. Admission's userInfo names the client (the
+// bench's name of it: "manager", "client", "environment", ...). A
+// webhook server must run outside a [Test]'s bubble (one listening inside
+// it stops virtual time); in an [Environment], a suite's Manager serves
+// its webhooks as on envtest. See docs/admission.md for what is
+// supported, the order of the stages and what is not modelled.
+//
 // # Answers that say what is stuck
 //
 // When [Cluster.RunUntil] gives up (its limit reached, or at once when
@@ -117,7 +131,7 @@
 //   - REST paths the bench does not serve, and when the cluster last
 //     changed.
 //
-// [Environment.Describe] gives the same lines (but the blocked workers)
+// [Server.Describe] gives the same lines (but the blocked workers)
 // for a suite to print when an Eventually fails. A violation of
 // [Cluster.Check] names the write that caused it, who made it and what it
 // changed: "RevisionDecreased … by PUT deployments default/web from
@@ -153,7 +167,8 @@
 // order in which keys whose timers fire at one instant (RequeueAfter, a
 // rate limiter's backoff) are handed out; a key is still never handed to
 // two workers at once. [Options.Perturb] adds perturbations drawn from
-// the seed at any step, each switched on by its flag:
+// the seed at any step, each switched on by its flag ([AllPerturbations]
+// for every one):
 //
 //   - [PerturbLag] ("40:lag0=2s"): a watch held back for 50 ms to 10 s,
 //     an informer behind the API server and behind its own client's
@@ -170,7 +185,9 @@
 //   - [PerturbConflict] ("60:conflict2"): another writer ("other-writer"
 //     in the trace) changes an object just before an update or patch of
 //     it is served, which is answered 409 if it carries the
-//     resourceVersion it read;
+//     resourceVersion it read; never one of the test's own writes
+//     ([Cluster.Client]'s, a direct client's) unless
+//     [Options.PerturbTestClient] says so;
 //   - [PerturbHandover] ("70:handover0=20s"): the leader of a
 //     [Cluster.StartLeaderElected] group (replicas of your operator with
 //     controller-runtime's leader election on a Lease, in virtual time)
@@ -217,38 +234,42 @@
 // the seed, the replay line, the steps that matter and the trace up to
 // the violation:
 //
-//	clustertest: property "ready means rolled out" violated after step 73, seed 9 (found after 9 seeds):
-//	    site default/shop written ready for shop:2 by manager, but its Deployment (generation 2, observed 2, image shop:2) has 0 updated ...
-//	shrunk from 39 choices (reorderings, perturbations) to 1 in 17 runs; replay it with
-//	    CLUSTERTEST_REPLAY="seed=9 schedule=70:2" go test -run '^TestExploreFindsTheStaleReady$'
+//	clustertest: property "ready means rolled out" violated after step 70, seed 9 (found after 9 seeds):
+//	    site default/shop written ready for shop:2 by manager, but its Deployment (generation 2, observed 1, image shop:2) has 2 updated ...
+//	shrunk from 39 choices (reorderings, perturbations) to 1 in 18 runs; replay it with
+//	    CLUSTERTEST_REPLAY="seed=9 schedule=69:2" go test -run '^TestExploreFindsTheStaleReady$'
 //	the steps that matter (where the order differs from the canonical one):
-//	    step 70: delivery of MODIFIED sites@29 to watch 5 (manager), before create replicasets ... from deployment-controller;
-//	        delivery of MODIFIED deployments@28 to watch 2 (manager)
+//	    step 69: MODIFIED sites default/shop@29 to manager (watch 5) goes ahead of MODIFIED deployments default/shop@28
+//	        to kube-controller-manager (watch 1); MODIFIED deployments default/shop@28 to manager (watch 2)
 //
-// Each line of the steps that matter is a departure from the canonical
-// order: here the Site's own status event reached the manager's Site
+// Each line of the steps that matter is one choice of the shrunk
+// schedule: here the Site's own status event reached the manager's Site
 // watch before the Deployment event that its cache needed (the write of
 // resourceVersion 28, an update the operator made a step earlier), so the
 // reconcile it caused read a Deployment one write behind. Find the write
 // in the trace by its resourceVersion ("modified deployments default/shop
 // rv=28"), then the reconcile's requests after the reordered delivery:
 // the write that breaks the property is the trace's last line. A
-// perturbation reads "the watch of … held back 500ms", "… closed
-// instead", "… expired (410) instead: its client listed again",
-// "other-writer changed the object of …", "the leader of lease … stalled
-// 20s"; a queue's pick reads "step 18: queue app handed out
-// default/shop, before default/base". The trace marks them too ("watch 5
-// of sites by manager held back 500ms (explored)", "manager, the leader
-// of lease kube-system/op, stalls 20s …", "manager lost the lease …: it
-// stops and starts again as a standby", "request PATCH apps default/shop
-// from other-writer"); after a relist, look for the informer's list
-// ("GET apps (all namespaces) from manager") and what the reconciles
-// after it did not see. Shrinking keeps the seed (faults and the
-// kubelet's timing stay as they were) and drops choices, then lowers
-// what is left, while the same property still breaks: what remains is
-// needed, in that run, for that violation (not necessarily in any other:
-// a choice removed may move the later steps' numbers, so a shrunk
-// schedule can keep a choice that only sets the stage).
+// perturbation reads "kube-controller-manager's watch 2 of pods is held
+// back 10s, with MODIFIED pods default/web-1@53 next on it", "… is
+// closed before …", "… expires (410 Gone) before …: manager lists apps
+// again, the events in between lost", "other-writer changes apps
+// default/app-1 just before update/status apps default/app-1 by manager",
+// "the leader of lease kube-system/op stalls 20s"; a queue's pick reads
+// "the queue of controller app hands out default/blog ahead of
+// default/base". The trace marks them too ("watch 5 of sites by manager
+// held back 500ms (explored)", "manager lost the lease …: it stops and
+// starts again as a standby", "request PATCH apps default/shop from
+// other-writer"); after a relist, look for the informer's list ("GET apps
+// (all namespaces) from manager") and what the reconciles after it did
+// not see. Shrinking keeps the seed (faults and the kubelet's timing stay
+// as they were) and drops choices, then lowers what is left, while the
+// same property still breaks. Without a choice the later steps' numbers
+// move, so it follows the other choices by what they acted on (the step
+// let through, the delivery or request perturbed), and by number only
+// when that fails: a choice kept only to hold the others' numbers goes.
+// What remains is needed, in that run, for that violation; the schedule
+// reported is what that run chose, and replays it exactly.
 //
 // What a seed cannot reorder: steps that do not pass the gate. A
 // controller's workqueue other than [NewQueue]'s (controller-runtime's
@@ -261,25 +282,24 @@
 // breaks a property is first replayed alone; if it does not break it
 // alone, the report says so.
 //
-// How long to explore. A seed of a small scenario (an operator, two
-// objects, one rollout) costs 30 to 45 ms of CPU. Measured with
-// TestExploreThroughput (CLUSTERTEST_THROUGHPUT=400 seeds, twice) on a
-// 2-core machine at a load average of 1.9 to 2.6 (other work on it):
-// 25 to 30 seeds per CPU-second, 31.5 to 32.6 seeds/s wall one bench at a
-// time and 44.4 to 55.9 two at a time (1.4 to 1.7 times as many); with
-// every perturbation on, 22 to 33 seeds per CPU-second, 24.2 to 34.8
-// seeds/s wall one at a time and 53.9 to 63.4 two at a time.
-// [ExploreOptions.Parallel] runs one bench per core (GOMAXPROCS), and the
-// benches share nothing but the process (math/rand's global source, the
-// garbage collector). Keep a test's Seeds in the default suite to what
-// runs in a few seconds (10 to 50), and run thousands before a release:
-// CLUSTERTEST_SEEDS=2000 go test -run TestExplore ./... takes minutes on
-// two cores. A race whose window is one event wide is usually found in
-// tens of seeds; one that needs a perturbation at the right step, and a
-// timing of the kubelet's, in hundreds to thousands. Keep the failing
-// replay as a test (ExploreOptions.Replay, ExpectViolation) beside the
-// fix: a replay is exact only for the same scenario and bench, so after
-// a change to either, explore again for a new replay line.
+// How long to explore. A seed of the site example (an operator, a
+// custom resource, two rollouts of two pods: about 60 writes, 250 steps)
+// costs about 35 ms of CPU, 28 to 30 seeds per CPU-second with or
+// without every perturbation (BenchmarkExplore in
+// examples/controllerruntime/site); [Options.UntrackedBuiltinWrites] and
+// a larger GOGC trade fidelity or memory for CPU (docs/explore.md has the
+// numbers). [ExploreOptions.Parallel] runs one bench per core
+// (GOMAXPROCS), and the benches share nothing but the process (math/rand's
+// global source, the garbage collector, client-go's parsed schemas). Keep
+// a test's Seeds in the default suite to what runs in a few seconds (10
+// to 50), and run thousands before a release: CLUSTERTEST_SEEDS=2000 go
+// test -run TestExplore ./... takes minutes on two cores. A race whose
+// window is one event wide is usually found in tens of seeds; one that
+// needs a perturbation at the right step, and a timing of the kubelet's,
+// in hundreds to thousands. Keep the failing replay as a test
+// (ExploreOptions.Replay, ExpectViolation) beside the fix: a replay is
+// exact only for the same scenario and bench, so after a change to
+// either, explore again for a new replay line.
 //
 // # Design
 //
@@ -326,7 +346,7 @@
 // controller-runtime's fake client (no watches, no time, no admission);
 // envtest (a real API server on wall-clock time, without the controllers
 // that make a Deployment's pods or collect garbage; see the comparison in
-// the README).
+// docs/testbench.md).
 //
 // # Process-wide state the bench handles
 //
@@ -408,7 +428,7 @@
 //   - Event objects written by your controllers' recorders appear in the
 //     trace as writes of events; the built-in controllers' events appear in
 //     the trace directly (they are not stored as Event objects).
-//   - An [Environment] runs on the wall clock, with its steps as their
+//   - A [Server] runs on the wall clock, with its steps as their
 //     goroutines run: its trace differs from run to run, and it names no
 //     blocked workers.
 package clustertest

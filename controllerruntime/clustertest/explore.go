@@ -22,7 +22,8 @@ type Scenario func(t testing.TB, c *Cluster)
 // ExploreOptions configures [Explore].
 type ExploreOptions struct {
 	// Options are each bench's; Explore sets Seed, and Interleave or
-	// Schedule, per run.
+	// Schedule, per run. Options.Perturb adds perturbations to the
+	// reorderings ([AllPerturbations] for every one).
 	Options Options
 	// Seeds is how many seeds to run, from FirstSeed (default 1). Zero
 	// means 100. The environment variable CLUSTERTEST_SEEDS, when set,
@@ -61,9 +62,10 @@ type Violation struct {
 	Found    Schedule // as found, before shrinking
 	Step     uint64   // the step after which the property failed (0 at the end)
 	Replay   string   // "seed=17 schedule=12:1,40:2": ExploreOptions.Replay reruns it
-	// Steps are the choices of Schedule that differ from the canonical
-	// order, readable: "step 12: delivery of ADDED pods@57 to watch 3,
-	// before request create pods in default from replicaset-controller".
+	// Steps are the choices of Schedule up to the violation, one
+	// readable line each: "step 12: ADDED pods default/web-1@57 to
+	// kube-controller-manager (watch 3) goes ahead of create pods in
+	// default by replicaset-controller".
 	Steps []string
 	// Trace is the bench's trace up to the violation.
 	Trace    []string
@@ -71,6 +73,8 @@ type Violation struct {
 	Shrinks  int    // benches run to shrink it
 	Test     string // the test's name, for the replay command
 	Replayed bool   // found by a replay (ExploreOptions.Replay), not explored
+
+	made []made // the choices of Schedule, as the bench made them
 }
 
 // Report is the violation's report, as Explore prints it.
@@ -162,6 +166,7 @@ func Explore(t *testing.T, opts ExploreOptions, scenario Scenario) *Violation {
 	// See Test: controller-runtime's logger fallback is asked on the wall
 	// clock, outside any bubble.
 	ctrllog.Log.Enabled()
+	opts.Options.shared = newShared() // for every bench of this exploration
 	replay := opts.Replay
 	if r := os.Getenv("CLUSTERTEST_REPLAY"); r != "" && replay == "" {
 		replay = r
@@ -172,7 +177,7 @@ func Explore(t *testing.T, opts ExploreOptions, scenario Scenario) *Violation {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := runBench(t, opts, scenario, seed, s, true)
+		out := runBench(t, opts, scenario, seed, s, nil, true)
 		if out.violation != nil {
 			v = out.violation
 			v.Found, v.Schedule, v.Replayed = s, s, true
@@ -201,7 +206,7 @@ func exploredText(opts ExploreOptions, replay string) string {
 	if replay != "" {
 		return "replay " + replay
 	}
-	return fmt.Sprintf("%d seeds from %d", seedCount(opts), firstSeed(opts))
+	return fmt.Sprintf("%d seeds from %d, perturbations: %v", seedCount(opts), firstSeed(opts), opts.Options.Perturb)
 }
 
 func seedCount(opts ExploreOptions) int {
@@ -245,7 +250,7 @@ func explore(t *testing.T, opts ExploreOptions, scenario Scenario) *Violation {
 				seed := next
 				next++
 				mu.Unlock()
-				out := runBench(t, opts, scenario, seed, nil, false)
+				out := runBench(t, opts, scenario, seed, nil, nil, false)
 				mu.Lock()
 				results = append(results, result{seed, out})
 				if out.violation != nil {
@@ -271,72 +276,18 @@ func explore(t *testing.T, opts ExploreOptions, scenario Scenario) *Violation {
 	return shrink(t, opts, scenario, v)
 }
 
-// shrink looks for a smaller schedule that breaks the same property:
-// without whole runs of v's choices first, then one at a time, then each
-// choice lowered to 1 (the step right after the canonical one), as
-// delta debugging does. It first replays v alone (its seed ran beside
-// others, which share math/rand's global source).
-func shrink(t *testing.T, opts ExploreOptions, scenario Scenario, v *Violation) *Violation {
-	budget := opts.ShrinkRuns
-	if budget <= 0 {
-		budget = 200
-	}
-	runs := 0
-	try := func(s Schedule) *Violation {
-		runs++
-		out := runBench(t, opts, scenario, v.Seed, s, true)
-		if out.violation != nil && out.violation.Property == v.Property {
-			w := out.violation
-			w.Schedule = s
-			return w
-		}
-		return nil
-	}
-	best := try(v.Found)
-	if best == nil {
-		// It did not break the property alone: report it as found.
-		v.Schedule, v.Shrinks = v.Found, runs
-		v.Message += "\n(this seed broke the property beside other benches, but not alone: the replay may not reproduce it)"
-		return finish(v)
-	}
-	best.Found, best.Explored = v.Found, v.Explored
-	if w := try(nil); w != nil {
-		w.Found, w.Explored = best.Found, best.Explored
-		best = w
-	}
-	cur := best.Schedule
-	for chunk := max(len(cur)/2, 1); len(cur) > 0 && runs < budget; {
-		removed := false
-		for i := 0; i < len(cur) && runs < budget; {
-			cand := append(append(Schedule{}, cur[:i]...), cur[min(i+chunk, len(cur)):]...)
-			if w := try(cand); w != nil {
-				w.Found, w.Explored = best.Found, best.Explored
-				best, cur, removed = w, cand, true
-				continue
-			}
-			i += chunk
-		}
-		if chunk == 1 && !removed {
-			break
-		}
-		if !removed {
-			chunk = max(chunk/2, 1)
-		}
-		chunk = min(chunk, max(len(cur)/2, 1))
-	}
-	for i := 0; i < len(cur) && runs < budget; i++ {
-		if cur[i].Index <= 1 || cur[i].Perturb != 0 {
-			continue // canonical but one already, or a perturbation's target
-		}
-		cand := append(Schedule{}, cur...)
-		cand[i].Index = 1
-		if w := try(cand); w != nil {
-			w.Found, w.Explored = best.Found, best.Explored
-			best, cur = w, cand
+// ownConflict says, for the failure of a scenario, that PerturbConflict
+// beat one of the test's own writes (Options.PerturbTestClient), if it
+// did: the 409 it got is what failed it, most likely.
+func ownConflict(ms []made) string {
+	for _, m := range ms {
+		if m.Perturb == PerturbConflict && testsOwn(m.client) {
+			return fmt.Sprintf("\n(step %d: PerturbConflict had %s change %s %s just before the test's own %s, which a real API server answers 409 Conflict: "+
+				"with Options.PerturbTestClient on, the test retries its writes on a conflict as a user would, with k8s.io/client-go/util/retry.RetryOnConflict)",
+				m.Step, otherWriter, m.step.Resource, objectText(m.step.Namespace, m.step.Name), m.chose)
 		}
 	}
-	best.Shrinks = runs
-	return finish(best)
+	return ""
 }
 
 func finish(v *Violation) *Violation {
@@ -348,19 +299,17 @@ func finish(v *Violation) *Violation {
 type outcome struct {
 	violation *Violation // nil: every property held
 	schedule  Schedule   // the choices it made
+	made      []made     // and what they acted on
 }
 
-// runBench runs one bench: seed with schedule s (replay) or its own
-// interleaving (explore).
-func runBench(t *testing.T, opts ExploreOptions, scenario Scenario, seed uint64, s Schedule, replay bool) (out outcome) {
+// runBench runs one bench: seed with schedule s or, if not nil, the
+// choices of guide to follow (replay), or its own interleaving (explore).
+func runBench(t *testing.T, opts ExploreOptions, scenario Scenario, seed uint64, s Schedule, guide []guided, replay bool) (out outcome) {
 	bopts := opts.Options
 	bopts.Seed = seed
 	bopts.Concurrent = false
 	if replay {
-		bopts.Interleave, bopts.Schedule = false, s.String()
-		if len(s) == 0 {
-			bopts.Schedule = ""
-		}
+		bopts.Interleave, bopts.Schedule, bopts.guide = false, s.String(), guide
 	} else {
 		bopts.Interleave, bopts.Schedule = true, ""
 	}
@@ -404,9 +353,12 @@ func runBench(t *testing.T, opts ExploreOptions, scenario Scenario, seed uint64,
 			// Stop the cluster; what it reports (goroutines left behind, a
 			// Manager's error) is a failure of the scenario.
 			c.stop()
-			out.schedule = c.Schedule()
+			out.schedule, out.made = c.Schedule(), c.made()
 			if v := p.violation; v != nil {
 				v.Seed = seed
+				if v.Property == "scenario" {
+					v.Message += ownConflict(out.made)
+				}
 				for _, r := range c.reorderings() {
 					if v.Step == 0 || r.step <= v.Step {
 						v.Steps = append(v.Steps, r.text)

@@ -281,29 +281,29 @@ func firstDifference(a, b []string) string {
 // fault), so that a bench that took its binary down would show as a dead
 // child rather than kill this test.
 
-var matrixVerbs = []memcluster.Verb{"get", "list", "watch", "create",
+var matrixVerbs = []string{"get", "list", "watch", "create",
 	"update", "update/status", "patch", "delete"}
 
 // matrixFaults are the faults of the matrix, by name: an error on every
 // request of a verb (at a rate, and always), latency on every request of
 // a verb, or a watch fault.
-var matrixFaults = map[string]func(memcluster.Verb, float64) memcluster.Faults{
+var matrixFaults = map[string]func(string, float64) memcluster.Faults{
 	"409":     errorRule(metav1.StatusReasonConflict),
 	"429":     errorRule(metav1.StatusReasonTooManyRequests),
 	"500":     errorRule(metav1.StatusReasonInternalError),
 	"503":     errorRule(metav1.StatusReasonServiceUnavailable),
 	"timeout": errorRule(metav1.StatusReasonServerTimeout),
-	"latency": func(v memcluster.Verb, rate float64) memcluster.Faults {
+	"latency": func(v string, rate float64) memcluster.Faults {
 		return memcluster.Faults{Rules: []memcluster.FaultRule{{Verb: v, Latency: time.Duration(rate * float64(2*time.Second))}}}
 	},
-	"lag": func(_ memcluster.Verb, rate float64) memcluster.Faults {
+	"lag": func(_ string, rate float64) memcluster.Faults {
 		return memcluster.Faults{WatchLag: time.Duration(rate * float64(5*time.Second))}
 	},
-	"drop": func(_ memcluster.Verb, rate float64) memcluster.Faults { return memcluster.Faults{WatchDropRate: rate} },
+	"drop": func(_ string, rate float64) memcluster.Faults { return memcluster.Faults{WatchDropRate: rate} },
 }
 
-func errorRule(e metav1.StatusReason) func(memcluster.Verb, float64) memcluster.Faults {
-	return func(v memcluster.Verb, rate float64) memcluster.Faults {
+func errorRule(e metav1.StatusReason) func(string, float64) memcluster.Faults {
+	return func(v string, rate float64) memcluster.Faults {
 		return memcluster.Faults{Rules: []memcluster.FaultRule{{Verb: v, Rate: rate, Reason: e}}}
 	}
 }
@@ -319,7 +319,7 @@ func matrixCases() map[string]memcluster.Faults {
 	for name, fault := range matrixFaults {
 		verbs := matrixVerbs
 		if name == "lag" || name == "drop" {
-			verbs = []memcluster.Verb{"watch"} // not a request fault
+			verbs = []string{"watch"} // not a request fault
 		}
 		for _, v := range verbs {
 			for _, rate := range matrixRates {

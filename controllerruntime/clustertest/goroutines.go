@@ -36,19 +36,37 @@ type frame struct {
 func (f frame) String() string { return fmt.Sprintf("%s (%s:%d)", f.fn, f.file, f.line) }
 
 // goroutines returns the goroutines of synctest bubble bubble (every
-// goroutine if bubble is 0), from runtime.Stack.
-func goroutines(bubble uint64) []goroutine {
-	buf := make([]byte, 1<<20)
+// goroutine if bubble is 0), from runtime.Stack, with a buffer of sh's if
+// it is not nil.
+func goroutines(bubble uint64, sh *shared) []goroutine {
+	var buf []byte
+	if sh != nil {
+		b, release := sh.stackBuffer()
+		defer release()
+		buf = *b
+		defer func() { *b = buf[:cap(buf)] }() // keep it if it grew
+	} else {
+		buf = make([]byte, 1<<20)
+	}
+	var n int
 	for {
-		n := runtime.Stack(buf, true)
+		n = runtime.Stack(buf, true)
 		if n < len(buf) {
-			buf = buf[:n]
 			break
 		}
 		buf = make([]byte, 2*len(buf))
 	}
+	mark := []byte(fmt.Sprintf(", synctest bubble %d", bubble))
 	var out []goroutine
-	for _, block := range bytes.Split(buf, []byte("\n\n")) {
+	for block := range bytes.SplitSeq(buf[:n], []byte("\n\n")) {
+		if bubble != 0 {
+			// Another bubble's (another bench's, running beside): not
+			// worth parsing.
+			head, _, _ := bytes.Cut(block, []byte("\n"))
+			if i := bytes.Index(head, mark); i < 0 || i+len(mark) < len(head) && head[i+len(mark)] >= '0' && head[i+len(mark)] <= '9' {
+				continue
+			}
+		}
 		g, ok := parseGoroutine(string(block))
 		if ok && (bubble == 0 || g.bubble == bubble) {
 			out = append(out, g)
@@ -132,9 +150,9 @@ func library(fn string) bool {
 // blockedWorkers describes the goroutines of bubble that are inside a
 // controller-runtime Reconcile: at a quiescent instant each is blocked on
 // something other than the cluster.
-func blockedWorkers(bubble uint64) []string {
+func blockedWorkers(bubble uint64, sh *shared) []string {
 	var out []string
-	for _, g := range goroutines(bubble) {
+	for _, g := range goroutines(bubble, sh) {
 		handler := slices.IndexFunc(g.frames, func(f frame) bool {
 			return strings.HasPrefix(f.fn, "sigs.k8s.io/controller-runtime/pkg/internal/controller.") &&
 				strings.HasSuffix(f.fn, ".reconcileHandler")
@@ -163,9 +181,9 @@ func blockedWorkers(bubble uint64) []string {
 
 // leftovers describes the goroutines of bubble other than the caller's,
 // grouped by where they wait.
-func leftovers(bubble uint64, self int) []string {
+func leftovers(bubble uint64, self int, sh *shared) []string {
 	count := map[string]int{}
-	for _, g := range goroutines(bubble) {
+	for _, g := range goroutines(bubble, sh) {
 		if g.id == self || isTestRunner(g) || isScheduler(g) {
 			continue
 		}

@@ -141,14 +141,14 @@ var knownRaces = []knownRace{
 			change{0, "web:2"}, change{3 * time.Second, "web:3"}),
 		perturb: clustertest.PerturbLag,
 		want:    noRecreateOverlap.Name,
-		replay:  "seed=4 schedule=12:1,15:1"},
+		replay:  "seed=4 schedule=19:1"},
 	{name: "new status observed before scale-down", off: &testhooks.TrustNewStatus,
 		scenario: rolloutScenario(appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
 			RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: ptrTo(intstr.FromInt32(1)), MaxUnavailable: ptrTo(intstr.FromInt32(1))}}, 4,
 			change{2 * time.Second, "web:2"}, change{4 * time.Second, "web:1"}, change{0, "web:2"}),
 		perturb: clustertest.PerturbLag,
 		want:    "planner.Check",
-		replay:  "seed=38 schedule=46:lag2=500ms,118:lag1=10s"},
+		replay:  "seed=38 schedule=119:lag1=10s"},
 	// A second template change while the ReplicaSet watch lags behind the
 	// controller's own create of the first one's ReplicaSet: the sync that
 	// does not wait for it creates another new ReplicaSet, of the same
@@ -159,7 +159,7 @@ var knownRaces = []knownRace{
 			change{2 * time.Second, "web:2"}, change{100 * time.Millisecond, "web:3"}),
 		perturb: clustertest.PerturbLag,
 		want:    "planner.Check",
-		replay:  "seed=101 schedule=19:1,27:lag0=10s"},
+		replay:  "seed=101 schedule=25:lag0=10s"},
 	// A scale-down whose pod deletions happen but answer an error, while
 	// the pod watch lags: a deletion no longer expected, its pod still
 	// active in the cache, the next sync deletes another pod.

@@ -2,7 +2,6 @@ package clustertest
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -60,7 +59,7 @@ type Written struct {
 	// Verb is the verb of the REST request whose object this is (an
 	// update, a patch, ...); "" for a write that is a consequence of a
 	// request (a garbage collection, say) or of a built-in controller.
-	Verb memcluster.Verb
+	Verb string
 	// Precondition is the resourceVersion that request carried
 	// (metadata.resourceVersion of an update's or a patch's body), ""
 	// for none.
@@ -129,6 +128,9 @@ type checker struct {
 	stored   map[objectRef]uint64
 	storedBy map[objectRef]string
 	seen     basis // nil unless a property needs it
+	// The planner's trace of each Deployment, as far as checked (see
+	// traceOf).
+	traces map[types.NamespacedName]*planner.TraceBuilder
 
 	// The spec.replicas of each ReplicaSet, and the range it took at the
 	// current instant (for NoExtraPods and NoLostPods: a controller's
@@ -216,7 +218,7 @@ func (k *checker) wrote(w memcluster.Write) {
 		out.By = s.client
 		if st := s.step; s.call != nil && st.Kind == gate.StepRequest && st.Resource == w.Resource &&
 			st.Namespace == ref.key.Namespace && st.Name == ref.key.Name {
-			out.Verb, out.Precondition = st.Verb, s.call.precondition
+			out.Verb, out.Precondition = string(st.Verb), s.call.precondition
 		}
 	}
 	if w.Type != watch.Deleted {
@@ -265,60 +267,6 @@ func (k *checker) atEnd() {
 			return
 		}
 	}
-}
-
-// DeploymentsCheck is planner.Check ([Cluster.Check]) as a property:
-// checked, for each Deployment, at every step that wrote it or one of its
-// ReplicaSets, so that the report's trace ends at the violation.
-func DeploymentsCheck() Property {
-	return Property{Name: "planner.Check", Always: func(s *State) error {
-		var keys []types.NamespacedName
-		for _, w := range s.writes {
-			key := types.NamespacedName{Namespace: w.Object.GetNamespace(), Name: w.Object.GetName()}
-			switch w.Resource {
-			case "deployments":
-			case "replicasets":
-				ref := metav1.GetControllerOfNoCopy(w.Object)
-				if ref == nil || ref.Kind != "Deployment" {
-					continue
-				}
-				key.Name = ref.Name
-			default:
-				continue
-			}
-			if !slices.Contains(keys, key) {
-				keys = append(keys, key)
-			}
-		}
-		var errs []error
-		for _, key := range keys {
-			errs = append(errs, s.c.checkDeployment(key)...)
-		}
-		return errors.Join(errs...)
-	}}
-}
-
-// checkDeployment is Check for one Deployment.
-func (c *Cluster) checkDeployment(key types.NamespacedName) []error {
-	c.rec.mu.Lock()
-	snaps, whys := c.rec.snaps[key], c.rec.whys[key]
-	c.rec.mu.Unlock()
-	if len(snaps) == 0 {
-		return nil
-	}
-	trace, err := planner.TraceFrom(snaps)
-	if err != nil {
-		return []error{fmt.Errorf("deployment %s: %w", key, err)}
-	}
-	var errs []error
-	for _, v := range planner.Check(trace, snaps[len(snaps)-1].Deployment) {
-		msg := fmt.Sprintf("deployment %s: %s at +%v: %s", key, v.Code, v.Time.Sub(c.rec.start), v.Message)
-		if v.Step < len(whys) {
-			msg += whys[v.Step].String()
-		}
-		errs = append(errs, errors.New(msg))
-	}
-	return errs
 }
 
 // NoExtraPods fails when a pod is created for a ReplicaSet that had

@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/ctrlkit/ctrlkit/internal/gate"
-	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
 // NewQueue returns, for controller.Options.NewQueue, a controller's
@@ -155,7 +154,7 @@ func (q *pickQueue[T]) ShuttingDown() bool {
 }
 
 // pickVerb is the verb of a workqueue's pick at the gate.
-const pickVerb memcluster.Verb = "pick"
+const pickVerb gate.Verb = "pick"
 
 // queuePicks is what the chooser keeps of a queue: how many keys it has
 // handed out, and its own stream of choices (the order in which queues

@@ -291,10 +291,10 @@ func (s *scheduler) watchClient(n uint64) string {
 
 // compareSteps orders steps by what they are, so that the order does not
 // depend on goroutine scheduling: watch deliveries by resourceVersion and
-// watch, then requests by verb, object and client, then kubelet syncs.
-// Steps that compare equal are alike (the same request from two workers
-// of one client), and their order does not matter; arrival order breaks
-// the tie.
+// watch, then requests by verb, object, client and body, then kubelet
+// syncs. Steps that compare equal are alike (the same request from two
+// workers of one client), and their order does not matter; arrival order
+// breaks the tie.
 func compareSteps(a, b *waiter) int {
 	x, y := a.step, b.step
 	if c := cmp.Compare(x.Kind, y.Kind); c != 0 {
@@ -309,8 +309,17 @@ func compareSteps(a, b *waiter) int {
 		cmp.Compare(x.Namespace, y.Namespace),
 		cmp.Compare(x.Name, y.Name),
 		cmp.Compare(a.client, b.client),
+		cmp.Compare(bodyOf(a), bodyOf(b)),
 		cmp.Compare(a.seq, b.seq),
 	)
+}
+
+// bodyOf is the hash of the body of w's request, 0 for none.
+func bodyOf(w *waiter) uint64 {
+	if w.call == nil {
+		return 0
+	}
+	return w.call.body
 }
 
 // settle returns at the next quiescent instant: nothing pending and every
@@ -360,7 +369,7 @@ func stepText(w *waiter) string {
 		if st.Verb == pickVerb {
 			return fmt.Sprintf("a worker's pick from the queue of controller %s", st.Name)
 		}
-		return requestText(st.Verb, st.Resource, st.Namespace, st.Name, w.client, nil)
+		return requestText(string(st.Verb), st.Resource, st.Namespace, st.Name, w.client, nil)
 	case gate.StepDelivery:
 		return fmt.Sprintf("delivery of %s %s@%s to watch %d", st.Event, st.Resource, st.ResourceVersion, st.Watch)
 	}

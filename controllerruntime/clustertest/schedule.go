@@ -3,7 +3,6 @@ package clustertest
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -134,6 +133,29 @@ const (
 	AllPerturbations = PerturbLag | PerturbWatchClose | PerturbRestart | PerturbRelist | PerturbConflict | PerturbHandover
 )
 
+// String names the perturbations, as "lag|relist|conflict" ("none" for
+// none).
+func (p Perturbations) String() string {
+	var names []string
+	for _, n := range []struct {
+		p    Perturbations
+		name string
+	}{{PerturbLag, "lag"}, {PerturbWatchClose, "close"}, {PerturbRestart, "restart"}, {PerturbRelist, "relist"},
+		{PerturbConflict, "conflict"}, {PerturbHandover, "handover"}} {
+		if p&n.p != 0 {
+			names = append(names, n.name)
+			p &^= n.p
+		}
+	}
+	if p != 0 {
+		names = append(names, fmt.Sprintf("%#x", uint8(p)))
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, "|")
+}
+
 // String is the form ParseSchedule reads: "12:1,40:lag0=2s,41:close1",
 // or "" for the canonical order.
 func (s Schedule) String() string {
@@ -210,162 +232,6 @@ func ParseSchedule(text string) (Schedule, error) {
 		out = append(out, c)
 	}
 	return out, nil
-}
-
-// chooser picks, at each step with more than one ready, which goes first:
-// drawn from the seed (exploration), or from a Schedule (replay). It
-// records the choices it made that differ from the canonical order. The
-// scheduler calls it with its lock held.
-type chooser struct {
-	rnd        *rand.Rand // nil: replay fixed
-	seed       uint64
-	rate       float64 // how often rnd departs from the canonical order
-	perturb    Perturbations
-	fixed      map[uint64][]Choice // by step, in order
-	fixedPicks map[string]int      // the picks of workqueues, by pickID
-	picks      map[string]*queuePicks
-	made       []made
-}
-
-// made is a choice the chooser made, and what it meant.
-type made struct {
-	Choice
-	chose, passed string // the step let through, and those it went before
-}
-
-// Exploration rates: each seed departs from the canonical order at one of
-// these rates, so that some runs reorder a little (a single event late)
-// and others a lot.
-var interleaveRates = []float64{0.02, 0.1, 0.3, 1}
-
-// Perturbation rates, per step with a delivery ready, and the lags drawn.
-const (
-	lagRate     = 0.01
-	closeRate   = 0.005
-	restartRate = 0.003
-	relistRate  = 0.01
-	// per step with an update or patch ready
-	conflictRate = 0.01
-	// per step with a leader
-	handoverRate = 0.003
-)
-
-var stalls = []time.Duration{20 * time.Second, 40 * time.Second}
-
-// keepsStep reports whether the choice leaves its step to be chosen (a
-// further choice of the same step, or the canonical one).
-func (c Choice) keepsStep() bool {
-	p := c.Perturb
-	return c.Queue != "" || p == PerturbLag || p == PerturbRestart || p == PerturbConflict || p == PerturbHandover
-}
-
-// conflictable reports whether w is a request another writer may beat:
-// an update or patch of one object.
-func conflictable(w *waiter) bool {
-	st := w.step
-	return st.Kind == gate.StepRequest && st.Name != "" && w.client != otherWriter &&
-		(st.Verb == gate.VerbUpdate || st.Verb == gate.VerbUpdateStatus || st.Verb == gate.VerbPatch)
-}
-
-var lags = []time.Duration{50 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second, 10 * time.Second}
-
-func randomChooser(seed uint64, perturb Perturbations) *chooser {
-	rnd := rand.New(rand.NewPCG(seed, 0x636c7573746572)) // "cluster": not the seed's other streams
-	return &chooser{rnd: rnd, seed: seed, rate: interleaveRates[rnd.IntN(len(interleaveRates))], perturb: perturb}
-}
-
-func fixedChooser(s Schedule) *chooser {
-	c := &chooser{fixed: map[uint64][]Choice{}, fixedPicks: map[string]int{}}
-	for _, ch := range s {
-		if ch.Queue != "" {
-			c.fixedPicks[pickID(ch.Queue, ch.Pop)] = ch.Index
-			continue
-		}
-		c.fixed[ch.Step] = append(c.fixed[ch.Step], ch)
-	}
-	return c
-}
-
-// pick chooses what to do at step number step, among ready (sorted
-// canonically, not empty): a Choice whose Index is in range.
-func (c *chooser) pick(step uint64, ready []*waiter, restartables int, leaders []int) Choice {
-	n := len(ready)
-	ch := Choice{Step: step}
-	if c.rnd != nil {
-		var deliveries, writes []int
-		if c.perturb != 0 {
-			for i, w := range ready {
-				if w.step.Kind == gate.StepDelivery {
-					deliveries = append(deliveries, i)
-				}
-				if c.perturb&PerturbConflict != 0 && conflictable(w) {
-					writes = append(writes, i)
-				}
-			}
-		}
-		switch r := c.rnd.Float64(); {
-		case len(deliveries) > 0 && c.perturb&PerturbLag != 0 && r < lagRate:
-			ch.Perturb, ch.Index, ch.Lag = PerturbLag, deliveries[c.rnd.IntN(len(deliveries))], lags[c.rnd.IntN(len(lags))]
-		case len(deliveries) > 0 && c.perturb&PerturbWatchClose != 0 && r < lagRate+closeRate:
-			ch.Perturb, ch.Index = PerturbWatchClose, deliveries[c.rnd.IntN(len(deliveries))]
-		case restartables > 0 && c.perturb&PerturbRestart != 0 && r < lagRate+closeRate+restartRate:
-			ch.Perturb, ch.Index = PerturbRestart, c.rnd.IntN(restartables)
-		case len(deliveries) > 0 && c.perturb&PerturbRelist != 0 && r >= lagRate+closeRate+restartRate && r < lagRate+closeRate+restartRate+relistRate:
-			ch.Perturb, ch.Index = PerturbRelist, deliveries[c.rnd.IntN(len(deliveries))]
-		case len(writes) > 0 && c.perturb&PerturbConflict != 0 && r >= lagRate+closeRate+restartRate+relistRate &&
-			r < lagRate+closeRate+restartRate+relistRate+conflictRate:
-			ch.Perturb, ch.Index = PerturbConflict, writes[c.rnd.IntN(len(writes))]
-		case len(leaders) > 0 && c.perturb&PerturbHandover != 0 && r >= lagRate+closeRate+restartRate+relistRate+conflictRate &&
-			r < lagRate+closeRate+restartRate+relistRate+conflictRate+handoverRate:
-			ch.Perturb, ch.Index, ch.Lag = PerturbHandover, leaders[c.rnd.IntN(len(leaders))], stalls[c.rnd.IntN(len(stalls))]
-		case n > 1 && c.rnd.Float64() < c.rate:
-			ch.Index = 1 + c.rnd.IntN(n-1)
-		}
-	} else if fs := c.fixed[step]; len(fs) > 0 {
-		// A schedule shrunk, or replayed on a changed test, may ask for
-		// more than are ready, or perturb what is not a delivery.
-		ch = fs[0]
-		c.fixed[step] = fs[1:]
-		switch {
-		case ch.Perturb == PerturbHandover:
-			if !slices.Contains(leaders, ch.Index) {
-				ch = Choice{Step: step}
-			}
-		case ch.Perturb == PerturbRestart && restartables == 0:
-			ch = Choice{Step: step}
-		case ch.Perturb == PerturbRestart:
-			ch.Index %= restartables
-		case ch.Perturb == PerturbConflict:
-			ch.Index %= n
-			if !conflictable(ready[ch.Index]) {
-				ch = Choice{Step: step}
-			}
-		default:
-			ch.Index %= n
-			if ch.Perturb != 0 && ready[ch.Index].step.Kind != gate.StepDelivery {
-				ch = Choice{Step: step}
-			}
-		}
-	}
-	if ch.Perturb == PerturbRestart || ch.Perturb == PerturbHandover {
-		c.made = append(c.made, made{Choice: ch})
-		return ch
-	}
-	if ch.Index != 0 || ch.Perturb != 0 {
-		m := made{Choice: ch, chose: choiceText(ready[ch.Index])}
-		if ch.Perturb == 0 {
-			var passed []string
-			for _, w := range ready[:min(ch.Index, 3)] {
-				passed = append(passed, choiceText(w))
-			}
-			if ch.Index > 3 {
-				passed = append(passed, fmt.Sprintf("%d more", ch.Index-3))
-			}
-			m.passed = strings.Join(passed, "; ")
-		}
-		c.made = append(c.made, m)
-	}
-	return ch
 }
 
 // errWatchClosed ends a watch the chooser closes.
@@ -523,15 +389,6 @@ func byClient(w *waiter) string {
 	return " by " + w.client
 }
 
-// schedule returns the choices made so far.
-func (c *chooser) schedule() Schedule {
-	out := make(Schedule, len(c.made))
-	for i, m := range c.made {
-		out[i] = m.Choice
-	}
-	return out
-}
-
 // Schedule returns the order this bench let its steps through so far, as
 // choices that differ from the canonical order: empty unless
 // [Options.Interleave] or [Options.Schedule] is set. Options.Schedule set
@@ -543,80 +400,6 @@ func (c *Cluster) Schedule() Schedule {
 		return nil
 	}
 	return c.sched.choose.schedule()
-}
-
-// reordering is a choice made that differs from the canonical order,
-// readable.
-type reordering struct {
-	step uint64
-	text string
-}
-
-// reorderings describes the choices made so far that differ from the
-// canonical order.
-func (c *Cluster) reorderings() []reordering {
-	c.sched.mu.Lock()
-	defer c.sched.mu.Unlock()
-	if c.sched.choose == nil {
-		return nil
-	}
-	var out []reordering
-	for _, m := range c.sched.choose.made {
-		var text string
-		switch m.Perturb {
-		case 0:
-			if m.Queue != "" {
-				text = fmt.Sprintf("step %d: queue %s handed out %s, before %s", m.Step, m.Queue, m.chose, m.passed)
-				break
-			}
-			text = fmt.Sprintf("step %d: %s, before %s", m.Step, m.chose, m.passed)
-		case PerturbLag:
-			text = fmt.Sprintf("step %d: the watch of %s held back %v", m.Step, m.chose, m.Lag)
-		case PerturbWatchClose:
-			text = fmt.Sprintf("step %d: the watch of %s closed instead", m.Step, m.chose)
-		case PerturbRelist:
-			text = fmt.Sprintf("step %d: the watch of %s expired (410) instead: its client listed again", m.Step, m.chose)
-		case PerturbConflict:
-			text = fmt.Sprintf("step %d: %s changed the object of %s first", m.Step, otherWriter, m.chose)
-		case PerturbRestart:
-			text = fmt.Sprintf("step %d: restart of %s", m.Step, c.sched.restartables[m.Index].name)
-		case PerturbHandover:
-			text = fmt.Sprintf("step %d: the leader of lease %s/%s stalled %v", m.Step, LeaseNamespace, c.sched.elected[m.Index].id, m.Lag)
-		}
-		out = append(out, reordering{m.Step, text})
-	}
-	return out
-}
-
-// chooserFor returns the chooser Options ask for, or nil for the
-// canonical order.
-func chooserFor(opts Options) (*chooser, error) {
-	if opts.Schedule != "" {
-		s, err := ParseSchedule(opts.Schedule)
-		if err != nil {
-			return nil, err
-		}
-		if opts.Concurrent {
-			return nil, errors.New("clustertest: Options.Schedule needs the steps in order, not Concurrent")
-		}
-		return fixedChooser(s), nil
-	}
-	if opts.Interleave {
-		if opts.Concurrent {
-			return nil, errors.New("clustertest: Options.Interleave needs the steps in order, not Concurrent")
-		}
-		return randomChooser(opts.Seed, opts.Perturb), nil
-	}
-	return nil, nil
-}
-
-// choiceText describes a step for the report of a reordering: a delivery
-// names its watch's client.
-func choiceText(w *waiter) string {
-	if w.step.Kind == gate.StepDelivery && w.client != "" {
-		return stepText(w) + " (" + w.client + ")"
-	}
-	return stepText(w)
 }
 
 // note adds a line to the trace, at the current time.

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -22,7 +22,7 @@ import (
 // carries in its body (metadata.resourceVersion), the precondition
 // kube-apiserver checks against the stored object; "" for none. The body
 // is left for the handler to read.
-func precondition(r *http.Request, decoder runtime.Decoder) string {
+func precondition(r *http.Request) string {
 	if r.Body == nil || (r.Method != http.MethodPut && r.Method != http.MethodPatch) {
 		return ""
 	}
@@ -35,14 +35,7 @@ func precondition(r *http.Request, decoder runtime.Decoder) string {
 	ct := r.Header.Get("Content-Type")
 	switch {
 	case strings.Contains(ct, "protobuf"):
-		obj, _, err := decoder.Decode(body, nil, nil)
-		if err != nil {
-			return ""
-		}
-		if m, err := meta.Accessor(obj); err == nil {
-			return m.GetResourceVersion()
-		}
-		return ""
+		return protobufResourceVersion(body)
 	case strings.Contains(ct, "yaml"):
 		if body, err = yaml.YAMLToJSON(body); err != nil {
 			return ""
@@ -73,6 +66,29 @@ func precondition(r *http.Request, decoder runtime.Decoder) string {
 		return ""
 	}
 	return obj.Metadata.ResourceVersion
+}
+
+// protobufMagic starts kube-apiserver's protobuf encoding of an object.
+var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00} // "k8s\x00"
+
+// protobufResourceVersion reads metadata.resourceVersion from a protobuf
+// body: the magic prefix, then a runtime.Unknown whose raw bytes are the
+// object's message, whose field 1 is its metadata, as in every kind of
+// kube-apiserver's. The rest of the object is skipped, not decoded.
+func protobufResourceVersion(body []byte) string {
+	rest, ok := bytes.CutPrefix(body, protobufMagic)
+	if !ok {
+		return ""
+	}
+	var u runtime.Unknown
+	if u.Unmarshal(rest) != nil {
+		return ""
+	}
+	var m metav1.PartialObjectMetadata // field 1: metadata; the others skipped
+	if m.Unmarshal(u.Raw) != nil {
+		return ""
+	}
+	return m.ResourceVersion
 }
 
 // objectRef names a stored object.
@@ -159,7 +175,7 @@ func NoLostUpdates() Property {
 	return Property{Name: "no lost update", needsBasis: true, Always: func(s *State) error {
 		for _, w := range s.writes {
 			if w.Precondition != "" || w.Type != watch.Modified || w.By == "" ||
-				(w.Verb != gate.VerbUpdate && w.Verb != gate.VerbUpdateStatus) {
+				(w.Verb != string(gate.VerbUpdate) && w.Verb != string(gate.VerbUpdateStatus)) {
 				continue
 			}
 			if w.Based == 0 || w.Based >= w.Previous {

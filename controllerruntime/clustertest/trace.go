@@ -153,7 +153,7 @@ func (r *recorder) causeLocked(w memcluster.Write) string {
 		case gate.StepKubelet:
 			return "the kubelet"
 		case gate.StepRequest:
-			by := requestText(s.step.Verb, s.step.Resource, s.step.Namespace, s.step.Name, s.client, s.call)
+			by := requestText(string(s.step.Verb), s.step.Resource, s.step.Namespace, s.step.Name, s.client, s.call)
 			if s.step.Resource != w.Resource || s.step.Namespace != w.Object.GetNamespace() ||
 				(s.step.Name != "" && s.step.Name != w.Object.GetName()) {
 				return "the garbage collector, after " + by
@@ -175,7 +175,7 @@ func (r *recorder) causeLocked(w memcluster.Write) string {
 // method, and the name kube-apiserver would give its field manager), or
 // `update replicasets default/web-1 from replicaset-controller` (a
 // built-in controller's direct call).
-func requestText(verb memcluster.Verb, resource, namespace, name, client string, cl *call) string {
+func requestText(verb string, resource, namespace, name, client string, cl *call) string {
 	if cl == nil {
 		return fmt.Sprintf("%s %s %s from %s", verb, resource, objectText(namespace, name), cmp.Or(client, "a direct client"))
 	}
@@ -240,8 +240,8 @@ func (r *recorder) request(ctx context.Context, q memcluster.Request) {
 	}
 }
 
-func isWrite(v memcluster.Verb) bool {
-	return v != gate.VerbGet && v != gate.VerbList && v != gate.VerbWatch
+func isWrite(v string) bool {
+	return v != string(gate.VerbGet) && v != string(gate.VerbList) && v != string(gate.VerbWatch)
 }
 
 // answered records the status code a REST request was answered.

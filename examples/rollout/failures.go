@@ -95,7 +95,7 @@ func apiFaults(rate float64) memcluster.Faults {
 		return memcluster.Faults{}
 	}
 	var f memcluster.Faults
-	for _, v := range []memcluster.Verb{"create", "update", "update/status", "patch", "delete"} {
+	for _, v := range []string{"create", "update", "update/status", "patch", "delete"} {
 		f.Rules = append(f.Rules,
 			memcluster.FaultRule{Verb: v, Rate: rate / 2, Reason: metav1.StatusReasonInternalError},
 			memcluster.FaultRule{Verb: v, Rate: rate / 2, Reason: metav1.StatusReasonInternalError, AfterWrite: true})

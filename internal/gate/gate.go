@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// Verb names a request type. memcluster.Verb is this type (an alias), so
-// that a [Step] carries the verb memcluster's fault rules name.
+// Verb names a request type: kube-apiserver's verb, the string memcluster's
+// fault rules (FaultRule.Verb) and request log (Request.Verb) carry.
 type Verb string
 
 // The verbs of memcluster's requests: kube-apiserver's, and update/status

@@ -18,7 +18,7 @@
 // writing its status on the old version.
 //
 // Creates are tracked too (a deliberate difference from upstream, see
-// the README's "Deliberate differences"). A sync that runs before the
+// docs/fidelity.md, "Deliberate differences"). A sync that runs before the
 // cache has the ReplicaSet the last sync created sees no such ReplicaSet:
 // with a new template by then, it takes the created one for missing,
 // creates another at full size, and numbers it from a history that lacks

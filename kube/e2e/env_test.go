@@ -39,6 +39,12 @@ type env struct {
 	gens map[string]int64
 	// ctrl is the ctrlkit-controller process a test started, if any.
 	ctrl *instance
+	// cp is the control plane the namespace is on.
+	cp *cluster.ControlPlane
+	// fightStopped is when a case's fight made its last write.
+	fightStopped time.Time
+	// side names whose controllers run, for reports.
+	side string
 }
 
 type envOptions struct {
@@ -53,12 +59,20 @@ type envOptions struct {
 	// nodes, graceful deletion, faults as a kubelet reports them) instead
 	// of the plain Kubelet; neverReady is then unused.
 	faults func(*corev1.Pod) simkubelet.Fault
+	// cp, if set, is the control plane to use instead of the package's
+	// (one where kube-controller-manager runs the Deployment and
+	// ReplicaSet controllers: then set noOperator too).
+	cp *cluster.ControlPlane
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cs := kubernetes.NewForConfigOrDie(cp.Config(100, 200))
+	plane := cp
+	if o.cp != nil {
+		plane = o.cp
+	}
+	cs := kubernetes.NewForConfigOrDie(plane.Config(100, 200))
 	ns := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
 	ns = fmt.Sprintf("%.50s-%d", ns, time.Now().UnixNano()%100000)
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -69,7 +83,10 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err := cluster.EnsureServiceAccount(ctx, cs, ns); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ctx: ctx, ns: ns, cs: cs, metrics: mustMetrics(t), gens: map[string]int64{}}
+	e := &env{t: t, ctx: ctx, ns: ns, cs: cs, metrics: mustMetrics(t), gens: map[string]int64{}, cp: plane, side: "ctrlkit"}
+	if o.cp != nil && o.noOperator {
+		e.side = "kube-controller-manager"
+	}
 	var wg sync.WaitGroup
 	e.rec = &cluster.Recorder{Client: cs, Namespace: ns}
 	ready := make(chan struct{})
@@ -104,7 +121,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 }
 
 func (e *env) startOperator(ctx context.Context, wg *sync.WaitGroup, lowPriorityEvents bool) {
-	op := &kube.Operator{Config: cp.Config(20, 30), Namespace: e.ns, Metrics: e.metrics, LowPriorityEvents: lowPriorityEvents}
+	op := &kube.Operator{Config: e.cp.Config(20, 30), Namespace: e.ns, Metrics: e.metrics, LowPriorityEvents: lowPriorityEvents}
 	wg.Go(func() {
 		if err := op.Run(ctx); err != nil {
 			e.t.Errorf("operator: %v", err)
@@ -147,13 +164,19 @@ func (e *env) create(d *appsv1.Deployment) *appsv1.Deployment {
 // update changes the Deployment name with f, retrying on Conflict.
 func (e *env) update(name string, f func(*appsv1.Deployment)) {
 	e.t.Helper()
+	e.updateAs("", name, f)
+}
+
+// updateAs is update as the field manager manager ("": the client's).
+func (e *env) updateAs(manager, name string, f func(*appsv1.Deployment)) {
+	e.t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		d, err := e.cs.AppsV1().Deployments(e.ns).Get(e.ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		f(d)
-		d, err = e.cs.AppsV1().Deployments(e.ns).Update(e.ctx, d, metav1.UpdateOptions{})
+		d, err = e.cs.AppsV1().Deployments(e.ns).Update(e.ctx, d, metav1.UpdateOptions{FieldManager: manager})
 		if err == nil {
 			e.gens[name] = d.Generation
 		}

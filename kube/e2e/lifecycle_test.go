@@ -58,7 +58,7 @@ func TestLifecycleSideBySide(t *testing.T) {
 	builtinTypes := memcluster.LazyTypeConverter(func() managedfields.TypeConverter { return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme) })
 	mem := memcluster.New(memcluster.Config{Seed: 1, RequireNamespaces: true, // as clustertest configures it
 		TypeConverter: memcluster.TypeConverterChain(builtinTypes, managedfields.NewDeducedTypeConverter())})
-	memcluster.AddCoreKinds(mem)
+	memcluster.AddBuiltinKinds(mem)
 	memCfg := &rest.Config{Host: "http://memcluster", Transport: memcluster.Transport{Handler: memcluster.NewHandler(mem)}, QPS: -1}
 	sides := []struct {
 		name string

@@ -15,6 +15,10 @@ import (
 // cp is the package's control plane.
 var cp *cluster.ControlPlane
 
+// upstreamNeighbours are the kube-controller-manager controllers that run
+// next to ours on cp.
+const upstreamNeighbours = "garbage-collector-controller,disruption-controller,resourcequota-controller"
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -34,10 +38,11 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, err)
 		}
 	}()
-	// Cascading deletion needs the garbage collector, and
-	// PodDisruptionBudgets (evictions) the disruption controller: they are
-	// the only upstream controllers running next to ours.
-	if err := cp.StartKCM(ctx, "garbage-collector-controller,disruption-controller"); err != nil {
+	// Cascading deletion needs the garbage collector, PodDisruptionBudgets
+	// (evictions) the disruption controller, and ResourceQuotas the quota
+	// controller (it computes their usage, and gives room back as pods
+	// go): they are the only upstream controllers running next to ours.
+	if err := cp.StartKCM(ctx, upstreamNeighbours); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctrlkit/ctrlkit/kube/internal/cluster"
 	"github.com/ctrlkit/ctrlkit/kube/plugin"
 )
 
@@ -31,15 +32,26 @@ var pluginBinary = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-// kubectlCtrlkit runs the plugin binary against the test's control plane
-// and returns its exit code, stdout and stderr.
+// kubectlCtrlkit runs the plugin binary against the package's control
+// plane and returns its exit code, stdout and stderr.
 func kubectlCtrlkit(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	return kubectlCtrlkitOn(t, cp, args...)
+}
+
+// kubectlCtrlkit runs the plugin binary against e's control plane.
+func (e *env) kubectlCtrlkit(args ...string) (int, string, string) {
+	e.t.Helper()
+	return kubectlCtrlkitOn(e.t, e.cp, args...)
+}
+
+func kubectlCtrlkitOn(t *testing.T, plane *cluster.ControlPlane, args ...string) (int, string, string) {
 	t.Helper()
 	bin, err := pluginBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, append(args, "--kubeconfig", filepath.Join(cp.Dir, "kubeconfig"))...)
+	cmd := exec.Command(bin, append(args, "--kubeconfig", filepath.Join(plane.Dir, "kubeconfig"))...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()
@@ -56,7 +68,7 @@ func kubectlCtrlkit(t *testing.T, args ...string) (int, string, string) {
 // why runs `kubectl ctrlkit why deploy/name -o json` in e's namespace.
 func (e *env) why(name string, extra ...string) (int, plugin.WhyReport) {
 	e.t.Helper()
-	code, out, errOut := kubectlCtrlkit(e.t, append([]string{"why", "deploy/" + name, "-n", e.ns, "-o", "json"}, extra...)...)
+	code, out, errOut := e.kubectlCtrlkit(append([]string{"why", "deploy/" + name, "-n", e.ns, "-o", "json"}, extra...)...)
 	var r plugin.WhyReport
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		e.t.Fatalf("why: exit %d, %v\nstdout: %s\nstderr: %s", code, err, out, errOut)
@@ -89,9 +101,20 @@ func TestPluginErrors(t *testing.T) {
 // or the deadline passes; it returns the last report.
 func (e *env) waitWhy(name string, want []plugin.CauseCode, state plugin.RolloutState, timeout time.Duration, extra ...string) (int, plugin.WhyReport) {
 	e.t.Helper()
+	return e.waitWhyEach(name, want, state, timeout, nil, extra...)
+}
+
+// waitWhyEach is waitWhy that also shows each report to each (if set).
+func (e *env) waitWhyEach(name string, want []plugin.CauseCode, state plugin.RolloutState, timeout time.Duration,
+	each func(plugin.WhyReport), extra ...string) (int, plugin.WhyReport) {
+	e.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		code, r := e.why(name, extra...)
+		e.t.Logf("why: exit %d, %s %v", code, r.State, codesOf(r.Causes))
+		if each != nil {
+			each(r)
+		}
 		if (r.State == state && hasAll(r.Causes, want)) || time.Now().After(deadline) {
 			return code, r
 		}

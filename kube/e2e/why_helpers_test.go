@@ -65,12 +65,13 @@ func (e *env) deleteHeld(name string) {
 }
 
 // fight has two writers take turns on web's spec.replicas until the test
-// ends, as an autoscaler and a GitOps tool that both own it do: Argo CD
-// (an Update as argocd-application-controller, with its tracking
-// annotation) sets from, and a HorizontalPodAutoscaler (maxReplicas to,
-// wanting to) sets to through the scale subresource, as
-// kube-controller-manager's HPA controller writes it.
-func (e *env) fight(from, to int32) {
+// ends or the returned stop is called, as an autoscaler and a GitOps tool
+// that both own it do: Argo CD (an Update as
+// argocd-application-controller, with its tracking annotation) sets
+// from, and a HorizontalPodAutoscaler (maxReplicas to, wanting to) sets
+// to through the scale subresource, as kube-controller-manager's HPA
+// controller writes it.
+func (e *env) fight(from, to int32) (stop func() time.Time) {
 	e.t.Helper()
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{MaxReplicas: to,
@@ -83,12 +84,52 @@ func (e *env) fight(from, to int32) {
 	if _, err := e.cs.AutoscalingV2().HorizontalPodAutoscalers(e.ns).UpdateStatus(e.ctx, h, metav1.UpdateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
+	return e.fightWith(e.updateWriter("argocd-application-controller", from, func(d *appsv1.Deployment) {
+		d.Annotations["argocd.argoproj.io/tracking-id"] = "web:apps/Deployment:" + e.ns + "/web"
+	}), e.scaleWriter("kube-controller-manager", to))
+}
+
+// fightWriter sets web's spec.replicas once, as one writer of a fight.
+type fightWriter func(ctx context.Context) error
+
+// updateWriter updates web (a whole-object Update) as manager, setting
+// spec.replicas to n and changing what more does.
+func (e *env) updateWriter(manager string, n int32, more func(*appsv1.Deployment)) fightWriter {
 	deployments := e.cs.AppsV1().Deployments(e.ns)
+	return func(ctx context.Context) error {
+		d, err := deployments.Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d.Spec.Replicas = &n
+		if more != nil {
+			more(d)
+		}
+		_, err = deployments.Update(ctx, d, metav1.UpdateOptions{FieldManager: manager})
+		return err
+	}
+}
+
+// scaleWriter sets web's replicas to n through the scale subresource, as
+// manager.
+func (e *env) scaleWriter(manager string, n int32) fightWriter {
+	deployments := e.cs.AppsV1().Deployments(e.ns)
+	return func(ctx context.Context) error {
+		sc := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: e.ns}, Spec: autoscalingv1.ScaleSpec{Replicas: n}}
+		_, err := deployments.UpdateScale(ctx, "web", sc, metav1.UpdateOptions{FieldManager: manager})
+		return err
+	}
+}
+
+// fightWith has the writers take turns, one every 1.5 s (the writers' own
+// pace: what is being reproduced), until the test ends or stop is
+// called; stop returns when the last write was made.
+func (e *env) fightWith(writers ...fightWriter) (stop func() time.Time) {
 	ctx, cancel := context.WithCancel(e.ctx)
 	var wg sync.WaitGroup
-	e.t.Cleanup(func() { cancel(); wg.Wait() })
+	var last time.Time // written by the goroutine, read after wg.Wait
 	wg.Go(func() {
-		tick := time.NewTicker(1500 * time.Millisecond) // the writers' own pace: what is being reproduced
+		tick := time.NewTicker(1500 * time.Millisecond)
 		defer tick.Stop()
 		for i := 0; ; i++ {
 			select {
@@ -96,23 +137,22 @@ func (e *env) fight(from, to int32) {
 				return
 			case <-tick.C:
 			}
-			var err error
-			if i%2 == 0 {
-				var d *appsv1.Deployment
-				if d, err = deployments.Get(ctx, "web", metav1.GetOptions{}); err == nil {
-					d.Spec.Replicas = &from
-					d.Annotations["argocd.argoproj.io/tracking-id"] = "web:apps/Deployment:" + e.ns + "/web"
-					_, err = deployments.Update(ctx, d, metav1.UpdateOptions{FieldManager: "argocd-application-controller"})
-				}
-			} else {
-				sc := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: e.ns}, Spec: autoscalingv1.ScaleSpec{Replicas: to}}
-				_, err = deployments.UpdateScale(ctx, "web", sc, metav1.UpdateOptions{FieldManager: "kube-controller-manager"})
+			err := writers[i%len(writers)](ctx)
+			if err == nil {
+				last = time.Now()
 			}
 			if err != nil && ctx.Err() == nil && !apierrors.IsConflict(err) {
 				e.t.Logf("fight: %v", err)
 			}
 		}
 	})
+	stop = func() time.Time {
+		cancel()
+		wg.Wait()
+		return last
+	}
+	e.t.Cleanup(func() { stop() })
+	return stop
 }
 
 // admitted creates a pod of image img in dry-run until admission answers
@@ -190,21 +230,10 @@ func (e *env) denyImage(img string) {
 }
 
 // countQuota creates a ResourceQuota of n objects of resource (e.g.
-// count/replicasets.apps) and plays the quota controller once: its
-// status counts what there is.
+// count/replicasets.apps), once the quota controller has counted them.
 func (e *env) countQuota(res corev1.ResourceName, n int64) {
 	e.t.Helper()
-	hard := corev1.ResourceList{res: *resource.NewQuantity(n, resource.DecimalSI)}
-	q, err := e.cs.CoreV1().ResourceQuotas(e.ns).Create(e.ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "objects"},
-		Spec: corev1.ResourceQuotaSpec{Hard: hard}}, metav1.CreateOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	used := int64(len(e.replicaSets()))
-	q.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: corev1.ResourceList{res: *resource.NewQuantity(used, resource.DecimalSI)}}
-	if _, err := e.cs.CoreV1().ResourceQuotas(e.ns).UpdateStatus(e.ctx, q, metav1.UpdateOptions{}); err != nil {
-		e.t.Fatal(err)
-	}
+	e.resourceQuota("objects", res, n)
 }
 
 // hpaAtMax creates a HorizontalPodAutoscaler of web with maxReplicas max

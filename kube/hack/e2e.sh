@@ -2,8 +2,9 @@
 # e2e.sh runs the end-to-end suites of the kube module against a real
 # etcd + kube-apiserver (+ the upstream kube-controller-manager for the
 # side-by-side comparison). The binaries are built once into
-# ${CTRLKIT_CACHE:-$HOME/.cache/ctrlkit}/realcluster/<version> (~14 min of
-# CPU cold) and reused afterwards.
+# ${CTRLKIT_CACHE:-$HOME/.cache/ctrlkit}/realcluster/<version> (cold: 875–1012 s
+# of CPU, 15–41 min of wall time depending on the machine's load) and reused
+# afterwards.
 #
 # Environment:
 #   CTRLKIT_E2E_TIMEOUT  go test timeout (default 30m)

@@ -80,6 +80,7 @@ Exit codes: 0 complete/healthy (why), completes (plan), ok (history);
 	root.PersistentFlags().StringVarP(&output, "output", "o", "", "output format: json or yaml (default: text)")
 	var leases []string
 
+	var observe time.Duration
 	load := func(cmd *cobra.Command, args []string) (*State, Format, error) {
 		f, err := ParseFormat(output)
 		if err != nil {
@@ -93,7 +94,7 @@ Exit codes: 0 complete/healthy (why), completes (plan), ok (history);
 		if err != nil {
 			return nil, "", err
 		}
-		st, err := FetchWith(cmd.Context(), cs, ns, name, FetchOptions{Leases: leases})
+		st, err := FetchWith(cmd.Context(), cs, ns, name, FetchOptions{Leases: leases, Observe: observe, Now: env.Now})
 		return st, f, err
 	}
 
@@ -116,6 +117,7 @@ Exit codes: 0 complete/healthy (why), completes (plan), ok (history);
 	why.Flags().DurationVar(&th.Terminating, "terminating-after", 10*time.Second, "a pod this long past its grace period counts as stuck terminating")
 	why.Flags().DurationVar(&th.Unscheduled, "unscheduled-after", time.Minute, "a pod without a node or a scheduler verdict this long counts as unschedulable")
 	why.Flags().DurationVar(&th.Unobserved, "unobserved-after", DefaultUnobserved, "a generation no controller has acted on for this long means the controller is not running or not keeping up")
+	why.Flags().DurationVar(&observe, "observe", DefaultObserve, "while spec.replicas flips back and forth, watch the deployment up to this long (three flip periods at most) to name every writer; 0: do not")
 	why.Flags().StringArrayVar(&leases, "controller-lease", nil, "a leader-election Lease (namespace/name) of the controller that runs Deployments, read when it lags behind; repeatable\n"+
 		"(default "+strings.Join(DefaultLeases, ", ")+")")
 

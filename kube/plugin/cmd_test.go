@@ -10,11 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -197,7 +200,7 @@ spec:
 // ones too), the autoscalers that target it and, when its generation is
 // not observed, the leader Leases; why reports them through the command.
 func TestFetchControllerFacts(t *testing.T) {
-	w, st := fight()
+	w, st := fightWorld()
 	objs := []runtime.Object{w.d, w.old, w.new, st.Autoscalers[0]}
 	for _, p := range w.pods {
 		objs = append(objs, p)
@@ -216,7 +219,7 @@ func TestFetchControllerFacts(t *testing.T) {
 	if len(got.Autoscalers) != 1 || got.Autoscalers[0].Name != "web" || len(got.Events) != 2 || len(got.Leases) != 0 {
 		t.Errorf("autoscalers %d, events %d, leases %d; want 1 (web), 2 and none (generation observed)", len(got.Autoscalers), len(got.Events), len(got.Leases))
 	}
-	code, out, _ := execute(t, cs, "why", "deploy/web")
+	code, out, _ := execute(t, cs, "why", "deploy/web", "--observe", "0") // TestFetchWatchesAFight watches
 	if code != ExitStuck || !strings.Contains(out, "SpecFight: spec.replicas keeps changing") {
 		t.Errorf("why = %d:\n%s", code, out)
 	}
@@ -248,5 +251,52 @@ func TestFetchControllerFacts(t *testing.T) {
 	code, out, _ = execute(t, cs, "plan", "deploy/web")
 	if code != ExitStuck || !strings.Contains(out, "does NOT complete as things stand") {
 		t.Errorf("plan = %d:\n%s", code, out)
+	}
+}
+
+// TestFetchWatchesAFight: while spec.replicas flips, Fetch watches the
+// Deployment and records who sets it, until it has seen two writers.
+func TestFetchWatchesAFight(t *testing.T) {
+	w, st := fightWorld()
+	st.Autoscalers = nil
+	cs := w.clientset()
+	for _, e := range st.Events {
+		if err := cs.Tracker().Add(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fw := watch.NewFake()
+	watching := make(chan string, 1)
+	cs.PrependWatchReactor("deployments", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		watching <- a.(k8stesting.WatchActionImpl).GetWatchRestrictions().Fields.String()
+		return true, fw, nil
+	})
+	write := func(n int32, manager, sub string, ago time.Duration) *appsv1.Deployment {
+		d := w.d.DeepCopy()
+		d.Spec.Replicas = &n
+		d.ManagedFields = []metav1.ManagedFieldsEntry{mf(manager, metav1.ManagedFieldsOperationUpdate, sub, ago, fieldsReplicas),
+			mf("kubectl-set", metav1.ManagedFieldsOperationUpdate, "", time.Hour, fieldsTemplate)}
+		return d
+	}
+	go func() {
+		if sel := <-watching; sel != "metadata.name=web" {
+			t.Errorf("watch selector %q; want metadata.name=web", sel)
+		}
+		fw.Modify(write(3, "argocd-application-controller", "", 3*time.Second)) // the same value: not a change
+		fw.Modify(write(6, "scaler", "scale", 2*time.Second))
+		fw.Modify(write(3, "argocd-application-controller", "", time.Second))
+	}()
+	got, err := FetchWith(context.Background(), cs, "shop", "web", FetchOptions{Observe: time.Minute, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ReplicasWrite{{At: now.Add(-2 * time.Second), Replicas: 6, Owners: []string{"scaler (/scale)"}},
+		{At: now.Add(-time.Second), Replicas: 3, Owners: []string{"argocd-application-controller"}}}
+	if diff := cmp.Diff(want, got.ReplicasWrites); diff != "" {
+		t.Errorf("ReplicasWrites mismatch (-want +got):\n%s", diff)
+	}
+	r := Why(got, now, Thresholds{})
+	if len(r.Causes) == 0 || !strings.Contains(r.Causes[0].Message, "scaler (/scale) (a second controller or a script), seen setting it to 6 (once)") {
+		t.Errorf("why does not name the watched writer: %+v", r.Causes)
 	}
 }

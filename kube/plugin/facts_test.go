@@ -227,7 +227,7 @@ func TestWhyBeingDeleted(t *testing.T) {
 
 // fight is web complete at 3 replicas while an HPA (6) and Argo CD (3)
 // take turns on spec.replicas.
-func fight() (*world, *State) {
+func fightWorld() (*world, *State) {
 	w := complete()
 	w.d.Generation, w.d.Status.ObservedGeneration = 17, 17
 	w.d.CreationTimestamp = ago(45 * time.Second)
@@ -250,26 +250,27 @@ func fight() (*world, *State) {
 
 func TestWhySpecFight(t *testing.T) {
 	t.Run("HPA against Argo CD", func(t *testing.T) {
-		w, st := fight()
+		w, st := fightWorld()
 		r, text := whyText(t, st)
 		wantReport(t, r, text, Stuck, []CauseCode{SpecFight},
-			fmt.Sprintf("spec.replicas keeps changing: %s scaled 3→6 ×6 and 6→3 ×6 within 39s, the last 1s ago (generation 17, 45s old): two writers disagree: ", w.new.Name),
+			fmt.Sprintf("spec.replicas keeps changing: %s scaled 3→6 ×6 and 6→3 ×6 within 39s, the last 1s ago (generation 17, 45s old; "+
+				"it counts as over after 35s without a flip): two writers disagree: ", w.new.Name),
 			"HorizontalPodAutoscaler web (replicas 2–6, wants 6)",
-			"argocd-application-controller (Argo CD, GitOps), wrote 1s ago",
+			"argocd-application-controller (Argo CD, GitOps), owns it now (replicas: 3), wrote 1s ago",
 			"managedFields: argocd-application-controller (Update) owns spec.replicas, wrote 1s ago",
 			"let the HorizontalPodAutoscaler alone own spec.replicas")
 	})
 	t.Run("the HPA's /scale writes recorded", func(t *testing.T) {
-		w, st := fight()
+		w, st := fightWorld()
 		w.d.ManagedFields = append(w.d.ManagedFields, mf("kube-controller-manager", metav1.ManagedFieldsOperationUpdate, "scale", 3*time.Second, fieldsReplicas))
 		r, text := whyText(t, st)
-		wantReport(t, r, text, Stuck, []CauseCode{SpecFight}, "wants 6), writing /scale as kube-controller-manager, 3s ago; argocd-application-controller")
+		wantReport(t, r, text, Stuck, []CauseCode{SpecFight}, "wants 6), writing /scale as kube-controller-manager, owns it now (replicas: 3), wrote 3s ago; argocd-application-controller")
 		if strings.Count(text, "kube-controller-manager") != 2 { // the party and its managedFields line
 			t.Errorf("the HPA's writer is named once as a party:\n%s", text)
 		}
 	})
 	t.Run("second controller, template flipping", func(t *testing.T) {
-		w, st := fight()
+		w, st := fightWorld()
 		st.Autoscalers = nil
 		delete(w.d.Annotations, "argocd.argoproj.io/tracking-id")
 		w.d.OwnerReferences = []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "WebApp", Name: "web", UID: "wa", Controller: ptr(true)}}
@@ -287,7 +288,7 @@ func TestWhySpecFight(t *testing.T) {
 			"make one writer own the field")
 	})
 	t.Run("a rollback is not a fight", func(t *testing.T) {
-		w, st := fight()
+		w, st := fightWorld()
 		st.Autoscalers = nil
 		st.Events = []*corev1.Event{ // up, then down: the spans do not interleave
 			scaled(w.new.Name, true, 0, 1, 1, 40*time.Second, 40*time.Second), scaled(w.new.Name, true, 1, 2, 2, 38*time.Second, 30*time.Second),
@@ -297,20 +298,20 @@ func TestWhySpecFight(t *testing.T) {
 		wantReport(t, r, text, Complete, nil)
 	})
 	t.Run("old flapping is not a fight now", func(t *testing.T) {
-		w, st := fight()
+		w, st := fightWorld()
 		st.Events = []*corev1.Event{scaled(w.new.Name, true, 3, 6, 6, time.Hour, 30*time.Minute), scaled(w.new.Name, false, 6, 3, 6, time.Hour, 29*time.Minute)}
 		st.Autoscalers = nil
 		r, text := whyText(t, st)
 		wantReport(t, r, text, Complete, nil)
 	})
 	t.Run("an HPA beside Argo CD, no flapping", func(t *testing.T) {
-		_, st := fight()
+		_, st := fightWorld()
 		st.Events = nil // Argo CD may ignore spec.replicas: nothing says they disagree
 		r, text := whyText(t, st)
 		wantReport(t, r, text, Complete, nil)
 	})
 	t.Run("an HPA beside a manifest that sets replicas", func(t *testing.T) {
-		w, st := fight()
+		w, st := fightWorld()
 		st.Events = nil
 		delete(w.d.Annotations, "argocd.argoproj.io/tracking-id")
 		w.d.Annotations[corev1.LastAppliedConfigAnnotation] = `{"apiVersion":"apps/v1","kind":"Deployment","spec":{"replicas":3}}`

@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -11,7 +10,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // fightWindow is how recent the evidence of a fight must be: the event
@@ -136,30 +134,123 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// party is one writer of the spec that Why can name.
-type party struct {
-	name string
-	hpa  bool
+// DefaultObserve is the default of why's --observe: the longest it
+// watches a Deployment whose spec.replicas flips, to name the writers.
+const DefaultObserve = 20 * time.Second
+
+// FightDecay is how many flip periods spec.replicas (or the template)
+// must stay unchanged before a fight counts as over: once the last
+// flip is FightDecay times the observed flip period old (the fight's span
+// over its flips, at least a second), the evidence decays: the fight is
+// reported as over, a warning that says when it last flipped, and no
+// longer blocks. It never lasts beyond fightWindow.
+const FightDecay = 10
+
+// fight is the evidence of two writers taking turns on the spec, from the
+// deployment controller's scaling events.
+type fight struct {
+	flaps []flap
+	// replicas is true for a fight over spec.replicas (one ReplicaSet
+	// scaled between two sizes); false for one over the template (the
+	// controller rolls from one ReplicaSet to the other and back).
+	replicas bool
+	// first and last are the first and the last flip (the last scaling
+	// event, or a later write of the field in managedFields); flips
+	// counts the scaling events, span is their span.
+	first, last time.Time
+	flips       int32
+	span        time.Duration
+	// period is the mean time between flips (at least a second); over
+	// says the last flip is FightDecay periods old.
+	period time.Duration
+	over   bool
+}
+
+// decay is how long after the last flip the fight counts as over.
+func (f *fight) decay() time.Duration { return min(FightDecay*f.period, fightWindow) }
+
+// findFight finds a fight in d's scaling events at now, if any; rss are
+// the ReplicaSets read with d.
+func findFight(d *appsv1.Deployment, rss []*appsv1.ReplicaSet, events []*corev1.Event, now time.Time) *fight {
+	fl := flaps(scalings(d, events), now)
+	if len(fl) == 0 {
+		return nil
+	}
+	f := &fight{flaps: fl, replicas: len(fl) == 1 && fl[0].up.from != 0 && fl[0].down.to != 0,
+		first: fl[0].up.first, last: fl[0].up.last}
+	for _, x := range fl {
+		f.flips += x.up.count + x.down.count
+		for _, t := range []time.Time{x.up.first, x.down.first} {
+			if t.Before(f.first) {
+				f.first = t
+			}
+		}
+		for _, t := range []time.Time{x.up.last, x.down.last} {
+			if t.After(f.last) {
+				f.last = t
+			}
+		}
+	}
+	f.span, f.period = f.last.Sub(f.first), time.Second
+	if f.flips > 1 {
+		f.period = max(f.span/time.Duration(f.flips-1), time.Second)
+	}
+	// The event recorder's spam filter (25 events per object, then one
+	// per 5 minutes) stops the scaling events of a long fight. A later
+	// write of the fought field flipped it later: its writer's time in
+	// managedFields (writes through /scale record none), or, for
+	// spec.replicas, the controller's last write of the flapping
+	// ReplicaSet's size while that size is one of the fight's two.
+	flippedAt := func(ws []writer, owns func(writer) bool) {
+		for _, w := range ws {
+			if w.subresource != "status" && owns(w) && w.at.After(f.last) && !w.at.After(now) {
+				f.last = w.at
+			}
+		}
+	}
+	flippedAt(writers(d), func(w writer) bool { return (f.replicas && w.replicas) || (!f.replicas && w.template) })
+	if f.replicas {
+		x := fl[0]
+		for _, rs := range rss {
+			if n := int64(replicas(rs.Spec.Replicas)); rs.Name == x.up.rs && (n == x.up.from || n == x.up.to) {
+				flippedAt(writers(rs), func(w writer) bool { return w.replicas })
+			}
+		}
+	}
+	f.over = now.Sub(f.last) >= f.decay()
+	return f
+}
+
+// ObserveFor is how long Fetch should watch d (with its ReplicaSets rss)
+// to see the writers of a fight over spec.replicas that is going on at
+// now: three flip periods, at most limit; zero when there is no such
+// fight. Pure: Fetch's shell calls it.
+func ObserveFor(d *appsv1.Deployment, rss []*appsv1.ReplicaSet, events []*corev1.Event, now time.Time, limit time.Duration) time.Duration {
+	f := findFight(d, rss, events, now)
+	if f == nil || f.over || !f.replicas || limit <= 0 {
+		return 0
+	}
+	return min(3*f.period, limit)
 }
 
 // specFight reports a spec that keeps changing because two writers
 // disagree: the deployment controller's scaling events show a ReplicaSet
-// scaled back and forth, and the writers are named from what the object
-// records (managedFields, kubectl's last-applied-configuration, GitOps
-// markers, its controller) and the autoscalers that target it. Without
-// flapping, an autoscaler next to a manifest that also sets
-// spec.replicas is a warning: every apply resets the autoscaler's choice.
+// scaled back and forth. For a fight over spec.replicas, the writers are
+// every manager seen setting it: in the updates Fetch watched
+// (State.ReplicasWrites) and in managedFields (who owns it now), the
+// HorizontalPodAutoscalers that target the Deployment; managers that
+// only own other fields (the template) are not named. For a fight over
+// the template, the recent writers of spec fields. When fewer than two
+// writers are known, what the object records hints at the other one
+// (kubectl's last-applied-configuration, GitOps markers, its
+// controller). A fight whose last flip is FightDecay flip periods old is
+// over: a warning that says when it last flipped. Without flapping, an
+// autoscaler next to a manifest that also sets spec.replicas is a
+// warning: every apply resets the autoscaler's choice.
 func specFight(d *appsv1.Deployment, st *State, now time.Time) []Cause {
-	fl := flaps(scalings(d, st.Events), now)
-	applied, appliedReplicas := lastApplied(d)
-	parties := fightParties(d, st, now)
-	names := make([]string, len(parties))
-	hasHPA := false
-	for i, p := range parties {
-		names[i] = p.name
-		hasHPA = hasHPA || p.hpa
-	}
-	if len(fl) == 0 {
+	f := findFight(d, st.ReplicaSets, st.Events, now)
+	_, appliedReplicas := lastApplied(d)
+	if f == nil {
 		// A GitOps tool's markers do not say whether its manifest sets
 		// replicas (it may ignore the field): only kubectl's record does.
 		if len(st.Autoscalers) == 0 || appliedReplicas == nil {
@@ -173,41 +264,64 @@ func specFight(d *appsv1.Deployment, st *State, now time.Time) []Cause {
 			Fix:     fightFix(d, true)}}
 	}
 	field := "spec.replicas"
-	if len(fl) > 1 || fl[0].up.from == 0 || fl[0].down.to == 0 {
+	if !f.replicas {
 		field = "the pod template (spec.template)"
 	}
 	var seen []string
-	first, last := fl[0].up.first, fl[0].up.last
-	for _, f := range fl {
-		seen = append(seen, fmt.Sprintf("%s scaled %d→%d ×%d and %d→%d ×%d", f.up.rs, f.up.from, f.up.to, f.up.count, f.down.from, f.down.to, f.down.count))
-		for _, t := range []time.Time{f.up.first, f.down.first} {
-			if t.Before(first) {
-				first = t
-			}
-		}
-		for _, t := range []time.Time{f.up.last, f.down.last} {
-			if t.After(last) {
-				last = t
-			}
-		}
+	for _, x := range f.flaps {
+		seen = append(seen, fmt.Sprintf("%s scaled %d→%d ×%d and %d→%d ×%d", x.up.rs, x.up.from, x.up.to, x.up.count, x.down.from, x.down.to, x.down.count))
 	}
-	msg := fmt.Sprintf("%s keeps changing: %s within %s, the last %s ago (generation %d, %s old): two writers disagree",
-		field, strings.Join(seen, "; "), last.Sub(first).Round(time.Second), age(now, last), d.Generation, age(now, d.CreationTimestamp.Time))
-	switch len(names) {
-	case 0:
-		msg += "; none is recorded on the object (a writer's managedFields entry goes when another takes all its fields): kubectl get deployment/" + d.Name + " --show-managed-fields -o yaml, and the audit log, name them"
-	case 1:
-		msg += ": " + names[0] + ", and another that left no trace (its managedFields entry goes when the other takes all its fields)"
-	default:
-		msg += ": " + strings.Join(names, "; ")
+	var parties []party
+	if f.replicas {
+		parties = replicasWriters(d, st, now)
+	} else {
+		parties = specWriters(d, st, now)
+	}
+	hasHPA := slices.ContainsFunc(parties, func(p party) bool { return p.hpa })
+	var names, hints []string
+	for _, p := range parties {
+		if p.hint {
+			hints = append(hints, p.name)
+		} else {
+			names = append(names, p.name)
+		}
 	}
 	objs := []string{"deployment/" + d.Name}
 	for _, h := range st.Autoscalers {
 		objs = append(objs, "horizontalpodautoscaler/"+h.Name)
 	}
+	var msg string
+	sev := Blocking
+	if f.over {
+		sev = Warning
+		msg = fmt.Sprintf("%s flipped %d times within %s (every %s on average), the last %s ago: unchanged since, for more than %d flip periods: "+
+			"the fight is over (it blocked the rollout while it lasted)", field, f.flips, f.span.Round(time.Second), f.period.Round(100*time.Millisecond),
+			age(now, f.last), FightDecay)
+	} else {
+		msg = fmt.Sprintf("%s keeps changing: %s within %s, the last %s ago (generation %d, %s old; it counts as over after %s without a flip): two writers disagree",
+			field, strings.Join(seen, "; "), f.span.Round(time.Second), age(now, f.last), d.Generation, age(now, d.CreationTimestamp.Time),
+			f.decay().Round(time.Second))
+	}
+	switch {
+	case f.over && len(names) > 0:
+		msg += "; its writers: " + strings.Join(names, "; ")
+	case len(names) == 0:
+		msg += "; none is recorded on the object (a writer's managedFields entry goes when another takes all its fields): kubectl get deployment/" + d.Name +
+			" --show-managed-fields -o yaml, and the audit log, name them"
+	case len(names) == 1:
+		msg += ": " + names[0] + ", and another that left no trace (its managedFields entry goes when the other takes all its fields)"
+	default:
+		msg += ": " + strings.Join(names, "; ")
+	}
+	if len(hints) > 0 && len(names) < 2 {
+		msg += "; the other may be " + strings.Join(hints, ", or ")
+	}
 	var detail []string
-	if applied && appliedReplicas != nil && replicas(d.Spec.Replicas) != *appliedReplicas {
-		detail = append(detail, fmt.Sprintf("kubectl's last-applied-configuration says replicas: %d; the live spec says %d", *appliedReplicas, replicas(d.Spec.Replicas)))
+	if applied, r := lastApplied(d); applied && r != nil && replicas(d.Spec.Replicas) != *r {
+		detail = append(detail, fmt.Sprintf("kubectl's last-applied-configuration says replicas: %d; the live spec says %d", *r, replicas(d.Spec.Replicas)))
+	}
+	for _, w := range st.ReplicasWrites {
+		detail = append(detail, fmt.Sprintf("watched: spec.replicas set to %d by %s, %s ago", w.Replicas, strings.Join(w.Owners, " and "), age(now, w.At)))
 	}
 	for _, w := range writers(d) {
 		if w.subresource == "status" || w.at.IsZero() {
@@ -230,118 +344,9 @@ func specFight(d *appsv1.Deployment, st *State, now time.Time) []Cause {
 		}
 		detail = append(detail, fmt.Sprintf("managedFields: %s (%s%s) owns %s, wrote %s ago", w.manager, w.operation, via, fields, age(now, w.at)))
 	}
-	return []Cause{{Code: SpecFight, Severity: Blocking, Message: msg, Objects: objs, Detail: strings.Join(detail, "\n"), Fix: fightFix(d, hasHPA)}}
-}
-
-func fightFix(d *appsv1.Deployment, hpa bool) string {
-	if hpa {
-		return "let the HorizontalPodAutoscaler alone own spec.replicas: remove replicas from the manifest your tool applies " +
-			"(Argo CD: ignoreDifferences on /spec/replicas; Flux/kubectl apply: drop the field from the manifest), or delete the autoscaler"
+	c := Cause{Code: SpecFight, Severity: sev, Message: msg, Objects: objs, Detail: strings.Join(detail, "\n"), Fix: fightFix(d, hasHPA)}
+	if f.over {
+		c.Fix = "if it starts again: " + c.Fix
 	}
-	return "make one writer own the field: stop or reconfigure the other one named above; kubectl get deployment/" + d.Name +
-		" --show-managed-fields -o yaml shows who writes which field, and when"
-}
-
-// lastApplied reads kubectl's last-applied-configuration: whether there
-// is one, and the spec.replicas it sets.
-func lastApplied(d *appsv1.Deployment) (bool, *int32) {
-	raw, ok := d.Annotations[lastAppliedAnnotation]
-	if !ok {
-		return false, nil
-	}
-	var m struct {
-		Spec struct {
-			Replicas *int32 `json:"replicas"`
-		} `json:"spec"`
-	}
-	if json.Unmarshal([]byte(raw), &m) != nil {
-		return true, nil
-	}
-	return true, m.Spec.Replicas
-}
-
-// gitOps names the GitOps tool whose markers d carries ("" if none).
-func gitOps(d *appsv1.Deployment) string {
-	for k := range d.Annotations {
-		if strings.HasPrefix(k, "argocd.argoproj.io/") {
-			return "Argo CD"
-		}
-	}
-	for k := range d.Labels {
-		if strings.HasPrefix(k, "kustomize.toolkit.fluxcd.io/") || strings.HasPrefix(k, "helm.toolkit.fluxcd.io/") {
-			return "Flux"
-		}
-	}
-	return ""
-}
-
-// managerKind says what a managedFields manager is, when its name tells.
-func managerKind(manager, subresource string) string {
-	m := strings.ToLower(manager)
-	switch {
-	case strings.HasPrefix(m, "argocd"):
-		return "Argo CD, GitOps"
-	case strings.HasPrefix(m, "kustomize-controller"), strings.HasPrefix(m, "helm-controller"), strings.HasPrefix(m, "flux"):
-		return "Flux, GitOps"
-	case m == "helm":
-		return "Helm"
-	case m == "kubectl-client-side-apply", m == "kubectl" && subresource == "":
-		return "kubectl apply"
-	case strings.HasPrefix(m, "kubectl-"):
-		return "kubectl " + strings.TrimPrefix(m, "kubectl-")
-	case m == "kube-controller-manager" && subresource == "scale":
-		return "a HorizontalPodAutoscaler, through kube-controller-manager"
-	case strings.HasPrefix(m, "keda"):
-		return "KEDA"
-	}
-	return "a second controller or a script"
-}
-
-// fightParties names the writers of d's spec: the autoscalers that
-// target it, the recent writers of its managedFields that own spec fields
-// or write /scale, kubectl apply, a GitOps tool, and the object that
-// controls it.
-func fightParties(d *appsv1.Deployment, st *State, now time.Time) []party {
-	var out []party
-	var managers []string
-	for _, h := range st.Autoscalers {
-		s := fmt.Sprintf("HorizontalPodAutoscaler %s (replicas %d–%d, wants %d)", h.Name, deref(h.Spec.MinReplicas), h.Spec.MaxReplicas, h.Status.DesiredReplicas)
-		for _, w := range writers(d) {
-			if w.manager == "kube-controller-manager" && w.subresource == "scale" {
-				s += fmt.Sprintf(", writing /scale as kube-controller-manager, %s ago", age(now, w.at))
-				managers = append(managers, w.manager+"/scale")
-				break
-			}
-		}
-		out = append(out, party{name: s, hpa: true})
-	}
-	ctrl := ""
-	for _, w := range writers(d) {
-		key := w.manager + "/" + w.subresource
-		if w.subresource == "status" || w.at.IsZero() || now.Sub(w.at) > fightWindow || slices.Contains(managers, key) {
-			continue
-		}
-		if !w.spec && w.subresource != "scale" {
-			continue
-		}
-		managers = append(managers, key)
-		kind := managerKind(w.manager, w.subresource)
-		if kind == "a second controller or a script" {
-			if ref := metav1.GetControllerOfNoCopy(d); ref != nil {
-				kind = fmt.Sprintf("a second controller: the deployment is controlled by %s/%s", strings.ToLower(ref.Kind), ref.Name)
-				ctrl = ref.Name
-			}
-		}
-		out = append(out, party{name: fmt.Sprintf("%s (%s), wrote %s ago", w.manager, kind, age(now, w.at)), hpa: kind == "a HorizontalPodAutoscaler, through kube-controller-manager"})
-	}
-	if ok, r := lastApplied(d); ok && r != nil && !slices.ContainsFunc(managers, func(m string) bool { return strings.HasPrefix(m, "kubectl-client-side-apply/") }) {
-		out = append(out, party{name: fmt.Sprintf("kubectl apply (its last-applied-configuration sets replicas: %d)", *r)})
-	}
-	if g := gitOps(d); g != "" && !slices.ContainsFunc(out, func(p party) bool { return strings.Contains(p.name, g+", GitOps") }) {
-		out = append(out, party{name: g + " (GitOps: its markers are on the deployment; it syncs the spec back to git)"})
-	}
-	if ref := metav1.GetControllerOfNoCopy(d); ref != nil && ctrl == "" {
-		out = append(out, party{name: fmt.Sprintf("%s/%s, which controls the deployment (a second controller)", strings.ToLower(ref.Kind), ref.Name)})
-	}
-	return out
+	return []Cause{c}
 }

@@ -68,6 +68,12 @@ type PlanReport struct {
 	Violations []string `json:"violations,omitempty"`
 	// Table is the planner's timeline table (text output only).
 	Table string `json:"-"`
+	// Quotas are the namespace's ResourceQuotas on pods, which the plan
+	// enforced on every pod it created (with the LimitRanges' defaults);
+	// Refused counts the creations they refused: each waits, as the
+	// ReplicaSet controller's retries do, until pods going free room.
+	Quotas  []PlanQuota `json:"quotas,omitempty"`
+	Refused int         `json:"refused,omitempty"`
 	// Unobserved is set when no controller has acted on the Deployment's
 	// latest generation for that long (at least PlanOptions.Unobserved):
 	// the simulation assumes controllers that run, so Complete is false
@@ -142,8 +148,9 @@ func PlanLive(st *State, w WhatIf, now time.Time, opts PlanOptions) (PlanReport,
 			current = append(current, rs)
 		}
 	}
-	tl, err := planner.Simulate(d, current, model.PodModel(), planner.Options{Seed: opts.Seed, Horizon: opts.Horizon,
-		InFlight: inFlight(current, st.Pods, model, now)})
+	popts := planner.Options{Seed: opts.Seed, Horizon: opts.Horizon, InFlight: inFlight(current, st.Pods, model, now)}
+	quotas := quotaOptions(st, current, now, &popts)
+	tl, err := planner.Simulate(d, current, model.PodModel(), popts)
 	if err != nil {
 		return PlanReport{}, err
 	}
@@ -152,7 +159,7 @@ func PlanLive(st *State, w WhatIf, now time.Time, opts PlanOptions) (PlanReport,
 	r := PlanReport{Deployment: live.Name, Namespace: live.Namespace, Change: change, Model: model,
 		Complete: tl.Complete, Duration: Duration(tl.Duration), PeakPods: tl.PeakPods, PeakSpec: tl.PeakSpec,
 		MinAvailable: tl.MinAvailable, MaxPods: replicas(d.Spec.Replicas) + surge, MinAvailableBound: minAvail,
-		Table: tl.String()}
+		Table: tl.String(), Quotas: quotas, Refused: tl.Refused}
 	if !rollout.IsRollingUpdate(d) {
 		r.MaxPods, r.MinAvailableBound = replicas(d.Spec.Replicas), 0
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -59,6 +60,9 @@ func Write(w io.Writer, f Format, report texter) error {
 
 func (r WhyReport) writeText(w io.Writer) {
 	head := map[RolloutState]string{Complete: "complete", Progressing: "progressing, nothing wrong found", Stuck: "STUCK", Deleting: "BEING DELETED"}[r.State]
+	if r.State == Progressing && slices.Contains(r.SlowedBy, QuotaExceeded) {
+		head = "progressing, slowed by quota"
+	}
 	fmt.Fprintf(w, "deployment/%s in %s: %s\n", r.Deployment, r.Namespace, head)
 	target := r.NewReplicaSet
 	if target == "" {
@@ -137,6 +141,13 @@ func (r PlanReport) writeText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  peak pods %d, terminating ones included (maxSurge caps Σ spec at %d = replicas + surge; it does not count terminating pods)\n", r.PeakPods, r.MaxPods)
 	fmt.Fprintf(w, "  minimum available %d (the controller keeps ≥ %d)\n", r.MinAvailable, r.MinAvailableBound)
+	for _, q := range r.Quotas {
+		fmt.Fprintf(w, "  %s at the start: every pod the plan creates must fit\n", quotaText(q))
+	}
+	if r.Refused > 0 {
+		fmt.Fprintf(w, "  %d pod %s refused by the quota during the plan: the ReplicaSet controller retries until pods that go free room, after a backoff that doubles with each failed sync: expect longer\n",
+			r.Refused, plural(r.Refused, "creation", "creations"))
+	}
 	for _, b := range r.Stall {
 		fmt.Fprintf(w, "  stalls on %s: %s\n", b.Code, b.Message)
 	}

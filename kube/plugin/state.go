@@ -44,6 +44,19 @@ type State struct {
 	// Autoscalers are the namespace's HorizontalPodAutoscalers whose
 	// scaleTargetRef is the Deployment.
 	Autoscalers []*autoscalingv2.HorizontalPodAutoscaler
+	// ResourceQuotas and LimitRanges are the namespace's: pods are
+	// created through them (their defaults and limits), so a rollout's
+	// progress depends on them.
+	ResourceQuotas []*corev1.ResourceQuota
+	LimitRanges    []*corev1.LimitRange
+	// QuotaPods are every pod of the namespace, read only when a
+	// ResourceQuota limits a resource pods consume: the pods outside the
+	// selector count against it too.
+	QuotaPods []*corev1.Pod
+	// ReplicasWrites are the changes of spec.replicas Fetch saw while it
+	// watched the Deployment during a fight over it (FetchOptions.Observe),
+	// oldest first.
+	ReplicasWrites []ReplicasWrite
 	// Leases are the leader-election Leases of the controllers that may
 	// run the Deployment controller (FetchOptions.Leases). Fetch reads
 	// them only when the controller has not observed the Deployment's
@@ -75,6 +88,15 @@ type FetchOptions struct {
 	// the controller lags behind the Deployment's generation; nil means
 	// DefaultLeases.
 	Leases []string
+	// Observe, if positive, lets Fetch watch the Deployment for up to
+	// that long while its scaling events show a fight over spec.replicas
+	// going on (ObserveFor: three flip periods at most), to see who sets
+	// it (State.ReplicasWrites): managedFields keep only the last writer
+	// of a field. Zero watches nothing.
+	Observe time.Duration
+	// Now is the clock that decides whether a fight is going on (nil:
+	// time.Now).
+	Now func() time.Time
 }
 
 // Getter is the part of kubernetes.Interface that Fetch uses.
@@ -113,19 +135,36 @@ func FetchWith(ctx context.Context, cs Getter, ns, name string, o FetchOptions) 
 		sel = labels.Nothing() // an empty selector makes the controller ignore it
 	}
 	opts := metav1.ListOptions{LabelSelector: sel.String()}
+	fetchQuotas(ctx, cs, st)
+	// Pods before ReplicaSets: a pod's ReplicaSet exists before it, so
+	// every pod read has its ReplicaSet read too. When a quota limits
+	// pods, every pod of the namespace counts against it: one list gives
+	// both, consistent with each other.
+	quotaPods := len(quotasOnPods(st)) > 0
+	podOpts := opts
+	if quotaPods {
+		podOpts = metav1.ListOptions{}
+	}
+	pl, err := cs.CoreV1().Pods(ns).List(ctx, podOpts)
+	if err != nil {
+		return nil, describeErr(err, "list", "pods", ns, "")
+	}
+	for i := range pl.Items {
+		p := &pl.Items[i]
+		if quotaPods {
+			st.QuotaPods = append(st.QuotaPods, p)
+			if !sel.Matches(labels.Set(p.Labels)) {
+				continue
+			}
+		}
+		st.Pods = append(st.Pods, p)
+	}
 	rsl, err := cs.AppsV1().ReplicaSets(ns).List(ctx, opts)
 	if err != nil {
 		return nil, describeErr(err, "list", "replicasets.apps", ns, "")
 	}
 	for i := range rsl.Items {
 		st.ReplicaSets = append(st.ReplicaSets, &rsl.Items[i])
-	}
-	pl, err := cs.CoreV1().Pods(ns).List(ctx, opts)
-	if err != nil {
-		return nil, describeErr(err, "list", "pods", ns, "")
-	}
-	for i := range pl.Items {
-		st.Pods = append(st.Pods, &pl.Items[i])
 	}
 	for _, n := range collisionNames(d) {
 		if hasRS(st.ReplicaSets, n) {
@@ -181,6 +220,19 @@ func FetchWith(ctx context.Context, cs Getter, ns, name string, o FetchOptions) 
 	addEvents(metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(d.UID), Limit: 1000}, "scaling events")
 	for _, h := range st.Autoscalers {
 		addEvents(metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(h.UID), Limit: 200}, "autoscaler events")
+	}
+	if o.Observe > 0 {
+		clock := o.Now
+		if clock == nil {
+			clock = time.Now
+		}
+		if dur := ObserveFor(d, st.ReplicaSets, st.Events, clock(), o.Observe); dur > 0 {
+			ws, err := watchReplicas(ctx, cs, d, dur, clock)
+			st.ReplicasWrites = ws
+			if err != nil {
+				st.Warnings = append(st.Warnings, describeErr(err, "watch", "deployments.apps", ns, name).Error()+" (the writers of spec.replicas not watched)")
+			}
+		}
 	}
 	if d.Status.ObservedGeneration < d.Generation {
 		for _, l := range leases {

@@ -58,6 +58,10 @@ type WhyReport struct {
 	// Estimate is the planner's prediction of when a progressing rollout
 	// completes (nil otherwise).
 	Estimate *Estimate `json:"estimate,omitempty"`
+	// SlowedBy lists the causes that slow a progressing rollout without
+	// blocking it (QuotaExceeded: a ResourceQuota refuses some pods, but
+	// the planner, enforcing it, sees the rollout complete).
+	SlowedBy []CauseCode `json:"slowedBy,omitempty"`
 	// Warnings say what could not be read.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -164,6 +168,14 @@ func Why(st *State, now time.Time, th Thresholds) WhyReport {
 	r.Causes = append(r.Causes, disruptionBudgets(d, st, now)...)
 	r.Causes = append(r.Causes, specFight(d, st, now)...)
 	r.Causes = append(r.Causes, autoscalers(st)...)
+	var plan *PlanReport
+	if d.DeletionTimestamp == nil && !complete {
+		var slowed bool
+		r.Causes, plan, slowed, r.Warnings = quotaVerdict(d, st, now, r.Causes, r.Warnings)
+		if slowed {
+			r.SlowedBy = append(r.SlowedBy, QuotaExceeded)
+		}
+	}
 
 	switch {
 	case d.DeletionTimestamp != nil:
@@ -179,16 +191,20 @@ func Why(st *State, now time.Time, th Thresholds) WhyReport {
 		r.Unblock = unblock(d, r.Causes)
 	}
 	if r.State == Progressing {
-		r.Estimate, r.Warnings = estimate(st, now, r.Warnings)
+		r.Estimate, r.Warnings = estimate(st, now, plan, r.Warnings)
 	}
 	return r
 }
 
-// estimate plans the rest of a progressing rollout from the live state.
-func estimate(st *State, now time.Time, warnings []string) (*Estimate, []string) {
-	p, err := PlanLive(st, WhatIf{}, now, PlanOptions{Seed: 1})
-	if err != nil {
-		return nil, append(warnings, "no estimate of the completion: "+err.Error())
+// estimate plans the rest of a progressing rollout from the live state
+// (or takes p, that plan made already).
+func estimate(st *State, now time.Time, p *PlanReport, warnings []string) (*Estimate, []string) {
+	if p == nil {
+		plan, err := PlanLive(st, WhatIf{}, now, PlanOptions{Seed: 1})
+		if err != nil {
+			return nil, append(warnings, "no estimate of the completion: "+err.Error())
+		}
+		p = &plan
 	}
 	e := &Estimate{Complete: p.Complete, Model: p.Model.Source}
 	if p.Complete {

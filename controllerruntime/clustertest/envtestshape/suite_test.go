@@ -13,17 +13,20 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ctrlkit/ctrlkit/controllerruntime/clustertest"
+	"github.com/ctrlkit/ctrlkit/controllerruntime/envtest"
 )
 
 // The suite as envtest suites are written; only the environment lines
-// name the bench: CTRLKIT_ENVTEST=1 runs it on envtest instead (binaries
-// in KUBEBUILDER_ASSETS), for comparison.
+// and RunSpecs name the bench: envtest.RunSpecs runs it in virtual time,
+// CTRLKIT_WALL_CLOCK=1 on the wall clock, and CTRLKIT_ENVTEST=1 with
+// CTRLKIT_WALL_CLOCK=1 on envtest instead (binaries in KUBEBUILDER_ASSETS),
+// for comparison.
 
 var (
 	ctx       context.Context
@@ -36,7 +39,7 @@ var (
 
 func TestControllers(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Controller Suite")
+	envtest.RunSpecs(t, "Controller Suite") // virtual time; CTRLKIT_WALL_CLOCK=1 for the wall clock
 }
 
 var _ = BeforeSuite(func() {
@@ -55,12 +58,12 @@ var _ = BeforeSuite(func() {
 	crds := []string{filepath.Join("config", "crd", "bases")}
 	var err error
 	if onEnvtest {
-		env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true}
+		env := &crenvtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true}
 		testEnv = env
 		cfg, err = env.Start()
 	} else {
-		env := &clustertest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true,
-			Types: []client.Object{&Site{}}} // until the bench installs CRDs from CRDDirectoryPaths (issue 26)
+		env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true,
+			Controllers: clustertest.AllControllers} // the specs that need them are skipped on envtest
 		testEnv = env
 		cfg, err = env.Start()
 	}

@@ -7,7 +7,7 @@
 //
 // Its Ginkgo suite is written as envtest suites are; the environment
 // line picks envtest (CTRLKIT_ENVTEST=1, with the control plane binaries
-// in KUBEBUILDER_ASSETS) or the bench (clustertest.Environment, the
+// in KUBEBUILDER_ASSETS) or the bench (package controllerruntime/envtest, the
 // default). The bench runs the garbage collector, which envtest does not:
 // the spec that deletes a Database is skipped on envtest.
 package database

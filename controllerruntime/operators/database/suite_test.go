@@ -13,16 +13,19 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ctrlkit/ctrlkit/controllerruntime/clustertest"
+	"github.com/ctrlkit/ctrlkit/controllerruntime/envtest"
 )
 
 // The suite as envtest suites are written; the environment lines pick
-// envtest (CTRLKIT_ENVTEST=1, binaries in KUBEBUILDER_ASSETS) or the bench.
+// envtest (CTRLKIT_ENVTEST=1 with CTRLKIT_WALL_CLOCK=1, binaries in
+// KUBEBUILDER_ASSETS) or the bench, and envtest.RunSpecs runs it in
+// virtual time (on the wall clock with CTRLKIT_WALL_CLOCK=1).
 
 var (
 	ctx       context.Context
@@ -35,7 +38,7 @@ var (
 
 func TestControllers(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Database Controller Suite")
+	envtest.RunSpecs(t, "Database Controller Suite") // virtual time; CTRLKIT_WALL_CLOCK=1 for the wall clock
 }
 
 var _ = BeforeSuite(func() {
@@ -52,12 +55,12 @@ var _ = BeforeSuite(func() {
 	crds := []string{filepath.Join("config", "crd", "bases")}
 	var err error
 	if onEnvtest {
-		env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true}
+		env := &crenvtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true}
 		testEnv = env
 		cfg, err = env.Start()
 	} else {
-		env := &clustertest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true,
-			Types: []client.Object{&Database{}}} // until the bench installs CRDs from CRDDirectoryPaths (issue 26)
+		env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true,
+			Controllers: clustertest.AllControllers} // the specs that need them are skipped on envtest
 		testEnv = env
 		cfg, err = env.Start()
 	}

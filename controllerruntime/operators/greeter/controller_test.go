@@ -1,91 +1,92 @@
-package greeter
+package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/ctrlkit/ctrlkit/controllerruntime/clustertest"
 	greeterv1 "github.com/ctrlkit/ctrlkit/controllerruntime/operators/greeter/apis/greeter/v1"
 	"github.com/ctrlkit/ctrlkit/controllerruntime/operators/greeter/generated/clientset/versioned"
-	"github.com/ctrlkit/ctrlkit/controllerruntime/operators/greeter/generated/informers/externalversions"
+	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
-// A plain go test suite in envtest's shape: TestMain starts the
-// environment and the controller; the environment lines pick envtest
-// (CTRLKIT_ENVTEST=1, binaries in KUBEBUILDER_ASSETS) or the bench.
+// The tests of a sample-controller-shaped program, in its package main:
+// TestMain starts the cluster and runs the program's own run function
+// against it. The cluster is the bench (clustertest.NewServer, on the
+// wall clock, with its Deployment and ReplicaSet controllers, kubelet and
+// garbage collector), or the cluster the program's own -kubeconfig and
+// -master flags name (go test ./operators/greeter -args
+// -kubeconfig=$HOME/.kube/config; the Greeter CRD must be installed).
+//
+// controller-runtime's envtest cannot start one here: importing it
+// registers -kubeconfig on flag.CommandLine a second time, and the test
+// binary panics at init ("flag redefined: kubeconfig"). That is why
+// TestImportsRegisterNoFlags exists.
 
 var (
-	cfg       *rest.Config
-	kube      kubernetes.Interface
-	greeters  versioned.Interface
-	onEnvtest = os.Getenv("CTRLKIT_ENVTEST") != ""
+	kube     kubernetes.Interface
+	greeters versioned.Interface
+	onBench  bool
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+func TestMain(m *testing.M) { os.Exit(runTests(m)) }
 
-func run(m *testing.M) int {
-	if err := greeterv1.AddToScheme(scheme.Scheme); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+func runTests(m *testing.M) int {
+	flag.Parse()
+	if os.Getenv("CTRLKIT_ENVTEST") != "" && kubeconfig == "" && masterURL == "" {
+		fmt.Println("skipped on envtest: a package main with its own -kubeconfig flag cannot import controller-runtime's envtest; pass -args -kubeconfig=... for a real cluster")
+		return 0
 	}
 	start := time.Now()
-	crds := []string{filepath.Join("config", "crd")}
-	var testEnv interface{ Stop() error }
-	var err error
-	if onEnvtest {
-		env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true}
-		testEnv = env
-		cfg, err = env.Start()
-	} else {
-		env := &clustertest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true,
-			Types: []client.Object{&greeterv1.Greeter{}}} // until the bench installs CRDs from CRDDirectoryPaths (issue 26)
-		testEnv = env
-		cfg, err = env.Start()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the environment:", err)
-		return 1
-	}
-	defer func() {
-		if err := testEnv.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the environment:", err)
+	var cfg *rest.Config
+	if kubeconfig != "" || masterURL != "" {
+		var err error
+		if cfg, err = clientcmd.BuildConfigFromFlags(masterURL, kubeconfig); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
 		}
-	}()
+	} else {
+		// Pods that start at once and go a millisecond after their
+		// deletion: the kubelet's default takes seconds of wall time.
+		kubelet := memcluster.KubeletConfig{Model: memcluster.FixedModel(memcluster.PodBehavior{ShutdownDelay: time.Millisecond})}
+		srv, err := clustertest.NewServer(clustertest.Options{CRDDirectoryPaths: []string{filepath.Join("config", "crd")}, Kubelet: kubelet})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "starting the bench:", err)
+			return 1
+		}
+		defer func() {
+			if err := srv.Stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "stopping the bench:", err)
+			}
+		}()
+		cfg, onBench = srv.Config(), true
+	}
 	kube = kubernetes.NewForConfigOrDie(cfg)
 	greeters = versioned.NewForConfigOrDie(cfg)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	kubeInformers := kubeinformers.NewSharedInformerFactory(kube, 0)
-	greeterInformers := externalversions.NewSharedInformerFactory(greeters, 0)
-	ctl, err := NewController(kube, greeters, kubeInformers.Apps().V1().Deployments(), greeterInformers.Greeter().V1().Greeters())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		cancel()
-		return 1
-	}
-	kubeInformers.Start(ctx.Done())
-	greeterInformers.Start(ctx.Done())
 	done := make(chan error, 1)
-	go func() { done <- ctl.Run(ctx, 2) }()
-	fmt.Printf("environment and controller started in %v\n", time.Since(start))
+	go func() { done <- run(ctx, cfg, 2) }()
+	fmt.Printf("cluster and controller started in %v\n", time.Since(start))
 
 	code := m.Run()
 	cancel()
@@ -93,9 +94,23 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "controller:", err)
 		code = 1
 	}
-	kubeInformers.Shutdown()
-	greeterInformers.Shutdown()
 	return code
+}
+
+// Importing the bench (and everything else this program and its tests
+// import) registers no flag on flag.CommandLine: the flags are the
+// program's own and the testing package's.
+func TestImportsRegisterNoFlags(t *testing.T) {
+	var names []string
+	flag.VisitAll(func(f *flag.Flag) {
+		if !strings.HasPrefix(f.Name, "test.") {
+			names = append(names, f.Name)
+		}
+	})
+	slices.Sort(names)
+	if diff := cmp.Diff([]string{"kubeconfig", "master"}, names); diff != "" {
+		t.Errorf("flags on flag.CommandLine mismatch (-want +got):\n%s", diff)
+	}
 }
 
 // eventually polls cond every 10 ms until it returns nil, and fails the
@@ -154,8 +169,8 @@ func TestGreeterGetsItsDeployment(t *testing.T) {
 }
 
 func TestGreeterReportsAvailablePods(t *testing.T) {
-	if onEnvtest {
-		t.Skip("envtest runs no Deployment controller and no kubelet")
+	if !onBench {
+		t.Skip("this needs the bench's Deployment controller and kubelet")
 	}
 	g := newGreeter(t, "hello-ready", 3)
 	eventually(t, "the greeter is ready with 3 available pods", func(ctx context.Context) error {
@@ -236,8 +251,8 @@ func TestGreeterLeavesAForeignDeploymentAlone(t *testing.T) {
 }
 
 func TestGreeterDeletionDeletesItsDeployment(t *testing.T) {
-	if onEnvtest {
-		t.Skip("envtest runs no garbage collector")
+	if !onBench {
+		t.Skip("this needs the bench's garbage collector")
 	}
 	g := newGreeter(t, "hello-gone", 1)
 	eventually(t, "the deployment exists", func(ctx context.Context) error {

@@ -598,7 +598,7 @@ func (b *bench) RunUntil(t *testing.T, what string, cond func() bool, limit time
 // test's as well as the operator's.
 func (b *bench) StormConflicts(rate float64) {
 	var rules []memcluster.FaultRule
-	for _, v := range []memcluster.Verb{"update", "update/status", "patch"} {
+	for _, v := range []string{"update", "update/status", "patch"} {
 		rules = append(rules, memcluster.FaultRule{Verb: v, Rate: rate, Reason: metav1.StatusReasonConflict})
 	}
 	b.c.SetFaults(memcluster.Faults{Rules: rules})

@@ -64,8 +64,9 @@ func runScript(ctx context.Context, script string, args ...string) (string, erro
 	return strings.TrimSpace(out.String()), nil
 }
 
-// Start builds the binaries if they are not cached (this can take
-// ~15 minutes the first time) and starts a control plane.
+// Start builds the binaries if they are not cached (the first time: about
+// 1000 s of CPU, 15–41 minutes of wall time depending on the machine's
+// load) and starts a control plane.
 func Start(ctx context.Context) (*ControlPlane, error) {
 	script := Script()
 	if _, err := runScript(ctx, script, "build"); err != nil {
@@ -106,8 +107,11 @@ func (cp *ControlPlane) Config(qps float32, burst int) *rest.Config {
 }
 
 // StartKCM starts the upstream kube-controller-manager with the given
-// controllers (a --controllers value) and, if any, extra command-line
-// flags (e.g. --kube-api-qps=100).
+// controllers (a --controllers value, e.g.
+// "garbage-collector-controller,resourcequota-controller": ResourceQuotas
+// need the quota controller, which computes their usage and gives room
+// back as pods go) and, if any, extra command-line flags (e.g.
+// --kube-api-qps=100).
 func (cp *ControlPlane) StartKCM(ctx context.Context, controllers string, flags ...string) error {
 	if len(flags) > 0 {
 		return cp.startKCM(ctx, controllers, flags)

@@ -110,7 +110,7 @@ func start(t *testing.T, ctx context.Context) (ctrl.Manager, *atomic.Int32, <-ch
 	scheme.AddKnownTypes(gv, &WebApp{}, &WebAppList{})
 	metav1.AddToGroupVersion(scheme, gv)
 	c := memcluster.New(memcluster.Config{Seed: 1})
-	memcluster.AddCoreKinds(c)
+	memcluster.AddBuiltinKinds(c)
 	k, err := memcluster.KindFor(scheme, &WebApp{}, memcluster.KindOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,40 @@
+package clustertest
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/applyconfigurations"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/ctrlkit/ctrlkit/memcluster"
+)
+
+// shared is what the benches of one [Explore] share instead of building
+// it each: what every bench would build alike, and never changes once
+// built. A bench of [Test] has its own.
+type shared struct {
+	// builtinTypes are client-go's schemas of the built-in kinds, for
+	// server-side apply and managedFields: parsed at the first use, in
+	// tens of milliseconds.
+	builtinTypes managedfields.TypeConverter
+	// stacks are buffers for runtime.Stack (see goroutines), a megabyte
+	// each.
+	stacks sync.Pool
+}
+
+func newShared() *shared {
+	return &shared{builtinTypes: memcluster.LazyTypeConverter(func() managedfields.TypeConverter {
+		return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)
+	})}
+}
+
+// stackBuffer returns a buffer for a stack dump, and a function that
+// gives it back once the dump is parsed (it keeps no reference to it).
+func (s *shared) stackBuffer() (*[]byte, func()) {
+	if b, ok := s.stacks.Get().(*[]byte); ok {
+		return b, func() { s.stacks.Put(b) }
+	}
+	b := make([]byte, 1<<20)
+	return &b, func() { s.stacks.Put(&b) }
+}

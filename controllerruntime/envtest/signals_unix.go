@@ -1,0 +1,11 @@
+//go:build unix && !(darwin || dragonfly || freebsd || netbsd || openbsd)
+
+package envtest
+
+import (
+	"os"
+	"syscall"
+)
+
+// progressSignals are the signals on which Ginkgo reports its progress.
+var progressSignals = []os.Signal{syscall.SIGUSR1}
