@@ -470,7 +470,13 @@ func (w *watcher[T]) run(ctx context.Context) {
 			return
 		}
 		if err := w.r.c.enter(gctx, w.step(p.ev)); err != nil {
-			p.work.Done()
+			// The refused delivery ends the watch. Its work lasts as the
+			// end's does, until the close (with AckEvents, until Stop):
+			// the consumer takes on its next work (watching again)
+			// before a simulation can find nothing left to do.
+			w.mu.Lock()
+			w.unacked = append(w.unacked, p.work)
+			w.mu.Unlock()
 			if errors.Is(err, gate.ErrWatchExpired) {
 				w.sendExpired(ctx, w.step(p.ev).ResourceVersion)
 			}
