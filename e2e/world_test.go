@@ -56,6 +56,10 @@ type worldConfig struct {
 	// SeedEnv says that CTRLKIT_E2E_SEED=Seed selects this world (a
 	// randomised run): a failure's replay line sets it.
 	SeedEnv bool
+	// LateKubelet leaves the kubelet out until the test calls
+	// world.startKubelet: the kubelet registers its Nodes when it is made,
+	// so until then the cluster is empty (at resourceVersion 0).
+	LateKubelet bool
 	// FeatureGates are both controllers' feature gates at the start.
 	FeatureGates features.Gates
 	// BuiltinKinds adds memcluster's built-in kinds (Events among them: the
@@ -87,6 +91,9 @@ type world struct {
 	dInf   *informer.Informer[*appsv1.Deployment]
 	rsInf  *informer.Informer[*appsv1.ReplicaSet]
 	podInf *informer.Informer[*corev1.Pod]
+	// startKubelet makes the kubelet, which registers its Nodes, and
+	// runs it; newWorld calls it unless the config says LateKubelet.
+	startKubelet func()
 	// seed and mode are the world's config's: a failure says how to
 	// replay it.
 	seed        uint64
@@ -169,13 +176,28 @@ func newWorld(tb testing.TB, cfg worldConfig) *world {
 	}
 	w.dc, w.rc = dc, rc
 	w.dInf, w.rsInf, w.podInf = dInf, rsInf, podInf
-	kubelet := memcluster.NewKubelet(c, memcluster.KubeletConfig{Model: cfg.Model})
+	// The kubelet registers its Nodes before any informer lists, unless
+	// the test starts it late.
+	var kubelet *memcluster.Kubelet
+	if !cfg.LateKubelet {
+		kubelet = memcluster.NewKubelet(c, memcluster.KubeletConfig{Model: cfg.Model})
+	}
+	w.startKubelet = func() {
+		if kubelet == nil { // its registration is the test's write: no faults
+			w.c.SetFaults(memcluster.Faults{})
+			kubelet = memcluster.NewKubelet(c, memcluster.KubeletConfig{Model: cfg.Model})
+			w.c.SetFaults(w.faults)
+		}
+		wg.Go(func() { kubelet.Run(ctx) })
+	}
 	run("deployment informer", dInf.Run)
 	run("replicaset informer", rsInf.Run)
 	run("pod informer", podInf.Run)
 	run("deployment controller", dc.Run)
 	run("replicaset controller", rc.Run)
-	wg.Go(func() { kubelet.Run(ctx) })
+	if !cfg.LateKubelet {
+		w.startKubelet()
+	}
 	w.setFaults(cfg.Faults)
 
 	tb.Cleanup(func() {
