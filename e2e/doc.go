@@ -82,8 +82,9 @@
 // is either fixed with a deterministic regression test or documented as
 // upstream's behaviour before the release; seeds found so far: 6, 484,
 // 1535, 1620, 1788, 3878, 4019 (docs/fidelity.md, "Deliberate differences"), and
-// 7397 of TestRandomisedGates in the goroutine-concurrent mode (a
-// memcluster bug; see docs/replay.md).
+// 7397 of TestRandomisedGates in the goroutine-concurrent mode (its cause
+// is not known; TestSeed7397EndState pins a memcluster bug that led to
+// its end state; see docs/replay.md).
 //
 // BenchmarkScale rolls out 10,000 Deployments of 10 replicas:
 //
