@@ -36,7 +36,9 @@
 //   - waiting for the controllers' own writes: a sync is skipped while the
 //     cache still holds a version the last sync replaced (the write's event
 //     enqueues the key again), so neither controller decides on an object it
-//     knows to be stale. [Add] shares the marks between both controllers,
+//     knows to be stale (a skipped ReplicaSet sync is a rate-limited
+//     requeue, counting toward the key's backoff as upstream's failed
+//     consistency check does). [Add] shares the marks between both controllers,
 //     so the ReplicaSet controller waits for a scale's event before writing
 //     that ReplicaSet's status. The Deployment controller also waits for
 //     the ReplicaSets it creates, as the packaged one does: until the cache

@@ -255,10 +255,6 @@ func addReplicaSet(mgr manager.Manager, opts Options, marks *writeMarks) error {
 		return fmt.Errorf("controllerruntime: %w", err)
 	}
 	do := func(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
-		if r.FeatureGates().Enabled(features.StaleControllerConsistencyReplicaSet) && marks.Behind(ctx, writes.ReplicaSet, key) {
-			skipped.Inc()
-			return reconcile.Result{}, nil // the write's event enqueues key again
-		}
 		if opts.Selector != nil {
 			if rs, err := rss.Get(ctx, key); err == nil && !opts.Selector.Matches(labels.Set(rs.Labels)) {
 				return reconcile.Result{}, nil
@@ -266,7 +262,18 @@ func addReplicaSet(mgr manager.Manager, opts Options, marks *writeMarks) error {
 		}
 		return r.Reconcile(ctx, key)
 	}
-	ctl, err := controller.New(ReplicaSetControllerName, mgr, opts.controllerOptions(adapt(do)))
+	sync := adapt(do)
+	rec := crreconcile.Func(func(ctx context.Context, req crreconcile.Request) (crreconcile.Result, error) {
+		if r.FeatureGates().Enabled(features.StaleControllerConsistencyReplicaSet) && marks.Behind(ctx, writes.ReplicaSet, req.NamespacedName) {
+			skipped.Inc()
+			// The write's event enqueues key again. As upstream's
+			// consistency check fails the sync, the skip counts toward
+			// the key's backoff: a rate-limited requeue, not an error.
+			return crreconcile.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue
+		}
+		return sync.Reconcile(ctx, req)
+	})
+	ctl, err := controller.New(ReplicaSetControllerName, mgr, opts.controllerOptions(rec))
 	if err != nil {
 		return fmt.Errorf("controllerruntime: %w", err)
 	}

@@ -243,6 +243,9 @@ func TestMemclusterDiscovery(t *testing.T) {
 		"networking.k8s.io/v1: ingresses,ingresses/status,ingressclasses,networkpolicies",
 		"rbac.authorization.k8s.io/v1: roles,clusterroles,rolebindings,clusterrolebindings",
 		"discovery.k8s.io/v1: endpointslices",
+		"admissionregistration.k8s.io/v1: mutatingwebhookconfigurations,validatingwebhookconfigurations," +
+			"validatingadmissionpolicies,validatingadmissionpolicies/status,validatingadmissionpolicybindings," +
+			"mutatingadmissionpolicies,mutatingadmissionpolicybindings",
 		"example.com/v1: widgets,widgets/status",
 		"Widget.example.com -> example.com/v1, Resource=widgets namespace",
 		"Deployment.apps -> apps/v1, Resource=deployments namespace",

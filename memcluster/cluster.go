@@ -11,6 +11,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/clock"
 	"github.com/ctrlkit/ctrlkit/internal/admit"
 	"github.com/ctrlkit/ctrlkit/internal/gate"
+	"github.com/ctrlkit/ctrlkit/internal/listwait"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -174,6 +175,8 @@ type Cluster struct {
 	react reactor
 
 	faults faultInjector
+	// lists follows the writes by kind, for Faults.ListCatchUp.
+	lists listwait.Tracker
 	// staging, if set, captures the next commit instead of making it
 	// (see admission.go); set and cleared within one hold of mu.
 	staging *staged

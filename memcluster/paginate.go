@@ -138,6 +138,9 @@ func (cl Client[T]) ListPage(ctx context.Context, opts metav1.ListOptions) ([]T,
 	if err != nil {
 		return nil, metav1.ListMeta{}, err
 	}
+	if err := c.waitForWatchCache(ctx, cl.r.kind.groupResource(), cl.ns, opts); err != nil {
+		return nil, metav1.ListMeta{}, err
+	}
 	match, err := cl.matcher(opts)
 	if err != nil {
 		return nil, metav1.ListMeta{}, err

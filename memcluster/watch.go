@@ -62,6 +62,7 @@ func (h *history[T]) since(rv uint64) []event[T] {
 func (r *Resource[T]) recordLocked(typ watch.EventType, obj, prev T, rv uint64) {
 	e := event[T]{typ: typ, obj: obj, prev: prev, rv: rv}
 	r.hist.add(e)
+	r.c.lists.Wrote(r.kind.groupResource().String(), rv, r.c.clock.Now())
 	if h := r.c.cfg.OnWrite; h != nil {
 		h(Write{Type: typ, Resource: r.kind.Resource, Object: obj, ResourceVersion: rv})
 	}

@@ -157,7 +157,10 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 			// key.
 			return ctx, rec.FeatureGates().Enabled(features.StaleControllerConsistencyReplicaSet) &&
 				marks.Behind(ctx, writes.ReplicaSet, key), nil
-		}}
+		},
+		// Upstream's consistency check fails the sync: it counts toward
+		// the key's backoff.
+		SkipsFail: true}
 	c.loop.Skipped, _ = cfg.Metrics.(worker.Skipper)
 	if err := c.register(EventRules{ReplicaSets: rss}, cfg.BatchPeriod); err != nil {
 		return nil, err

@@ -16,13 +16,21 @@ import (
 // caller merges the inbox itself only when it is full, or when its own
 // request could otherwise be merged after it is due.
 //
-// Requests carry a sequence number. Get records in the item's entry the
-// latest number handed out (satSeq): a request whose number is not above it
-// was made before that Get, which served it, and it is dropped when merged.
-// A request merged while its item is queued or due again at Done is
-// dropped too. This gives the same results as merging at once, because
-// merging requests keeps the earliest due time, whatever their order.
-// Idle entries are kept while requests wait, so that satSeq is not lost.
+// There are two kinds of requests. A timed one (AddAfter, AddRateLimited)
+// is independent of the ready FIFO, as client-go's waiting queue is of its
+// queue: an item may be queued, or being processed, and wait out a timed
+// delay at the same time; when the delay ends the item is added again. A
+// batched one (AddBatched) is served by any add of the item before it is
+// due, and by any Get after it was made. An entry keeps the earliest due
+// time of each kind and sits in the heap once, at the earlier of the two.
+//
+// Requests carry a sequence number, which orders equal due times. Get
+// records in the item's entry the latest number handed out (satSeq): a
+// batched request whose number is not above it was made before that Get,
+// which served it, and it is dropped when merged. Idle entries are kept
+// while requests wait, so that satSeq is not lost. Merging keeps the
+// earliest due time of each kind, whatever the order of the requests, so
+// merging late gives the same results as merging at once.
 
 const (
 	// chunkLen is the length of the inbox's chunks: the inbox grows by
@@ -47,6 +55,8 @@ type delayRequest[T comparable] struct {
 	at  int64 // when it was made; never earlier than the requests before it
 	due int64
 	seq uint64
+	// batch marks an AddBatched request.
+	batch bool
 }
 
 // delayState is the delay heap, the inbox and the timer.
@@ -73,14 +83,16 @@ type delayState[T comparable] struct {
 // An item has at most one pending due time, and the earliest request wins:
 //
 //   - a later AddAfter with an earlier due time brings the item forward;
-//   - one with a later due time changes nothing (it cannot postpone);
-//   - if the item is already waiting for Get, or will be queued again at
-//     Done, it is due now and AddAfter changes nothing;
-//   - [Queue.Add] of an item waiting here makes it due now, and it is then
-//     processed once, not a second time when the delay ends.
+//   - one with a later due time changes nothing (it cannot postpone).
 //
-// An item that is being processed when its delay ends is queued again at
-// Done, as with Add. After ShutDown, AddAfter does nothing.
+// The delay is independent of the item's other adds, as in client-go: an
+// item already waiting for Get, or being processed, still waits out its
+// delay, and [Queue.Add] does not cancel it; when the delay ends the item
+// is added as by Add (nothing happens if it is still waiting for Get; one
+// that is being processed is queued again at Done). So a retry scheduled by
+// [Queue.AddRateLimited] happens when due even if the item has been
+// processed, and failed again, meanwhile. After ShutDown, AddAfter does
+// nothing.
 //
 // The queue runs no goroutine of its own: one timer of the queue's clock
 // ([clock.Clock.AfterFunc]) moves the items to the queue when they are
@@ -90,6 +102,26 @@ type delayState[T comparable] struct {
 // right away; on a [clock.Fake] the callback runs before Step or SetTime
 // returns.
 func (q *Queue[T]) AddAfter(item T, d time.Duration) {
+	q.addDelayed(item, d, false)
+}
+
+// AddBatched adds item within d: once d has passed, as measured by the
+// queue's clock, unless an add of the item comes first, which serves the
+// request. A burst of AddBatched calls for an item therefore costs one
+// run, d after the first of them, and a plain [Queue.Add] meanwhile (or a
+// Get of the item after the request was made) takes them all along: the
+// item runs once, at once, and not again when d ends. With d ≤ 0 it is
+// [Queue.Add]. A pending AddAfter or AddRateLimited of the item is not
+// affected. After ShutDown, AddBatched does nothing.
+//
+// It is what a controller's BatchPeriod uses; client-go has no
+// counterpart (its AddAfter is [Queue.AddAfter]).
+func (q *Queue[T]) AddBatched(item T, d time.Duration) {
+	q.addDelayed(item, d, true)
+}
+
+// addDelayed is AddAfter (batch false) or AddBatched.
+func (q *Queue[T]) addDelayed(item T, d time.Duration, batch bool) {
 	if d <= 0 {
 		q.Add(item)
 		return
@@ -104,7 +136,7 @@ func (q *Queue[T]) AddAfter(item T, d time.Duration) {
 	now := q.now() // under imu, so that requests are in order of time
 	due := addSat(now, d)
 	h.pending.Add(1) // before seq: see trimIdle
-	h.appendLocked(delayRequest[T]{key: item, at: now, due: due, seq: h.seq.Add(1)})
+	h.appendLocked(delayRequest[T]{key: item, at: now, due: due, seq: h.seq.Add(1), batch: batch})
 	if h.n == 1 || due < h.inboxMin {
 		h.inboxMin = due
 	}
@@ -128,25 +160,60 @@ func addSat(now int64, d time.Duration) int64 {
 	return now + int64(d)
 }
 
-// addAfterLocked applies a delay request for e that is due at due. The
-// item goes to the heap even if it is due already, so that the timer's
-// callback moves due items to the queue in order of due time.
-func (q *Queue[T]) addAfterLocked(e *entry[T], due int64, seq uint64) {
-	if e.state&(queued|dirty) != 0 {
-		return // already due now
-	}
-	h := &q.delay
-	if e.state&delayed != 0 {
-		if due >= e.due {
+// addAfterLocked applies a delay request for e that is due at due, timed
+// or batched. A timed request goes to the heap even if it is due already,
+// so that the timer's callback moves due items to the queue in order of
+// due time, and even if the item is queued or being processed: it is added
+// again when due (client-go's waiting queue does not look at its queue
+// either). A batched request of an item already queued, or queued again at
+// Done, is served already.
+func (q *Queue[T]) addAfterLocked(e *entry[T], due int64, seq uint64, batch bool) {
+	if batch {
+		if e.state&(queued|dirty) != 0 || e.state&batched != 0 && due >= e.batchDue {
 			return
 		}
+		e.batchDue, e.batchSeq = due, seq
+		e.state |= batched
+	} else {
+		if e.state&timed != 0 && due >= e.timedDue {
+			return
+		}
+		e.timedDue, e.timedSeq = due, seq
+		e.state |= timed
+	}
+	q.delay.place(e)
+}
+
+// place puts e in the heap at the earlier of its pending due times, or
+// takes it out of the heap when it has none. mu is held.
+func (h *delayState[T]) place(e *entry[T]) {
+	var due int64
+	var seq uint64
+	switch t, b := e.state&timed != 0, e.state&batched != 0; {
+	case t && (!b || e.timedDue < e.batchDue || e.timedDue == e.batchDue && e.timedSeq < e.batchSeq):
+		due, seq = e.timedDue, e.timedSeq
+	case b:
+		due, seq = e.batchDue, e.batchSeq
+	default:
+		if e.state&delayed != 0 {
+			h.remove(e)
+			e.state &^= delayed
+		}
+		return
+	}
+	if e.state&delayed == 0 {
 		e.due, e.seq = due, seq
-		h.up(e.index)
+		e.state |= delayed
+		h.push(e)
+		return
+	}
+	if due == e.due && seq == e.seq {
 		return
 	}
 	e.due, e.seq = due, seq
-	e.state |= delayed
-	h.push(e)
+	if !h.down(e.index) {
+		h.up(e.index)
+	}
 }
 
 // appendLocked adds r to the inbox. imu is held.
@@ -196,10 +263,10 @@ func (q *Queue[T]) mergeChunk() bool {
 		switch {
 		case e == nil:
 			e = q.newEntry(r.key)
-		case e.satSeq >= r.seq:
+		case r.batch && e.satSeq >= r.seq:
 			continue // a Get came after the request and served it
 		}
-		q.addAfterLocked(e, r.due, r.seq)
+		q.addAfterLocked(e, r.due, r.seq, r.batch)
 	}
 	h.pending.Add(-int64(len(chunk)))
 	clear(chunk)
@@ -256,9 +323,16 @@ func (q *Queue[T]) onTimer(gen uint64) {
 	}
 	h.imu.Unlock()
 	for len(h.heap) > 0 && h.heap[0].due <= limit {
+		// The request that is due goes; the other kind's, if later,
+		// keeps e in the heap (a batched one is served by the add).
 		e := h.heap[0]
-		h.remove(e)
-		e.state &^= delayed
+		if e.state&timed != 0 && e.timedDue <= limit {
+			e.state &^= timed
+		}
+		if e.state&batched != 0 && e.batchDue <= limit {
+			e.state &^= batched
+		}
+		h.place(e)
 		q.addLocked(e)
 	}
 	h.imu.Lock()
@@ -291,7 +365,7 @@ func (h *delayState[T]) stopIfEmpty() {
 func (q *Queue[T]) discardDelayed() {
 	h := &q.delay
 	for _, e := range h.heap {
-		e.state &^= delayed
+		e.state &^= delayed | timed | batched
 		q.releaseIfIdle(e)
 	}
 	clear(h.heap)

@@ -13,18 +13,58 @@ import (
 // item due at the same moment: due items are moved together, earliest
 // first, so anything else that had become due is queued by then.
 
-func TestAddAfter(t *testing.T) {
-	type step struct {
-		verb  string // "add", "after", "get", "done", "step", "len"
-		item  string
-		delay time.Duration
+// step is one step of a scripted delay test.
+type step struct {
+	verb  string // "add", "after", "batch", "get", "done", "step", "len"
+	item  string
+	delay time.Duration
+}
+
+// delayCase is a scripted delay test: the steps, and what the "get" and
+// "len" steps should see.
+type delayCase struct {
+	name   string
+	steps  []step
+	want   []string
+	reason string
+}
+
+// runDelayCases runs each case on a new queue with a fake clock.
+func runDelayCases(t *testing.T, tests []delayCase) {
+	t.Helper()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			q, fc := newFakeQueue(t)
+			var got []string
+			for _, s := range tc.steps {
+				switch s.verb {
+				case "add":
+					q.Add(s.item)
+				case "after":
+					q.AddAfter(s.item, s.delay)
+				case "batch":
+					q.AddBatched(s.item, s.delay)
+				case "get":
+					got = append(got, "get "+get(t, q))
+				case "done":
+					q.Done(s.item)
+				case "step":
+					fc.Step(s.delay)
+				case "len":
+					got = append(got, fmt.Sprintf("len %d", q.Len()))
+				default:
+					t.Fatalf("unknown verb %q", s.verb)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nmismatch (-want +got):\n%s", tc.reason, diff)
+			}
+		})
 	}
-	tests := []struct {
-		name   string
-		steps  []step
-		want   []string
-		reason string
-	}{{
+}
+
+func TestAddAfter(t *testing.T) {
+	runDelayCases(t, []delayCase{{
 		name: "due in order, ties in request order",
 		steps: []step{
 			{verb: "after", item: "c", delay: 3 * time.Second},
@@ -62,19 +102,19 @@ func TestAddAfter(t *testing.T) {
 		want:   []string{"get a", "get marker", "get marker", "len 0"},
 		reason: "the 10s and 20s requests merged into the 5s one: a runs once",
 	}, {
-		name: "add supersedes a delay",
+		name: "add does not cancel a delay",
 		steps: []step{
 			{verb: "after", item: "a", delay: 5 * time.Second},
 			{verb: "after", item: "marker", delay: 5 * time.Second},
 			{verb: "add", item: "a"}, {verb: "len"},
 			{verb: "get"}, {verb: "done", item: "a"},
 			{verb: "step", delay: 5 * time.Second},
-			{verb: "get"}, {verb: "len"},
+			{verb: "get"}, {verb: "get"}, {verb: "len"},
 		},
-		want:   []string{"len 1", "get a", "get marker", "len 0"},
-		reason: "Add makes a waiting item due now and it runs once (client-go runs it again at 5s)",
+		want:   []string{"len 1", "get a", "get a", "get marker", "len 0"},
+		reason: "a plain Add leaves the delay alone: a runs at once and again at 5s, as with client-go",
 	}, {
-		name: "after of a queued item is already due",
+		name: "after of a queued item waits out its delay",
 		steps: []step{
 			{verb: "add", item: "a"},
 			{verb: "after", item: "a", delay: 5 * time.Second},
@@ -85,11 +125,12 @@ func TestAddAfter(t *testing.T) {
 			{verb: "get"}, {verb: "get"}, {verb: "done", item: "a"}, {verb: "done", item: "m1"},
 			{verb: "after", item: "m2", delay: 4 * time.Second},
 			{verb: "step", delay: 4 * time.Second},
-			{verb: "get"}, {verb: "len"},
+			{verb: "get"}, {verb: "get"}, {verb: "len"},
 		},
-		want: []string{"get a", "get m1", "get m2", "len 0"},
+		want:   []string{"get a", "get m1", "get a", "get m2", "len 0"},
+		reason: "the request made while a was queued still brings a back at 5s (client-go's waiting queue does not look at its queue)",
 	}, {
-		name: "after of an item due again at Done is already due",
+		name: "after of an item due again at Done waits out its delay",
 		steps: []step{
 			{verb: "add", item: "a"}, {verb: "get"}, {verb: "add", item: "a"},
 			{verb: "after", item: "a", delay: 5 * time.Second},
@@ -98,10 +139,25 @@ func TestAddAfter(t *testing.T) {
 			{verb: "get"}, {verb: "done", item: "a"}, {verb: "get"}, {verb: "done", item: "a"}, {verb: "done", item: "m1"},
 			{verb: "after", item: "m2", delay: 4 * time.Second},
 			{verb: "step", delay: 4 * time.Second},
-			{verb: "get"}, {verb: "len"},
+			{verb: "get"}, {verb: "get"}, {verb: "len"},
 		},
-		want:   []string{"get a", "get m1", "get a", "get m2", "len 0"},
-		reason: "the AddAfter merged into the pending re-add: a runs once more, not twice",
+		want:   []string{"get a", "get m1", "get a", "get a", "get m2", "len 0"},
+		reason: "the re-add at Done does not serve the delayed request: a runs at Done and again at 5s",
+	}, {
+		name: "a failed retry does not postpone the first",
+		steps: []step{
+			// A retry due at 1s, then the item runs on an event and asks
+			// for a later one: it still comes back at 1s.
+			{verb: "after", item: "a", delay: time.Second},
+			{verb: "add", item: "a"}, {verb: "get"},
+			{verb: "after", item: "a", delay: 8 * time.Second},
+			{verb: "done", item: "a"},
+			{verb: "after", item: "marker", delay: time.Second},
+			{verb: "step", delay: time.Second},
+			{verb: "get"}, {verb: "get"}, {verb: "len"},
+		},
+		want:   []string{"get a", "get a", "get marker", "len 0"},
+		reason: "the earliest pending request wins even across a run of the item",
 	}, {
 		name: "due while processing: queued at Done",
 		steps: []step{
@@ -129,32 +185,7 @@ func TestAddAfter(t *testing.T) {
 			{verb: "get"}, {verb: "len"},
 		},
 		want: []string{"get marker", "len 0"},
-	}}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			q, fc := newFakeQueue(t)
-			var got []string
-			for _, s := range tc.steps {
-				switch s.verb {
-				case "add":
-					q.Add(s.item)
-				case "after":
-					q.AddAfter(s.item, s.delay)
-				case "get":
-					got = append(got, "get "+get(t, q))
-				case "done":
-					q.Done(s.item)
-				case "step":
-					fc.Step(s.delay)
-				case "len":
-					got = append(got, fmt.Sprintf("len %d", q.Len()))
-				}
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nmismatch (-want +got):\n%s", tc.reason, diff)
-			}
-		})
-	}
+	}})
 }
 
 func TestShutDownDiscardsDelayedItems(t *testing.T) {
@@ -180,7 +211,8 @@ func TestShutDownDiscardsDelayedItems(t *testing.T) {
 }
 
 // TestDelayTimerFollowsEarliest checks that the one timer always targets
-// the earliest due item, including after the earliest is removed by Add.
+// the earliest due item, and that a plain Add does not take an item out
+// of the delay heap.
 func TestDelayTimerFollowsEarliest(t *testing.T) {
 	q, fc := newFakeQueue(t)
 	next := func() time.Duration {
@@ -212,10 +244,22 @@ func TestDelayTimerFollowsEarliest(t *testing.T) {
 	if got := next(); got != 4*time.Second {
 		t.Fatalf("timer in %v after b was due; want 4s (for c)", got)
 	}
+	// A plain Add leaves the delays alone (client-go's waiting queue): the
+	// timer still targets c, which comes again when due.
 	q.Add("c")
-	q.Add("a")
-	// With no item delayed, no timer is left.
-	if got := fc.Waiters(); got != 0 {
-		t.Errorf("%d timers left after every delayed item was added at once; want 0", got)
+	if got := next(); got != 4*time.Second {
+		t.Fatalf("timer in %v after Add(c); want still 4s (c's delay)", got)
+	}
+	if item, _ := q.Get(); item != "c" {
+		t.Fatalf("Get() = %q; want c, added", item)
+	}
+	q.Done("c")
+	fc.Step(4 * time.Second)
+	if item, _ := q.Get(); item != "c" {
+		t.Fatalf("Get() = %q; want c again, due", item)
+	}
+	q.Done("c")
+	if got := next(); got != 3*time.Second {
+		t.Errorf("timer in %v after c was due; want 3s (for a)", got)
 	}
 }

@@ -6,10 +6,15 @@
 //   - Fair: items are handed out in the order in which they first became
 //     pending. Adding a pending item again does not move it.
 //   - Stingy: an item added many times before a worker gets it is
-//     processed once. This holds across kinds of add: an item has at most
-//     one pending request, and the earliest due time wins. A plain Add of an
-//     item waiting out an AddAfter makes it due now and it runs once
-//     (client-go runs it twice).
+//     processed once. Delayed adds ([Queue.AddAfter], [Queue.AddRateLimited])
+//     of an item merge into one pending request, and the earliest due time
+//     wins. As in client-go, that request is independent of plain adds: a
+//     plain Add, or processing the item, does not cancel it, and the item is
+//     added again when it is due. A controller's retry therefore comes no
+//     later than its first backoff scheduled, however often the item is
+//     processed and fails meanwhile. [Queue.AddBatched] (no client-go
+//     counterpart) is the stingy kind: a plain Add, or a Get, before it is
+//     due serves it, and the item runs once.
 //   - One worker per item: an item handed out by [Queue.Get] is not handed
 //     out again until [Queue.Done]. If it is added while being processed,
 //     it is queued again, once, at Done; the add is never lost.

@@ -2,6 +2,7 @@ package workqueue
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -79,5 +80,54 @@ func TestQuickLookupFollowsQueued(t *testing.T) {
 	}
 	if q.quick.coalesced("b") {
 		t.Fatal("unknown item: coalesced = true; want false")
+	}
+}
+
+// TestGetServesBatchedRequestsInTheInbox checks the one case in which a
+// batched request is served by a Get rather than by an add: the request
+// is still in the inbox, not merged, when a Get hands the item out. The
+// run starts after the request was made, so the request is dropped when
+// merged; a request made after the Get still waits.
+func TestGetServesBatchedRequestsInTheInbox(t *testing.T) {
+	q := New(Config[string]{})
+	defer q.ShutDown()
+	got := make(chan string)
+	go func() {
+		item, _ := q.Get()
+		got <- item
+	}()
+	for { // wait for the Get to block
+		q.mu.Lock()
+		waiting := q.track.waiting
+		q.mu.Unlock()
+		if waiting == 1 {
+			break
+		}
+		runtime.Gosched()
+	}
+	q.mu.Lock()
+	q.pushReady(q.entryFor("a")) // the waiting Get takes a when mu is free
+	q.AddBatched("a", time.Hour) // before that: it waits in the inbox
+	if q.delay.n != 1 {
+		t.Fatalf("%d requests in the inbox; want 1", q.delay.n)
+	}
+	q.mu.Unlock()
+	if item := <-got; item != "a" {
+		t.Fatalf("Get() = %q; want a", item)
+	}
+	q.Done("a")
+	batched := func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		q.mergeInbox()
+		e := q.items["a"]
+		return e != nil && e.state&batched != 0
+	}
+	if batched() {
+		t.Errorf("the request made before the Get still waits after the run; want it served")
+	}
+	q.AddBatched("a", time.Hour)
+	if !batched() {
+		t.Errorf("the request made after the run was dropped; want it waiting")
 	}
 }

@@ -73,9 +73,13 @@ type entry[T comparable] struct {
 	work     clock.Work // while queued or processing: the item's unit of work
 	state    uint16
 	index    int         // position in the delay heap while delayed
-	due      int64       // when a delayed item becomes ready
+	due      int64       // when a delayed item becomes ready: the earlier of timedDue and batchDue
 	seq      uint64      // delay request that set due; orders equal due times
-	satSeq   uint64      // delay requests up to this one were satisfied by a Get
+	timedDue int64       // while timed: the earliest AddAfter or AddRateLimited
+	timedSeq uint64      // the request that set timedDue
+	batchDue int64       // while batched: the earliest AddBatched not yet served
+	batchSeq uint64      // the request that set batchDue
+	satSeq   uint64      // batched requests up to this one were served by a Get
 	addedAt  int64       // metrics only: when it last became pending
 	started  int64       // metrics only: when Get handed it out
 	forgetAt int64       // while armed
@@ -87,6 +91,8 @@ const (
 	processing                    // handed out by Get, Done not yet called
 	dirty                         // added while processing: queue again at Done
 	delayed                       // in the delay heap
+	timed                         // an AddAfter or AddRateLimited is pending (timedDue)
+	batched                       // an AddBatched is pending (batchDue)
 	limited                       // the limiter may hold failures for it
 	failed                        // AddRateLimited was called since the last Get
 	armed                         // its failures will be forgotten at forgetAt
@@ -139,8 +145,10 @@ func (q *Queue[T]) now() int64 { return int64(q.clock.Now().Sub(q.epoch)) }
 //   - If item is already waiting for Get, Add does nothing (stingy).
 //   - If item is being processed, it is queued again, once, when Done is
 //     called for it.
-//   - If item is waiting in the delay heap, Add makes it due now; it is
-//     processed once, not once more when its delay ends.
+//   - A pending [Queue.AddAfter] or [Queue.AddRateLimited] of item is not
+//     affected: the item is added again when that delay ends, as with
+//     client-go. A pending [Queue.AddBatched] is served: the item runs
+//     once, not again when that delay ends.
 //
 // After [Queue.ShutDown], Add does nothing.
 func (q *Queue[T]) Add(item T) {
@@ -168,7 +176,7 @@ func (q *Queue[T]) Add(item T) {
 }
 
 // mergePending merges the delay inbox if requests wait in it, so that an
-// Add that makes a delayed item due finds it in the heap and the timer
+// Add that serves a batched request finds it in the heap and the timer
 // goes when nothing is left to wait for. mu is held.
 func (q *Queue[T]) mergePending() {
 	if q.delay.pending.Load() > 0 {
@@ -180,12 +188,14 @@ func (q *Queue[T]) mergePending() {
 }
 
 // addLocked makes e pending now: queued, or dirty if it is processing.
+// It serves a pending AddBatched of e; a pending AddAfter or
+// AddRateLimited is left alone.
 func (q *Queue[T]) addLocked(e *entry[T]) {
-	if e.state&delayed != 0 {
+	if e.state&batched != 0 {
 		// The timer may now be early; its callback then finds nothing due
 		// and sets it again. With nothing left to wait for, it goes.
-		q.delay.remove(e)
-		e.state &^= delayed
+		e.state &^= batched
+		q.delay.place(e)
 		if len(q.delay.heap) == 0 {
 			q.delay.stopIfEmpty()
 		}
@@ -226,7 +236,7 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 	}
 	e := q.takeHead()
 	e.state = e.state&^failed | processing
-	e.satSeq = q.delay.seq.Load() // this run serves the delay requests made so far
+	e.satSeq = q.delay.seq.Load() // this run serves the batched requests made so far
 	q.lastGot = e
 	q.processing++
 	if q.metrics != nil {
@@ -403,7 +413,7 @@ func (q *Queue[T]) releaseIfIdle(e *entry[T]) {
 
 // trimIdle drops the oldest idle entries beyond maxIdle. While delay
 // requests wait in the inbox it drops none: their satSeq decides whether
-// those requests still hold.
+// batched requests still hold.
 func (q *Queue[T]) trimIdle() {
 	for q.idle.len() > maxIdle && q.delay.pending.Load() == 0 {
 		q.evict(q.idle.pop())

@@ -78,7 +78,7 @@ func (q *Queue[T]) AddRateLimited(item T) {
 	h := &q.delay
 	now := q.now()
 	due := addSat(now, d)
-	q.addAfterLocked(e, due, h.seq.Add(1))
+	q.addAfterLocked(e, due, h.seq.Add(1), false)
 	if e.state&delayed != 0 && e.due == due {
 		h.imu.Lock()
 		q.armTimer(now, due)

@@ -110,7 +110,9 @@ type Environment struct {
 	Kubelet memcluster.KubeletConfig
 	// Latency delays every request as a local kube-apiserver would, so
 	// that a suite's test goroutine does not outrun its controllers (see
-	// [Latency]). Nil means 1 ms for each read and 2 ms for each write;
+	// [Latency]). Nil means 1 ms for each read and 2 ms for each write,
+	// and a list with no resourceVersion waits for its kind's watch cache
+	// until 95 ms after the latest write of another kind, as on envtest;
 	// &envtest.Latency{} answers at once. The delays appear in the trace
 	// as injected latency.
 	Latency *Latency

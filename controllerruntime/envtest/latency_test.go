@@ -3,6 +3,7 @@ package envtest_test
 import (
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -73,4 +74,42 @@ func TestLatency(t *testing.T) {
 	if _, err := (&envtest.Environment{Latency: &envtest.Latency{Write: -time.Second}}).Start(); err == nil {
 		t.Error("Start with a negative latency: no error")
 	}
+}
+
+// TestListCatchUp checks the default Latency's ListCatchUp, in virtual
+// time (a synctest bubble): a list of secrets right after a configmap is
+// written waits for the secrets' watch cache, 95 ms after the write; a list
+// of configmaps, or one at resourceVersion "0", takes the read latency.
+func TestListCatchUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := &envtest.Environment{}
+		c := start(t, env)
+		took := func(list client.ObjectList, opts ...client.ListOption) time.Duration {
+			t.Helper()
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "x-", Namespace: "default"}}
+			if err := c.Create(t.Context(), cm); err != nil {
+				t.Fatal(err)
+			}
+			begin := time.Now()
+			if err := c.List(t.Context(), list, opts...); err != nil {
+				t.Fatal(err)
+			}
+			return time.Since(begin)
+		}
+		for _, tt := range []struct {
+			name string
+			list client.ObjectList
+			opts []client.ListOption
+			want time.Duration
+		}{
+			{name: "another kind", list: &corev1.SecretList{}, want: 95 * time.Millisecond},
+			{name: "the kind written", list: &corev1.ConfigMapList{}, want: time.Millisecond},
+			{name: "another kind at resourceVersion 0", list: &corev1.SecretList{},
+				opts: []client.ListOption{&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}}, want: time.Millisecond},
+		} {
+			if got := took(tt.list, tt.opts...); got != tt.want {
+				t.Errorf("a list of %s right after a write of configmaps took %v; want %v", tt.name, got, tt.want)
+			}
+		}
+	})
 }

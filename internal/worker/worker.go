@@ -54,6 +54,13 @@ type Loop struct {
 	Sync func(ctx context.Context, key types.NamespacedName) (reconcile.Result, error)
 	// Skipped, if set, counts the skips.
 	Skipped Skipper
+	// SkipsFail makes a skipped sync count as a failed one, as upstream's
+	// ReplicaSet controller counts the sync its consistency check refuses
+	// (StaleControllerConsistencyReplicaSet): the key is retried with the
+	// rate limiter's backoff (up to MaxRetries), and the failure counts
+	// toward it. It is logged at V(4), not as an error. Unset, a skip
+	// counts as a success: the limiter forgets the key's failures.
+	SkipsFail bool
 }
 
 // Run waits until synced is closed (nil: it is), then runs the workers
@@ -104,7 +111,17 @@ func (l *Loop) next(ctx context.Context, log logr.Logger) bool {
 			if l.Skipped != nil {
 				l.Skipped.SyncSkipped()
 			}
-			l.Queue.Forget(key)
+			switch {
+			case !l.SkipsFail:
+				l.Queue.Forget(key)
+			case l.MaxRetries == 0 || l.Queue.NumRequeues(key) < l.MaxRetries:
+				// A failure for the backoff, but no error: the write's
+				// event comes.
+				log.V(4).Info("Cache behind this controller's own writes; will retry", l.KeyName, key)
+				l.Queue.AddRateLimited(key)
+			default:
+				l.Queue.Forget(key) // the write's event enqueues it
+			}
 			return true
 		}
 		if sctx == nil {
@@ -134,16 +151,17 @@ func (l *Loop) next(ctx context.Context, log logr.Logger) bool {
 }
 
 // Enqueue adds what event rules asked for to q. Keys marked Batch wait
-// batch (if positive). The queue keeps the earliest deadline of a key: the
+// batch (if positive), as batched adds (workqueue.Queue.AddBatched): the
 // first batched event of a burst sets the time of the one sync for all of
-// it.
+// it, and an event that syncs the key at once takes them along. Keys with
+// an After delay are added as upstream's AddAfter adds them.
 func Enqueue(q *workqueue.Queue[types.NamespacedName], batch time.Duration, es []reconcile.Enqueue) {
 	for _, e := range es {
 		switch {
 		case e.After > 0:
 			q.AddAfter(e.Key, e.After)
 		case e.Batch && batch > 0:
-			q.AddAfter(e.Key, batch)
+			q.AddBatched(e.Key, batch)
 		default:
 			q.Add(e.Key)
 		}

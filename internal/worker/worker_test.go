@@ -183,3 +183,86 @@ func TestClock(t *testing.T) {
 		t.Errorf("Clock(fake, real informers) = %v, %v; want the controller's own (the informers take no part in a simulation)", got, err)
 	}
 }
+
+// TestEnqueueBatchAndAfter checks the two delayed kinds of Enqueue: a
+// batched key joins a sync that an event asks for at once (one sync, not
+// a second when the period ends), while an After delay is kept however
+// often the key syncs meanwhile, as upstream's AddAfter.
+func TestEnqueueBatchAndAfter(t *testing.T) {
+	fc := clock.NewFake(time.Unix(0, 0))
+	q := workqueue.New(workqueue.Config[types.NamespacedName]{Clock: fc})
+	defer q.ShutDown()
+	syncOnce := func(why string) {
+		t.Helper()
+		if n := q.Len(); n != 1 {
+			t.Fatalf("%s: %d keys queued; want 1", why, n)
+		}
+		k, _ := q.Get()
+		q.Done(k)
+	}
+	Enqueue(q, time.Second, []reconcile.Enqueue{{Key: key, Batch: true}})
+	if n := q.Len(); n != 0 {
+		t.Fatalf("a batched key is queued at once (%d); want it to wait the period", n)
+	}
+	Enqueue(q, time.Second, []reconcile.Enqueue{{Key: key}})
+	syncOnce("an event of the key")
+	fc.Step(time.Second)
+	if n := q.Len(); n != 0 {
+		t.Errorf("the batched key is queued again when its period ends (%d); want it served by the sync", n)
+	}
+
+	Enqueue(q, time.Second, []reconcile.Enqueue{{Key: key, After: 2 * time.Second}})
+	Enqueue(q, time.Second, []reconcile.Enqueue{{Key: key}})
+	syncOnce("an event of the key")
+	fc.Step(2 * time.Second)
+	syncOnce("the After delay")
+
+	Enqueue(q, 0, []reconcile.Enqueue{{Key: key, Batch: true}})
+	syncOnce("a batched key without a period")
+}
+
+// With SkipsFail a skipped sync is a failure, as upstream's ReplicaSet
+// controller's consistency check makes it: retried with the backoff, and
+// counted toward it, until a sync succeeds.
+func TestSkipsFail(t *testing.T) {
+	l, calls, lines := newLoop(0)
+	var s skips
+	l.Skipped = &s
+	l.SkipsFail = true
+	behind := true
+	l.Skip = func(ctx context.Context, _ types.NamespacedName) (context.Context, bool, error) {
+		return ctx, behind, nil
+	}
+	l.Queue.Serve(1)
+	l.Queue.Add(key)
+	v4 := funcr.New(func(_, args string) { *lines = append(*lines, args) }, funcr.Options{Verbosity: 4})
+	for range 2 {
+		l.next(context.Background(), v4)
+	}
+	if *calls != 0 || s != 2 || l.Queue.NumRequeues(key) != 2 || l.Queue.Len() != 1 {
+		t.Errorf("behind: %d syncs, %d skips, %d requeues, %d queued; want 0, 2, 2 and 1", *calls, s, l.Queue.NumRequeues(key), l.Queue.Len())
+	}
+	if len(*lines) != 2 || !strings.Contains((*lines)[0], `"level"=4 "msg"="Cache behind this controller's own writes; will retry"`) {
+		t.Errorf("log %q; want each skip logged at V(4), not as an error", *lines)
+	}
+	behind = false
+	drive(t, context.Background(), l, logger(lines), 10)
+	if *calls != 1 || l.Queue.NumRequeues(key) != 0 {
+		t.Errorf("caught up: %d syncs, %d requeues; want 1 and 0", *calls, l.Queue.NumRequeues(key))
+	}
+}
+
+// With MaxRetries, a key skipped that often is dropped as a failing key
+// is: its write's event enqueues it again.
+func TestSkipsFailMaxRetries(t *testing.T) {
+	l, calls, lines := newLoop(2)
+	l.SkipsFail = true
+	l.Skip = func(ctx context.Context, _ types.NamespacedName) (context.Context, bool, error) {
+		return ctx, true, nil
+	}
+	l.Queue.Add(key)
+	drive(t, context.Background(), l, logger(lines), 10)
+	if *calls != 0 || l.Queue.NumRequeues(key) != 0 || l.Queue.Len() != 0 {
+		t.Errorf("%d syncs, %d requeues, %d queued; want the key dropped after 2 retries: 0, 0, 0", *calls, l.Queue.NumRequeues(key), l.Queue.Len())
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"github.com/ctrlkit/ctrlkit/kube"
 	"github.com/ctrlkit/ctrlkit/kube/internal/cluster"
 	"github.com/ctrlkit/ctrlkit/kube/simkubelet"
@@ -63,6 +65,8 @@ type envOptions struct {
 	// (one where kube-controller-manager runs the Deployment and
 	// ReplicaSet controllers: then set noOperator too).
 	cp *cluster.ControlPlane
+	// logger, if set, receives the operator's logs.
+	logger logr.Logger
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -105,7 +109,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		wg.Go(func() { _ = e.kubelet.Run(ctx) })
 	}
 	if !o.noOperator {
-		e.startOperator(ctx, &wg, o.lowPriorityEvents)
+		e.startOperator(ctx, &wg, o.lowPriorityEvents, o.logger)
 	}
 	t.Cleanup(func() {
 		cancel()
@@ -120,8 +124,8 @@ func newEnv(t *testing.T, o envOptions) *env {
 	return e
 }
 
-func (e *env) startOperator(ctx context.Context, wg *sync.WaitGroup, lowPriorityEvents bool) {
-	op := &kube.Operator{Config: e.cp.Config(20, 30), Namespace: e.ns, Metrics: e.metrics, LowPriorityEvents: lowPriorityEvents}
+func (e *env) startOperator(ctx context.Context, wg *sync.WaitGroup, lowPriorityEvents bool, log logr.Logger) {
+	op := &kube.Operator{Config: e.cp.Config(20, 30), Namespace: e.ns, Metrics: e.metrics, LowPriorityEvents: lowPriorityEvents, Logger: log}
 	wg.Go(func() {
 		if err := op.Run(ctx); err != nil {
 			e.t.Errorf("operator: %v", err)

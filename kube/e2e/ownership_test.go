@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"github.com/ctrlkit/ctrlkit/kube/internal/cluster"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -131,7 +133,7 @@ func TestConcurrentWriters(t *testing.T) {
 	e := newEnv(t, envOptions{readyDelay: 100 * time.Millisecond})
 	ctx, stop := context.WithCancel(e.ctx)
 	var wg sync.WaitGroup
-	e.startOperator(ctx, &wg, false) // a second, independent operator
+	e.startOperator(ctx, &wg, false, logr.Logger{}) // a second, independent operator
 	defer func() { stop(); wg.Wait() }()
 	e.create(deployment("web", 4, "nginx:1"))
 	for i, n := range []int32{6, 3, 8, 5} {
