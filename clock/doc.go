@@ -55,6 +55,15 @@
 // same thing run after run: same seed, same trace. Work runs only in
 // [Fake.Settle] (or RunUntil, which calls it) on such a clock.
 //
+// A Fake from [NewInterleaved] also runs one unit at a time, but gives the
+// turn, each time more than one unit could go, to one drawn from a seed:
+// one of the orders in which the work of an instant could have run
+// concurrently (the units of one [Source] keep their order; timer
+// callbacks due at one instant, and the calls of one [Fork], go in any
+// order; a goroutine that calls [Yield] lets the others go first). It
+// records the turns it took ([Fake.Schedule]), and [NewReplay] takes them
+// again: a failure found in one interleaving replays exactly.
+//
 // # Usage
 //
 //	fc := clock.NewDeterministic(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))

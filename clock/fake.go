@@ -29,8 +29,12 @@ type Fake struct {
 	held     []*held // serial mode: work waiting for its turn, oldest first
 	nheld    int     // entries of held still waiting
 	active   map[*Source]struct{}
-	timerSrc *Source // the work of AfterFunc callbacks
-	progress uint64  // counts work started and finished: Settle's watchdog
+	timerSrc *Source      // the work of AfterFunc callbacks
+	progress uint64       // counts work started and finished: Settle's watchdog
+	turns    uint64       // serial mode: turns given so far
+	order    *interleaver // NewInterleaved: picks the next turn; nil: oldest first
+	yieldSrc *Source      // the continuations of Yield and Fork; made on first use
+	forkSrc  *Source      // the calls of Fork; made on first use
 }
 
 var _ Clock = (*Fake)(nil)
@@ -57,7 +61,9 @@ func NewDeterministic(t time.Time) *Fake { return newFake(t, true) }
 func newFake(t time.Time, serial bool) *Fake {
 	f := &Fake{now: t, serial: serial, active: map[*Source]struct{}{}}
 	f.cond.L = &f.mu
-	f.timerSrc = &Source{f: f, name: "clock: timer callback"}
+	// Callbacks due at one instant are independent of each other: an
+	// interleaving may run them in any order.
+	f.timerSrc = &Source{f: f, name: "clock: timer callback", anyOrder: true}
 	return f
 }
 

@@ -91,7 +91,12 @@ func (f *Fake) Settle(ctx context.Context) error {
 			}
 			return fmt.Errorf("clock: settle: %w; unfinished work: %s", err, busy)
 		}
-		h := f.popHeldLocked()
+		var h *held
+		if f.order != nil {
+			h = f.popChosenLocked()
+		} else {
+			h = f.popHeldLocked()
+		}
 		if h == nil {
 			f.mu.Unlock()
 			return nil

@@ -37,6 +37,10 @@ type Source struct {
 	// idle marks a source whose component must run for its work to
 	// finish and has not started; guarded by f.mu. See Source.Expect.
 	idle bool
+	// anyOrder marks a source whose units are independent of each other:
+	// a clock from NewInterleaved may give them their turns in any order
+	// (the units of other sources go in the order they were handed over).
+	anyOrder bool
 }
 
 // Expect records that the work of s can only finish once its component
@@ -230,6 +234,7 @@ func (f *Fake) popHeldLocked() *held {
 		h.state = heldReleased
 		f.nheld--
 		f.running++
+		f.turns++
 		return h
 	}
 	f.held = nil // let the backing array go

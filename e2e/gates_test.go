@@ -31,11 +31,6 @@ import (
 func TestRandomisedGates(t *testing.T) {
 	for _, seed := range seeds(t) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			t.Cleanup(func() {
-				if t.Failed() {
-					t.Logf("replay with: CTRLKIT_E2E_SEED=%d go test -run TestRandomisedGates ./e2e", seed)
-				}
-			})
 			randomGatesRun(t, seed)
 		})
 	}
@@ -44,7 +39,7 @@ func TestRandomisedGates(t *testing.T) {
 func randomGatesRun(t *testing.T, seed uint64) {
 	rnd := rand.New(rand.NewPCG(seed, 0x9a7e5))
 	gates := randomGates(rnd)
-	w := newWorld(t, worldConfig{Seed: seed, Model: randomModel(rnd), Faults: randomFaults(rnd), FeatureGates: gates})
+	w := newWorld(t, worldConfig{Seed: seed, SeedEnv: true, Model: randomModel(rnd), Faults: randomFaults(rnd), FeatureGates: gates})
 	t.Logf("faults: %+v; gates: %q", w.faults, gates)
 	names := make([]string, 1+rnd.IntN(3))
 	for i := range names {

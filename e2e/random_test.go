@@ -82,11 +82,6 @@ func parseSeeds(spec string) ([]uint64, error) {
 func TestRandomised(t *testing.T) {
 	for _, seed := range seeds(t) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			t.Cleanup(func() { // runs after the world's checks
-				if t.Failed() {
-					t.Logf("replay with: CTRLKIT_E2E_SEED=%d go test -run TestRandomised ./e2e", seed)
-				}
-			})
 			randomRun(t, seed)
 		})
 	}
@@ -100,7 +95,7 @@ var (
 
 func randomRun(t *testing.T, seed uint64) {
 	rnd := rand.New(rand.NewPCG(seed, 0xe2e))
-	w := newWorld(t, worldConfig{Seed: seed, Model: randomModel(rnd), Faults: randomFaults(rnd)})
+	w := newWorld(t, worldConfig{Seed: seed, SeedEnv: true, Model: randomModel(rnd), Faults: randomFaults(rnd)})
 	t.Logf("faults: %+v", w.faults)
 
 	names := make([]string, 1+rnd.IntN(4))

@@ -20,6 +20,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/deployment"
 	"github.com/ctrlkit/ctrlkit/features"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/gate"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 	"github.com/ctrlkit/ctrlkit/replicaset"
 )
@@ -36,16 +37,37 @@ type worldConfig struct {
 	Faults  memcluster.Faults   // injected into the controllers' requests
 	// NoChecks skips the invariant replay (the scale benchmark).
 	NoChecks bool
-	// Concurrent runs the world on clock.NewFake, where the work of an
-	// instant runs concurrently, rather than on clock.NewDeterministic,
-	// where a seed replays exactly. CTRLKIT_E2E_CONCURRENT=1 sets it for
-	// every world.
-	Concurrent bool
+	// Mode is how the work of an instant runs; the zero value reads it
+	// from the environment (see modeFromEnv): by default one unit at a
+	// time, oldest first (clock.NewDeterministic), so that a seed replays
+	// exactly.
+	Mode clockMode
+	// OnRequest, if set, is told of every request the cluster admits
+	// (memcluster.Config.OnRequest).
+	OnRequest func(context.Context, memcluster.Request)
+	// Gate, if set, sees every step of the cluster before it happens
+	// (memcluster.Config.Gate), and may end a watch instead of a
+	// delivery; in an interleaved world it goes before the turn is given
+	// up.
+	Gate gate.Gate
+	// ScheduleDir is where a failed interleaved world writes the
+	// interleaving it took; "" is the system's temporary directory.
+	ScheduleDir string
+	// SeedEnv says that CTRLKIT_E2E_SEED=Seed selects this world (a
+	// randomised run): a failure's replay line sets it.
+	SeedEnv bool
+	// LateKubelet leaves the kubelet out until the test calls
+	// world.startKubelet: the kubelet registers its Nodes when it is made,
+	// so until then the cluster is empty (at resourceVersion 0).
+	LateKubelet bool
 	// FeatureGates are both controllers' feature gates at the start.
 	FeatureGates features.Gates
 	// BuiltinKinds adds memcluster's built-in kinds (Events among them: the
 	// kubelet's rejection events are recorded).
 	BuiltinKinds bool
+	// Deployment, if set, changes the Deployment controller's config
+	// before it is built.
+	Deployment func(*deployment.ControllerConfig)
 	// ReplicaSet, if set, changes the ReplicaSet controller's config
 	// before it is built (upstream's behaviour on an expired expectation,
 	// say).
@@ -63,21 +85,41 @@ type world struct {
 	rec    *recorder
 	client *recordingClient
 	faults memcluster.Faults
-	// dc and rc are the two controllers.
-	dc *deployment.Controller
-	rc *replicaset.Controller
+	// dc and rc are the two controllers, and the informers they share.
+	dc     *deployment.Controller
+	rc     *replicaset.Controller
+	dInf   *informer.Informer[*appsv1.Deployment]
+	rsInf  *informer.Informer[*appsv1.ReplicaSet]
+	podInf *informer.Informer[*corev1.Pod]
+	// startKubelet makes the kubelet, which registers its Nodes, and
+	// runs it; newWorld calls it unless the config says LateKubelet.
+	startKubelet func()
+	// seed and mode are the world's config's: a failure says how to
+	// replay it.
+	seed        uint64
+	mode        clockMode
+	scheduleDir string
 }
 
 // newWorld starts a world; it stops, and its history is checked, in
 // tb.Cleanup.
 func newWorld(tb testing.TB, cfg worldConfig) *world {
 	tb.Helper()
-	fc := clock.NewDeterministic(epoch)
-	if cfg.Concurrent || os.Getenv("CTRLKIT_E2E_CONCURRENT") == "1" {
-		fc = clock.NewFake(epoch)
+	if cfg.Mode.kind == fromEnv {
+		m, err := modeFromEnv(os.Getenv)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		cfg.Mode = m
 	}
+	fc := cfg.Mode.newClock(cfg.Seed, epoch)
 	// Watches must not lose events: the recorder sees every one of them.
-	c := memcluster.New(memcluster.Config{Clock: fc, Seed: cfg.Seed, WatchHistory: 1 << 30, WatchBuffer: 1 << 30})
+	mcfg := memcluster.Config{Clock: fc, Seed: cfg.Seed, WatchHistory: 1 << 30, WatchBuffer: 1 << 30, OnRequest: cfg.OnRequest}
+	mcfg.Gate = cfg.Gate
+	if cfg.Mode.kind == interleaved || cfg.Mode.kind == replayed {
+		mcfg.Gate = yieldGate{fc: fc, next: cfg.Gate}
+	}
+	c := memcluster.New(mcfg)
 	if cfg.BuiltinKinds {
 		memcluster.AddBuiltinKinds(c)
 	}
@@ -88,7 +130,14 @@ func newWorld(tb testing.TB, cfg worldConfig) *world {
 		cfg.Workers = 5
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &world{tb: tb, ctx: ctx, fc: fc, c: c, rec: newRecorder(), client: newRecordingClient(c)}
+	// The test's own requests are made from outside the simulation.
+	w := &world{tb: tb, ctx: context.WithValue(ctx, outside{}, true), fc: fc, c: c, rec: newRecorder(), client: newRecordingClient(c), seed: cfg.Seed, mode: cfg.Mode, scheduleDir: cfg.ScheduleDir}
+	// Registered first, so logged last: after the checks below.
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Log(w.replayNote(cfg.SeedEnv))
+		}
+	})
 
 	var wg sync.WaitGroup
 	errc := make(chan error, 16)
@@ -103,10 +152,14 @@ func newWorld(tb testing.TB, cfg worldConfig) *world {
 	dInf := informer.New(c.Deployments("").ListWatcher(), informer.Config[*appsv1.Deployment]{Clock: fc})
 	rsInf := informer.New(c.ReplicaSets("").ListWatcher(), informer.Config[*appsv1.ReplicaSet]{Clock: fc})
 	podInf := informer.New(c.Pods("").ListWatcher(), informer.Config[*corev1.Pod]{Clock: fc})
-	dc, err := deployment.NewController(deployment.ControllerConfig{
+	dcfg := deployment.ControllerConfig{
 		Deployments: dInf, ReplicaSets: rsInf, Pods: podInf, Client: w.client, Clock: fc, Workers: cfg.Workers,
 		FeatureGates: cfg.FeatureGates,
-	})
+	}
+	if cfg.Deployment != nil {
+		cfg.Deployment(&dcfg)
+	}
+	dc, err := deployment.NewController(dcfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -122,13 +175,29 @@ func newWorld(tb testing.TB, cfg worldConfig) *world {
 		tb.Fatal(err)
 	}
 	w.dc, w.rc = dc, rc
-	kubelet := memcluster.NewKubelet(c, memcluster.KubeletConfig{Model: cfg.Model})
+	w.dInf, w.rsInf, w.podInf = dInf, rsInf, podInf
+	// The kubelet registers its Nodes before any informer lists, unless
+	// the test starts it late.
+	var kubelet *memcluster.Kubelet
+	if !cfg.LateKubelet {
+		kubelet = memcluster.NewKubelet(c, memcluster.KubeletConfig{Model: cfg.Model})
+	}
+	w.startKubelet = func() {
+		if kubelet == nil { // its registration is the test's write: no faults
+			w.c.SetFaults(memcluster.Faults{})
+			kubelet = memcluster.NewKubelet(c, memcluster.KubeletConfig{Model: cfg.Model})
+			w.c.SetFaults(w.faults)
+		}
+		wg.Go(func() { kubelet.Run(ctx) })
+	}
 	run("deployment informer", dInf.Run)
 	run("replicaset informer", rsInf.Run)
 	run("pod informer", podInf.Run)
 	run("deployment controller", dc.Run)
 	run("replicaset controller", rc.Run)
-	wg.Go(func() { kubelet.Run(ctx) })
+	if !cfg.LateKubelet {
+		w.startKubelet()
+	}
 	w.setFaults(cfg.Faults)
 
 	tb.Cleanup(func() {
@@ -184,7 +253,10 @@ func (w *world) now() time.Duration { return w.fc.Now().Sub(epoch) }
 func (w *world) runUntil(what string, limit time.Duration, cond func() bool) {
 	w.tb.Helper()
 	if err := w.run(cond, limit); err != nil {
-		w.tb.Fatalf("at +%v, waiting until %s: %v\n%s", w.now(), what, err, w.rec.describe())
+		if errors.Is(err, clock.ErrStalled) {
+			w.checkLiveness()
+		}
+		w.tb.Fatalf("at +%v, waiting until %s: %v\n%s%s", w.now(), what, err, w.rec.describe(), w.diagnose())
 	}
 }
 
@@ -199,9 +271,13 @@ func (w *world) run(cond func() bool, limit time.Duration) error {
 func (w *world) runFor(d time.Duration) {
 	w.tb.Helper()
 	until := w.fc.Now().Add(d)
-	// Stalling is expected here (nothing left to do): no second chances.
+	// Stalling is expected here (nothing left to do), but not with work
+	// left (checkLiveness).
 	err := w.c.RunUntil(w.ctx, func() bool { return !w.fc.Now().Before(until) }, d)
-	if err != nil && !errors.Is(err, clock.ErrStalled) && !errors.Is(err, clock.ErrTimeLimit) {
+	switch {
+	case errors.Is(err, clock.ErrStalled):
+		w.checkLiveness()
+	case err != nil && !errors.Is(err, clock.ErrTimeLimit):
 		w.tb.Fatal(err)
 	}
 }
@@ -323,67 +399,4 @@ func (w *world) setImage(name, image string) {
 func (w *world) scale(name string, replicas int32) {
 	w.tb.Helper()
 	w.patch(name, fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas))
-}
-
-// recordingClient is the controllers' client; it remembers the pods the
-// ReplicaSet controller deleted, so that the checks can tell a deletion it
-// decided from a lost pod.
-type recordingClient struct {
-	memcluster.ControllerClient
-	mu     sync.Mutex
-	dels   map[types.UID]bool
-	failed map[types.UID]int32 // failed pod creations, by ReplicaSet UID
-}
-
-var (
-	_ replicaset.Client = (*recordingClient)(nil)
-	_ deployment.Client = (*recordingClient)(nil)
-)
-
-func newRecordingClient(c *memcluster.Cluster) *recordingClient {
-	return &recordingClient{ControllerClient: memcluster.ControllerClient{Cluster: c}, dels: map[types.UID]bool{}, failed: map[types.UID]int32{}}
-}
-
-// CreatePod creates, and counts failures by owner: a failure may be a
-// lost response, the pod created all the same, and the controller then
-// rightly creates another (upstream does the same), so each failure allows
-// the ReplicaSet one pod beyond its spec.
-func (r *recordingClient) CreatePod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
-	out, err := r.ControllerClient.CreatePod(ctx, pod)
-	if err != nil {
-		r.mu.Lock()
-		r.failed[controllerUID(pod)]++
-		r.mu.Unlock()
-	}
-	return out, err
-}
-
-// failedCreates returns the number of failed pod creations by ReplicaSet.
-func (r *recordingClient) failedCreates() map[types.UID]int32 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make(map[types.UID]int32, len(r.failed))
-	for k, v := range r.failed {
-		out[k] = v
-	}
-	return out
-}
-
-// DeletePod records uid, then deletes.
-func (r *recordingClient) DeletePod(ctx context.Context, namespace, name string, uid types.UID) error {
-	r.mu.Lock()
-	r.dels[uid] = true
-	r.mu.Unlock()
-	return r.ControllerClient.DeletePod(ctx, namespace, name, uid)
-}
-
-// deleted returns the UIDs of the pods the controller asked to delete.
-func (r *recordingClient) deleted() map[types.UID]bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make(map[types.UID]bool, len(r.dels))
-	for k, v := range r.dels {
-		out[k] = v
-	}
-	return out
 }

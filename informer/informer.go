@@ -158,7 +158,11 @@ func (inf *Informer[T]) AddHandler(h Handler[T]) (*Registration, error) {
 	if inf.state == stopped {
 		return nil, errors.New("informer: add handler: informer has stopped")
 	}
-	l := newListener(h, inf.work)
+	// A source of its own per handler: a clock that interleaves keeps
+	// each handler's notifications in order, but may deliver a change to
+	// one handler before another.
+	var zero T
+	l := newListener(h, clock.NewSource(inf.clock, fmt.Sprintf("informer %T handler", zero)))
 	if inf.HasSynced() {
 		objs := inf.cache.AppendList(nil, "", nil)
 		notes := make([]note[T], len(objs))

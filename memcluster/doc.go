@@ -63,7 +63,11 @@
 //     page's version, a version the kind's watch history no longer reaches
 //     is 410 Expired (with a token to continue inconsistently), and lists
 //     at an older exact version are served from that history. Watch replays the events after a version
-//     from a bounded history, answers a compacted version with a 410
+//     from a bounded history (a watch from "" or "0" starts with the
+//     current objects as Added events, in resourceVersion order: a fresh
+//     cluster lists at resourceVersion 0, and a reflector that watches
+//     from there and resumes from the last event it received misses
+//     nothing), answers a compacted version with a 410
 //     Expired error event, sends bookmarks (periodic, or on
 //     [Cluster.Bookmark]), and translates label-selector transitions into
 //     Added and Deleted events.

@@ -170,3 +170,44 @@ func TestGateExpiresAWatch(t *testing.T) {
 		t.Errorf("stored pod at %s; want %s", got.ResourceVersion, p.ResourceVersion)
 	}
 }
+
+// refusingGate refuses every delivery, with err.
+type refusingGate struct{ err error }
+
+func (g refusingGate) Enter(_ context.Context, s gate.Step) error {
+	if s.Kind == gate.StepDelivery {
+		return g.err
+	}
+	return nil
+}
+
+// A watch the gate ends instead of a delivery keeps that delivery's work
+// until its consumer stops it, as a watch's end does: a consumer that
+// watches again (an informer) takes on that work first, and a simulation
+// does not find nothing left to do in between. (The work used to end
+// before the close: RunUntil could report a stall, or check its condition,
+// while an informer was about to watch again.)
+func TestGateEndedWatchKeepsItsWorkUntilStop(t *testing.T) {
+	for _, err := range []error{errors.New("watch closed by the test"), gate.ErrWatchExpired} {
+		t.Run(err.Error(), func(t *testing.T) {
+			fc := clock.NewFake(t0)
+			c := New(Config{Clock: fc, Seed: 1, Gate: refusingGate{err: err}})
+			ctx := ctxT(t)
+			w, werr := c.Pods("ns").Watch(ctx, metav1.ListOptions{ResourceVersion: c.ResourceVersion()})
+			if werr != nil {
+				t.Fatal(werr)
+			}
+			w.(interface{ AckEvents() }).AckEvents() // as an informer does
+			must(c.Pods("ns").Create(ctx, pod("a", "", ""), metav1.CreateOptions{}))(t)
+			for range w.ResultChan() { // the 410, if any, then the close
+			}
+			if busy := fc.Busy(); busy == "" {
+				t.Fatal("no work left once the refused watch closed; want the refused delivery's until Stop")
+			}
+			w.Stop()
+			if err := fc.Settle(ctx); err != nil {
+				t.Fatalf("after Stop: %v", err)
+			}
+		})
+	}
+}

@@ -30,7 +30,6 @@ type Resource[T Object] struct {
 	objs     map[types.NamespacedName]T // guarded by c.mu
 	hist     history[T]                 // guarded by c.mu
 	watchers []*watcher[T]              // guarded by c.mu, in creation order
-	work     *clock.Source              // watch events as tracked work; nil on a real clock
 	norm     *normalizer                // nil: every round trip goes through JSON
 	gcPolicy gcPolicy                   // the default propagation of deletes
 	fields   fieldSelection[T]          // how field selectors are answered
@@ -75,7 +74,6 @@ func newResourceLocked[T Object](c *Cluster, k Kind[T]) (*Resource[T], error) {
 	r.norm = newNormalizer(func() any { return k.New() })
 	r.gcPolicy = defaultGCPolicies[k.GVK]
 	r.fields = newFieldSelection(k)
-	r.work = clock.NewSource(c.clock, "memcluster: watch "+k.Resource)
 	c.kinds[gk] = r
 	c.order = append(c.order, r)
 	c.kindsChanged++

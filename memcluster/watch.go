@@ -83,6 +83,7 @@ func (r *Resource[T]) watch(ctx context.Context, rvs string, bookmarks bool, mat
 	c := r.c
 	w := &watcher[T]{
 		r:         r,
+		work:      clock.NewSource(c.clock, "memcluster: watch "+r.kind.Resource),
 		match:     match,
 		bookmarks: bookmarks,
 		loopback:  admit.IsLoopback(ctx),
@@ -95,17 +96,23 @@ func (r *Resource[T]) watch(ctx context.Context, rvs string, bookmarks bool, mat
 	w.id = c.watchSeq
 	switch {
 	case from == 0:
-		// "" and "0": start with the current state as Added events.
-		keys := make([]T, 0, len(r.objs))
+		// "" and "0": start with the current state as Added events, in
+		// resourceVersion order, so that a client that resumes from the
+		// last event it received (a reflector after its watch ended)
+		// misses nothing. In another order, the resumed watch would skip
+		// the objects of lower versions not delivered yet: an informer
+		// that listed the empty cluster (resourceVersion 0) and watched
+		// from there would never see them. (kube-apiserver sends them in
+		// key order, but its lists never answer resourceVersion 0: a
+		// reflector never watches from "0".)
+		objs := make([]event[T], 0, len(r.objs))
 		for _, obj := range r.objs {
-			keys = append(keys, obj)
-		}
-		slices.SortFunc(keys, func(a, b T) int {
-			return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
-		})
-		for _, obj := range keys {
 			rv, _ := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
-			w.offerLocked(event[T]{typ: watch.Added, obj: obj, rv: rv})
+			objs = append(objs, event[T]{typ: watch.Added, obj: obj, rv: rv})
+		}
+		slices.SortFunc(objs, func(a, b event[T]) int { return cmp.Compare(a.rv, b.rv) })
+		for _, e := range objs {
+			w.offerLocked(e)
 		}
 	case from < r.hist.compacted:
 		st := apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, r.hist.compacted)).ErrStatus
@@ -170,8 +177,12 @@ type pending struct {
 // it) is tracked the same way, until the channel is closed or, with
 // AckEvents, until Stop.
 type watcher[T Object] struct {
-	id        uint64 // watches are numbered in the order they are opened
-	r         *Resource[T]
+	id uint64 // watches are numbered in the order they are opened
+	r  *Resource[T]
+	// work is the source of this watch's events as tracked work: one per
+	// watch, so that a clock that interleaves keeps each watch's events
+	// in order but may deliver two watches' in either order.
+	work      *clock.Source
 	match     func(T) bool
 	bookmarks bool
 	loopback  bool // the cluster's own (admit.WithLoopback): no faults
@@ -352,7 +363,7 @@ func (w *watcher[T]) ending() bool {
 // dueLocked starts the work of every buffered entry whose time has come, in
 // order, and sets the lag timer for the first whose time has not.
 func (w *watcher[T]) dueLocked(now time.Time) {
-	src := w.r.work
+	src := w.work
 	signal := false
 	// Entries fall due in order, so those before undue are due already:
 	// not looking at them again keeps a long queue linear.
@@ -460,7 +471,13 @@ func (w *watcher[T]) run(ctx context.Context) {
 			return
 		}
 		if err := w.r.c.enter(gctx, w.step(p.ev)); err != nil {
-			p.work.Done()
+			// The refused delivery ends the watch. Its work lasts as the
+			// end's does, until the close (with AckEvents, until Stop):
+			// the consumer takes on its next work (watching again)
+			// before a simulation can find nothing left to do.
+			w.mu.Lock()
+			w.unacked = append(w.unacked, p.work)
+			w.mu.Unlock()
 			if errors.Is(err, gate.ErrWatchExpired) {
 				w.sendExpired(ctx, w.step(p.ev).ResourceVersion)
 			}

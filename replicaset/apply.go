@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ctrlkit/ctrlkit/clock"
 )
 
 // PodWrites reports how far [WritePods] got. The caller uses it to
@@ -68,13 +70,16 @@ type PodWrites struct {
 // later actions are not executed. A nil c or rs, or a nil pod to delete,
 // is an error before anything is written.
 func WritePods(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, p Plan) (PodWrites, error) {
-	return writePods(ctx, c, events, rs, p, false)
+	return writePods(ctx, c, events, rs, p, nil)
 }
 
-// writePods is WritePods; sequential makes the calls of a batch one after another,
-// in order, for simulations that must replay exactly (the calls of a batch
-// would otherwise reach the API server in any order).
-func writePods(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, p Plan, sequential bool) (PodWrites, error) {
+// writePods is WritePods, with the concurrent calls of a batch forked on
+// clk (clock.Fork; nil: plain goroutines): on a simulation's virtual
+// clock they are tracked work, so that virtual time stays exact while they
+// sleep in requests with latency, and a deterministic clock orders them
+// (one after another, in order, or in an interleaving's order), so that
+// the simulation replays exactly.
+func writePods(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, p Plan, clk clock.Clock) (PodWrites, error) {
 	if c == nil {
 		return PodWrites{}, errors.New("replicaset: WritePods: the PodWriter is nil")
 	}
@@ -96,9 +101,9 @@ func writePods(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv
 		var err error
 		switch a := a.(type) {
 		case CreatePods:
-			err = createPods(ctx, c, events, rs, a.Count, &res, sequential)
+			err = createPods(ctx, c, events, rs, a.Count, &res, clk)
 		case DeletePods:
-			err = deletePods(ctx, c, events, rs, a.Pods, &res, sequential)
+			err = deletePods(ctx, c, events, rs, a.Pods, &res, clk)
 		case Event:
 			events.Event(rs, a.Type, a.Reason, a.Message)
 		}
@@ -109,7 +114,7 @@ func writePods(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv
 	return res, nil
 }
 
-func createPods(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, count int, res *PodWrites, sequential bool) error {
+func createPods(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, count int, res *PodWrites, clk clock.Clock) error {
 	tpl, err := NewPod(rs)
 	if err != nil {
 		res.CreatesSkipped += count
@@ -119,7 +124,7 @@ func createPods(ctx context.Context, c PodWriter, events EventRecorder, rs *apps
 	for _, size := range SlowStartBatches(count, slowStartInitialBatchSize) {
 		errs := make([]error, size)
 		created := make([]*corev1.Pod, size)
-		each(size, sequential, func(i int) { created[i], errs[i] = createPod(ctx, c, events, rs, tpl.DeepCopy()) })
+		each(size, clk, func(i int) { created[i], errs[i] = createPod(ctx, c, events, rs, tpl.DeepCopy()) })
 		first := error(nil)
 		for i, e := range errs {
 			if e == nil {
@@ -161,10 +166,10 @@ func createPod(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv
 	return created, nil
 }
 
-func deletePods(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, pods []*corev1.Pod, res *PodWrites, sequential bool) error {
+func deletePods(ctx context.Context, c PodWriter, events EventRecorder, rs *appsv1.ReplicaSet, pods []*corev1.Pod, res *PodWrites, clk clock.Clock) error {
 	outcomes := make([]deleteOutcome, len(pods))
 	live, _ := c.(PodGetter)
-	each(len(pods), sequential, func(i int) { outcomes[i] = deletePod(ctx, c, live, events, rs, pods[i]) })
+	each(len(pods), clk, func(i int) { outcomes[i] = deletePod(ctx, c, live, events, rs, pods[i]) })
 	var first error
 	for i, pod := range pods {
 		o := outcomes[i]
@@ -183,13 +188,11 @@ func deletePods(ctx context.Context, c PodWriter, events EventRecorder, rs *apps
 	return first
 }
 
-// each calls f(0), ..., f(n-1): concurrently, and returns when all have
-// returned, or one after another when sequential is set.
-func each(n int, sequential bool, f func(i int)) {
-	if sequential {
-		for i := range n {
-			f(i)
-		}
+// each calls f(0), ..., f(n-1) concurrently and returns when all have
+// returned: forked on clk when there is one (clock.Fork).
+func each(n int, clk clock.Clock, f func(i int)) {
+	if clk != nil {
+		clock.Fork(clk, n, f)
 		return
 	}
 	var wg sync.WaitGroup

@@ -350,7 +350,13 @@ func (r *Reconciler) act(ctx context.Context, key types.NamespacedName, in Input
 		v.Info("Managing replicas", "replicaSet", key, "plan", plan.Actions)
 	}
 	r.exp.Record(key, plan.Pending, now)
-	applied, err := writePods(ctx, r.client, r.events, in.ReplicaSet, plan, clock.IsDeterministic(r.clock))
+	// On a simulation's virtual clock the calls of a batch are forked on
+	// it (see writePods); elsewhere they are plain goroutines.
+	var clk clock.Clock
+	if fc, ok := r.clock.(*clock.Fake); ok {
+		clk = fc
+	}
+	applied, err := writePods(ctx, r.client, r.events, in.ReplicaSet, plan, clk)
 	if plan.Pending != nil && plan.Pending.Deletions == nil {
 		r.written.set(key, applied.CreatedPods)
 	}
