@@ -20,9 +20,10 @@ import (
 // second. Once every goroutine of the suite has been blocked, nothing
 // changing, for patience, it ends the test binary with a message naming
 // what waits and what to change, if what waits cannot end by itself: a
-// listener, a connection read, a lock (whose holder waits in the bubble).
-// Other waits that last (a pipe, a system call, a channel of no bubble)
-// are named in a warning after warnAfter. The watchdog only reads: when
+// listener, a connection read, a lock (whose holder waits in the bubble),
+// a real control plane started in the bubble (controller-runtime's
+// envtest.Environment). Other waits that last (a pipe, a system call, a
+// channel of no bubble) are named in a warning after warnAfter. The watchdog only reads: when
 // virtual time advances never depends on it.
 
 // patience is how long (wall clock) the suite may stay stuck before the
@@ -41,10 +42,11 @@ const watchPeriod = 250 * time.Millisecond
 type stallKind int
 
 const (
-	listening stallKind = iota // in Accept, on a socket
-	reading                    // reading a connection over a socket
-	locking                    // waiting for a sync.Mutex or RWMutex
-	outside                    // on something else outside the bubble: a channel of no bubble, a pipe, a system call
+	listening    stallKind = iota // in Accept, on a socket
+	reading                       // reading a connection over a socket
+	locking                       // waiting for a sync.Mutex or RWMutex
+	controlPlane                  // waiting for etcd or kube-apiserver, started by controller-runtime's envtest
+	outside                       // on something else outside the bubble: a channel of no bubble, a pipe, a system call
 )
 
 // stall is a goroutine of the bubble blocked, but not durably.
@@ -83,6 +85,8 @@ func read(gs []bubble.Goroutine) snapshot {
 			st.kind = reading
 		case strings.HasPrefix(g.Wait, "sync.Mutex.") || strings.HasPrefix(g.Wait, "sync.RWMutex."):
 			st.kind = locking
+		case g.Calls("os.(*Process).Wait") && g.Calls(realControlPlane):
+			st.kind = controlPlane
 		}
 		sn.stalls = append(sn.stalls, st)
 	}
@@ -90,11 +94,15 @@ func read(gs []bubble.Goroutine) snapshot {
 	return sn
 }
 
+// realControlPlane is the package with which controller-runtime's
+// envtest starts and waits for etcd and kube-apiserver.
+const realControlPlane = "sigs.k8s.io/controller-runtime/pkg/internal/testing/process."
+
 // owner is the innermost frame of g that is not the runtime's or Go's
 // networking and synchronisation, or what started g.
 func owner(g bubble.Goroutine) string {
 	for _, f := range g.Frames {
-		if !hasAnyPrefix(f.Func, "runtime.", "internal/", "net.", "net/http.", "crypto/tls.", "bufio.", "io.", "os.", "syscall.", "sync.") {
+		if !hasAnyPrefix(f.Func, "runtime.", "internal/", "net.", "net/http.", "crypto/tls.", "bufio.", "io.", "os.", "os/", "syscall.", "sync.") {
 			return f.Func
 		}
 	}
@@ -128,6 +136,10 @@ func (st stall) describe() string {
 	case reading:
 		return fmt.Sprintf("goroutine %d reads from a connection over a real socket, in %s: only the Environment's rest.Config reaches the bench in process "+
 			"(is this suite's Environment still controller-runtime's envtest, or a rest.Config of a real cluster?); or %s", st.id, st.owner, onWallClock)
+	case controlPlane:
+		return fmt.Sprintf("goroutine %d waits for a process of a real control plane (etcd or kube-apiserver, in %s): controller-runtime's envtest.Environment started it, "+
+			"and a real cluster answers over sockets, on the wall clock: start this package's Environment instead, or, for a suite that switches to controller-runtime's envtest, run it on the wall clock "+
+			"(ginkgo.RunSpecs instead of envtest.RunSpecs, or %s=1)", st.id, st.owner, WallClockEnv)
 	case locking:
 		return fmt.Sprintf("goroutine %d waits for a lock (%s) in %s, whose holder waits, for the cluster or for time, while it holds it: "+
 			"code that holds a lock across a request while another goroutine wants the lock cannot run in virtual time; %s", st.id, st.wait, st.owner, onWallClock)
@@ -210,7 +222,13 @@ func (w *watchdog) run() {
 			}
 		}
 		if stuck >= patience && len(fatal) > 0 {
-			panic(verdict(fatal, w.specText()))
+			msg := verdict(fatal, w.specText())
+			if slices.ContainsFunc(fatal, func(st stall) bool { return st.kind == controlPlane }) {
+				if ended := endChildren(); len(ended) > 0 {
+					msg += fmt.Sprintf("\n(the test binary's child processes, %v, were sent SIGTERM, so as not to outlive it)", ended)
+				}
+			}
+			panic(msg)
 		}
 		if stuck >= warnAfter && !warned {
 			warned = true

@@ -176,3 +176,53 @@ func TestVerdictSaysWhatToChange(t *testing.T) {
 		})
 	}
 }
+
+// TestReadNamesARealControlPlane reads the goroutine with which
+// controller-runtime's envtest waits for kube-apiserver, as a suite that
+// started controller-runtime's envtest.Environment under RunSpecs has it
+// (the stack is a CI run's): the watchdog gives up on it, and says to run
+// the suite on the wall clock.
+func TestReadNamesARealControlPlane(t *testing.T) {
+	const dump = `goroutine 104 [syscall, synctest bubble 3]:
+syscall.Syscall6(0xf7, 0x3, 0xe, 0x3f361c327e18, 0x4, 0x3f361c3810e0, 0x0)
+	/usr/local/go/src/syscall/syscall_linux.go:96 +0x39
+internal/syscall/unix.Waitid(0x0?, 0x0?, 0x0?, 0x0?, 0x0?)
+	/usr/local/go/src/internal/syscall/unix/waitid_linux.go:18 +0x39
+os.(*Process).pidfdWait(0x3f361ca62740)
+	/usr/local/go/src/os/pidfd_linux.go:107 +0x1c7
+os.(*Process).wait(0x0?)
+	/usr/local/go/src/os/exec_unix.go:25 +0x1a
+os.(*Process).Wait(...)
+	/usr/local/go/src/os/exec.go:346
+os/exec.(*Cmd).Wait(0x3f361c7d76c0)
+	/usr/local/go/src/os/exec/exec.go:930 +0x45
+sigs.k8s.io/controller-runtime/pkg/internal/testing/process.(*State).Start.func1()
+	/root/go/pkg/mod/sigs.k8s.io/controller-runtime@v0.25.2/pkg/internal/testing/process/process.go:178 +0x55
+created by sigs.k8s.io/controller-runtime/pkg/internal/testing/process.(*State).Start in goroutine 72
+	/root/go/pkg/mod/sigs.k8s.io/controller-runtime@v0.25.2/pkg/internal/testing/process/process.go:176 +0x3be
+
+goroutine 105 [syscall, synctest bubble 3]:
+os.(*Process).Wait(...)
+	/usr/local/go/src/os/exec.go:346
+os/exec.(*Cmd).Wait(0x3f361c7d76c0)
+	/usr/local/go/src/os/exec/exec.go:930 +0x45
+example.com/op.runTool()
+	/src/op/tool.go:12 +0x45
+`
+	sn := read(bubble.Parse(dump))
+	if len(sn.stalls) != 2 {
+		t.Fatalf("read found %d stalls; want 2: %+v", len(sn.stalls), sn.stalls)
+	}
+	if got := sn.stalls[0]; got.kind != controlPlane || got.owner != "sigs.k8s.io/controller-runtime/pkg/internal/testing/process.(*State).Start.func1" {
+		t.Errorf("envtest's wait for kube-apiserver read as kind %v in %q; want controlPlane in process.(*State).Start.func1", got.kind, got.owner)
+	}
+	if got := sn.stalls[1]; got.kind != outside {
+		t.Errorf("a wait for a tool the suite runs read as kind %v; want outside (a warning: it may end by itself)", got.kind)
+	}
+	msg := verdict(sn.stalls[:1], "")
+	for _, w := range []string{"goroutine 104 waits for a process of a real control plane", "controller-runtime's envtest.Environment started it", "CTRLKIT_WALL_CLOCK=1"} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("verdict = %q; want it to say %q", msg, w)
+		}
+	}
+}
