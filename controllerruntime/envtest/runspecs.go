@@ -48,7 +48,8 @@ const leftoverGrace = 30 * time.Second
 // what would make one for the duration of the suite (see below), and
 // ends the test binary with a message naming any other (a Manager's
 // metrics or health-probe listener at an address the suite set, a webhook
-// server, a connection to a real cluster, a lock held across a request)
+// server, a connection to a real cluster, a real control plane started by
+// controller-runtime's envtest, a lock held across a request)
 // once the suite has been stuck on it for two seconds of wall time.
 //
 // What RunSpecs changes in the process, and restores when the suite ends:
