@@ -47,26 +47,30 @@ func (g *closeSeconds) count() int {
 }
 
 // listEmpty lets the informers of w list the cluster while it is still
-// empty, at resourceVersion 0 (the world's kubelet, which registers Nodes,
-// is started late), so that they watch from "0".
+// empty, at resourceVersion 1 (a fresh cluster's, as a fresh etcd's; the
+// world's kubelet, which registers Nodes, is started late), so that they
+// watch from "1": every object created meanwhile comes from the history.
 func listEmpty(t *testing.T, w *world) {
 	t.Helper()
 	w.runFor(0)
-	if rv := w.c.ResourceVersion(); rv != "0" {
-		t.Fatalf("the cluster is at resourceVersion %s when the informers list it; want 0", rv)
+	if rv := w.c.ResourceVersion(); rv != "1" {
+		t.Fatalf("the cluster is at resourceVersion %s when the informers list it; want 1", rv)
 	}
 }
 
 // The controllers' informers list the cluster before anything is in it
-// (at resourceVersion 0) and watch from there. Meanwhile three Deployments
-// are created, named in the reverse order of their creation. Every watch
-// of Deployments ends before its second event. The Deployment informer
-// watches again from the last version it received: when memcluster
-// started a watch from "0" with the objects in name order, that was the
-// newest Deployment's, and the other two never reached the cache. The
-// Deployment controller never synced them, and nothing was left to do: a
-// stall with two Deployments unmet, which the liveness check reports. In
-// resourceVersion order the resumed watches miss nothing, and every
+// and watch from there. Meanwhile three Deployments are created, named in
+// the reverse order of their creation. Every watch of Deployments ends
+// before its second event. The Deployment informer watches again from the
+// last version it received. When memcluster started at resourceVersion 0,
+// the informers watched from "0", which memcluster started with the
+// objects in name order: the first was the newest Deployment's, and the
+// other two never reached the cache. The Deployment controller never
+// synced them, and nothing was left to do: a stall with two Deployments
+// unmet, which the liveness check reports. Now memcluster starts at 1, as
+// etcd, so the watch replays its history, and a watch from "0" sends
+// objects in resourceVersion order (TestWatchFromZeroInVersionOrder in
+// memcluster): either way the resumed watches miss nothing, and every
 // Deployment rolls out.
 func TestWatchResumedFromZeroMissesNothing(t *testing.T) {
 	g := &closeSeconds{resource: "deployments"}
@@ -84,22 +88,25 @@ func TestWatchResumedFromZeroMissesNothing(t *testing.T) {
 	t.Logf("%d watches of Deployments closed before their second event", g.count())
 }
 
-// TestSeed7397EndState reaches the end state of seed 7397 of
+// TestSeed7397EndState reaches for the end state of seed 7397 of
 // TestRandomisedGates (issue 38) by the memcluster bug fixed then, and
-// shows the fix. The seed's run failed once, in the old goroutine-
-// concurrent mode, and never again; all it left is its end state: the
-// new ReplicaSet of Deployment g0 (3 replicas of app:4) created, at
-// generation 1 with observedGeneration 0, spec 3, status 0, no pods, and
-// nothing left to do. Its cause is not known: see docs/replay.md. This
-// is one way to that state, on the seed's own Deployment and feature
-// gates: the ReplicaSet informer, shared by both controllers, lists the
-// empty cluster and watches from "0" a second later, when g0's
-// ReplicaSet and a newer one (of Deployment a0, which the seed's run did
-// not have: with a single ReplicaSet the order cannot lose it) exist.
-// Every watch of ReplicaSets ends before its second event. In name order
-// a0's came first, the informer resumed after it, and g0's never reached
-// the cache: the ReplicaSet controller never synced it. In
-// resourceVersion order both are cached and both Deployments roll out.
+// shows that the seed's Deployment rolls out. The seed's run failed once,
+// in the old goroutine-concurrent mode, and never again; all it left is
+// its end state: the new ReplicaSet of Deployment g0 (3 replicas of app:4)
+// created, at generation 1 with observedGeneration 0, spec 3, status 0, no
+// pods, and nothing left to do. Its cause is not known: see
+// docs/replay.md. This is one way to that state, on the seed's own
+// Deployment and feature gates: the ReplicaSet informer, shared by both
+// controllers, lists the empty cluster and watches a second later, when
+// g0's ReplicaSet and a newer one (of Deployment a0, which the seed's run
+// did not have: with a single ReplicaSet the order cannot lose it) exist.
+// Every watch of ReplicaSets ends before its second event. When memcluster
+// started at resourceVersion 0 the watch was from "0", a0's came first in
+// name order, the informer resumed after it, and g0's never reached the
+// cache: the ReplicaSet controller never synced it. In resourceVersion
+// order both are cached and both Deployments roll out; since memcluster
+// starts at 1, as etcd, the informer watches from "1" and the path is
+// closed a second way.
 func TestSeed7397EndState(t *testing.T) {
 	// TestRandomisedGates' draws for seed 7397, in its order.
 	rnd := rand.New(rand.NewPCG(7397, 0x9a7e5))

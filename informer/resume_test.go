@@ -46,13 +46,16 @@ func (g *closeSecond) Enter(_ context.Context, s gate.Step) error {
 	return nil
 }
 
-// An informer that lists a fresh cluster (resourceVersion 0) watches from
-// "0": the watch starts with the objects created meanwhile, and ends (a
-// dropped watch) after the first of them. The informer watches again from
-// the last version it received, and misses none of them. When memcluster
-// sent them in name order, the first was the newest (pod "a", created
-// after "z"), the resumed watch started after it, and pod "z" never
-// reached the cache: the controllers reading it would wait for it forever.
+// An informer that lists a fresh cluster watches from its version; the
+// watch sends the objects created meanwhile, and ends (a dropped watch)
+// after the first of them. The informer watches again from the last
+// version it received, and misses none of them. When memcluster started
+// at resourceVersion 0, the informer watched from "0", memcluster sent the
+// objects in name order, the first was the newest (pod "a", created after
+// "z"), the resumed watch started after it, and pod "z" never reached the
+// cache: the controllers reading it would wait for it forever. memcluster
+// now starts at 1, as etcd, and sends a watch from "0" in resourceVersion
+// order (memcluster's TestWatchFromZeroInVersionOrder).
 func TestInformerResumesAWatchFromZero(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	fc := clock.NewDeterministic(start)

@@ -189,7 +189,7 @@ func TestMemclusterDynamic(t *testing.T) {
 		"Widget w gen=2 size=2 ready=true",
 		"error: UnsupportedMediaType",
 		"WidgetList of 1",
-		"ADDED 1", "MODIFIED 2", "MODIFIED 3", "DELETED 4",
+		"ADDED 2", "MODIFIED 3", "MODIFIED 4", "DELETED 5", // a fresh cluster is at 1, as etcd
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("dynamic client calls mismatch (-want +got):\n%s", diff)

@@ -202,6 +202,7 @@ func New(cfg Config) *Cluster {
 	c := &Cluster{
 		cfg:   cfg,
 		clock: cfg.Clock,
+		rv:    1, // as a fresh etcd's revision: a list never answers "0", and the first write is 2
 		rnd:   rand.New(rand.NewPCG(cfg.Seed, 0x6d656d636c757374)),
 		uids:  map[types.UID]schema.GroupKind{},
 		kinds: map[schema.GroupKind]collector{},
@@ -243,7 +244,8 @@ func (c *Cluster) Deployments(namespace string) Client[*appsv1.Deployment] {
 }
 
 // ResourceVersion returns the cluster-wide resourceVersion: the version of
-// the latest write to any kind.
+// the latest write to any kind, or "1" for a fresh cluster (as a fresh
+// etcd: a list never answers "0").
 func (c *Cluster) ResourceVersion() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -64,10 +64,11 @@
 //     is 410 Expired (with a token to continue inconsistently), and lists
 //     at an older exact version are served from that history. Watch replays the events after a version
 //     from a bounded history (a watch from "" or "0" starts with the
-//     current objects as Added events, in resourceVersion order: a fresh
-//     cluster lists at resourceVersion 0, and a reflector that watches
-//     from there and resumes from the last event it received misses
-//     nothing), answers a compacted version with a 410
+//     current objects as Added events, in resourceVersion order: a client
+//     that watches from there and resumes from the last event it received
+//     misses nothing; a fresh cluster is at resourceVersion 1, as a fresh
+//     etcd, so its lists never answer "0" and a reflector never watches
+//     from "0"), answers a compacted version with a 410
 //     Expired error event, sends bookmarks (periodic, or on
 //     [Cluster.Bookmark]), and translates label-selector transitions into
 //     Added and Deleted events.

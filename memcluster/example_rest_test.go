@@ -53,7 +53,7 @@ func ExampleHandler() {
 	}
 	fmt.Println(watch.Header.Get("Content-Type"), ev.Type, ev.Object.Name, "created", ev.Object.CreationTimestamp.UTC())
 	// Output:
-	// 201 Created Deployment web resourceVersion 1 replicas 1
+	// 201 Created Deployment web resourceVersion 2 replicas 1
 	// application/json ADDED web created 2026-01-01 00:00:00 +0000 UTC
 }
 
@@ -139,5 +139,5 @@ func ExampleKindFor() {
 	// Output:
 	// gadgets generation 2 ready false
 	// gadgets generation 2 ready true
-	// 200 OK GadgetList 1 item at resourceVersion 3
+	// 200 OK GadgetList 1 item at resourceVersion 4
 }

@@ -46,7 +46,7 @@ func ExampleCluster_Deployments() {
 	// replicas: 1
 	// strategy: RollingUpdate maxSurge: 25% maxUnavailable: 25%
 	// revisionHistoryLimit: 10 progressDeadlineSeconds: 600
-	// generation: 1 resourceVersion: 1 created: 2026-01-01 00:00:00 +0000 UTC
+	// generation: 1 resourceVersion: 2 created: 2026-01-01 00:00:00 +0000 UTC
 }
 
 // Writes are guarded by the resourceVersion: an update based on a stale
@@ -103,10 +103,10 @@ func ExampleClient_Watch() {
 		fmt.Println(ev.Type, p.Name, p.ResourceVersion, p.DeletionTimestamp != nil)
 	}
 	// Output:
-	// listed 1 at 1
-	// ADDED p 2 false
-	// MODIFIED p 3 true
-	// DELETED p 4 true
+	// listed 1 at 2
+	// ADDED p 3 false
+	// MODIFIED p 4 true
+	// DELETED p 5 true
 }
 
 // The kubelet runs pods on a virtual clock: RunUntil jumps from one

@@ -95,11 +95,11 @@ func TestOnWriteSeesWritesInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		fmt.Sprintf("ADDED pods ns/a rv=%d", 1),
+		fmt.Sprintf("ADDED pods ns/a rv=%d", 2), // a fresh cluster is at 1, as a fresh etcd
 		fmt.Sprintf("MODIFIED pods ns/a rv=%s", p.ResourceVersion),
 		// An unbound pod goes at once, after a write of its deletionTimestamp (as kube-apiserver does).
-		fmt.Sprintf("MODIFIED pods ns/a rv=%d", 3),
-		fmt.Sprintf("DELETED pods ns/a rv=%d", 4),
+		fmt.Sprintf("MODIFIED pods ns/a rv=%d", 4),
+		fmt.Sprintf("DELETED pods ns/a rv=%d", 5),
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("writes told to OnWrite mismatch (-want +got):\n%s", diff)

@@ -238,12 +238,12 @@ func TestNamespaceREST(t *testing.T) {
 		want string
 	}{
 		{"create in a missing namespace", req{method: "POST", path: "/api/v1/namespaces/nope/configmaps", body: `{"metadata":{"name":"x"}}`}, "404 Status NotFound"},
-		{"delete starts termination: the namespace", req{method: "DELETE", path: "/api/v1/namespaces/ns"}, "200 Namespace ns rv=6 gen=0"},
+		{"delete starts termination: the namespace", req{method: "DELETE", path: "/api/v1/namespaces/ns"}, "200 Namespace ns rv=7 gen=0"},
 		{"create in it", req{method: "POST", path: "/api/v1/namespaces/ns/configmaps", body: `{"metadata":{"name":"x"}}`}, "403 Status Forbidden"},
 		{"get finalize", req{method: "GET", path: "/api/v1/namespaces/ns/finalize"}, "405 Status MethodNotAllowed"},
 		{"finalize another name", req{method: "PUT", path: "/api/v1/namespaces/ns/finalize", body: `{"metadata":{"name":"other"}}`}, "400 Status BadRequest"},
 		{"finalize an invalid finalizer", req{method: "PUT", path: "/api/v1/namespaces/ns/finalize", body: `{"metadata":{"name":"ns"},"spec":{"finalizers":["bad"]}}`}, "422 Status Invalid"},
-		{"finalize", req{method: "PUT", path: "/api/v1/namespaces/ns/finalize", body: `{"metadata":{"name":"ns"},"spec":{}}`}, "200 Namespace ns rv=7 gen=0"},
+		{"finalize", req{method: "PUT", path: "/api/v1/namespaces/ns/finalize", body: `{"metadata":{"name":"ns"},"spec":{}}`}, "200 Namespace ns rv=8 gen=0"},
 		{"gone", req{method: "GET", path: "/api/v1/namespaces/ns"}, "404 Status NotFound"},
 		{"the namespaces of a cluster", req{method: "GET", path: "/api/v1/namespaces?fieldSelector=status.phase%3DActive"}, "200 NamespaceList items=4"},
 		{"a label namespaces do not select on", req{method: "GET", path: "/api/v1/namespaces?fieldSelector=name%3Ddefault"}, "400 Status BadRequest"},

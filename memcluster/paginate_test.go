@@ -32,10 +32,10 @@ func TestListPages(t *testing.T) {
 	if got := keysOf(page1); !cmp.Equal(got, []string{"a-b/p1", "a-b/p2", "a-b/p3", "a/p1"}) {
 		t.Errorf("first page = %v", got)
 	}
-	if meta1.RemainingItemCount == nil || *meta1.RemainingItemCount != 2 || meta1.ResourceVersion != "6" {
-		t.Errorf("first page metadata = %+v; want 2 remaining at version 6", meta1)
+	if meta1.RemainingItemCount == nil || *meta1.RemainingItemCount != 2 || meta1.ResourceVersion != "7" {
+		t.Errorf("first page metadata = %+v; want 2 remaining at version 7", meta1)
 	}
-	if got := tokenOf(t, meta1.Continue); got != `{"v":"meta.k8s.io/v1","rv":6,"start":"/a/p1\u0000"}` {
+	if got := tokenOf(t, meta1.Continue); got != `{"v":"meta.k8s.io/v1","rv":7,"start":"/a/p1\u0000"}` {
 		t.Errorf("token = %s", got)
 	}
 	// What happens after the first page is not seen by the next ones.
@@ -47,15 +47,15 @@ func TestListPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := keysOf(page2); !cmp.Equal(got, []string{"a/p2", "a/p3"}) || meta2.Continue != "" || meta2.RemainingItemCount != nil || meta2.ResourceVersion != "6" {
-		t.Errorf("second page = %v %+v; want a/p2 a/p3 at version 6, the last", got, meta2)
+	if got := keysOf(page2); !cmp.Equal(got, []string{"a/p2", "a/p3"}) || meta2.Continue != "" || meta2.RemainingItemCount != nil || meta2.ResourceVersion != "7" {
+		t.Errorf("second page = %v %+v; want a/p2 a/p3 at version 7, the last", got, meta2)
 	}
 	// A selector: no remaining count, and a token even if nothing more matches.
 	sel, meta, err := c.Pods("a").ListPage(ctx, metav1.ListOptions{Limit: 1, FieldSelector: "metadata.name!=p9"})
 	if err != nil || !cmp.Equal(keysOf(sel), []string{"a/p0"}) || meta.RemainingItemCount != nil || meta.Continue == "" {
 		t.Errorf("page with a selector = %v %+v %v", keysOf(sel), meta, err)
 	}
-	if got := tokenOf(t, meta.Continue); got != `{"v":"meta.k8s.io/v1","rv":9,"start":"/p0\u0000"}` {
+	if got := tokenOf(t, meta.Continue); got != `{"v":"meta.k8s.io/v1","rv":10,"start":"/p0\u0000"}` {
 		t.Errorf("token in a namespace = %s", got)
 	}
 	// resourceVersion 0 is served whole.
@@ -65,7 +65,7 @@ func TestListPages(t *testing.T) {
 	}
 	// List ignores the limit but follows a token.
 	rest, rv, err := pods.List(ctx, metav1.ListOptions{Limit: 1, Continue: meta1.Continue})
-	if err != nil || !cmp.Equal(keysOf(rest), []string{"a/p2", "a/p3"}) || rv != "6" {
+	if err != nil || !cmp.Equal(keysOf(rest), []string{"a/p2", "a/p3"}) || rv != "7" {
 		t.Errorf("List with a token = %v %s %v", keysOf(rest), rv, err)
 	}
 }
@@ -83,7 +83,7 @@ func TestListAtOlderVersions(t *testing.T) {
 	}
 	a := must(pods.Get(ctx, "a", metav1.GetOptions{}))(t)
 	a.Labels["v"] = "2"
-	must(pods.Update(ctx, a, metav1.UpdateOptions{}))(t) // rv 4
+	must(pods.Update(ctx, a, metav1.UpdateOptions{}))(t) // rv 5
 	at := func(rv string) []string {
 		t.Helper()
 		items, _, err := pods.ListPage(ctx, metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
@@ -96,20 +96,20 @@ func TestListAtOlderVersions(t *testing.T) {
 		}
 		return out
 	}
-	if got := at("2"); !cmp.Equal(got, []string{"a@1", "b@2"}) {
-		t.Errorf("list at 2 = %v", got)
+	if got := at("3"); !cmp.Equal(got, []string{"a@2", "b@3"}) {
+		t.Errorf("list at 3 = %v", got)
 	}
-	if got := at("4"); !cmp.Equal(got, []string{"a@4", "b@2", "c@3"}) {
-		t.Errorf("list at 4 = %v", got)
+	if got := at("5"); !cmp.Equal(got, []string{"a@5", "b@3", "c@4"}) {
+		t.Errorf("list at 5 = %v", got)
 	}
-	if _, _, err := pods.ListPage(ctx, metav1.ListOptions{ResourceVersion: "9", ResourceVersionMatch: metav1.ResourceVersionMatchExact}); !apierrors.IsTimeout(err) {
+	if _, _, err := pods.ListPage(ctx, metav1.ListOptions{ResourceVersion: "10", ResourceVersionMatch: metav1.ResourceVersionMatchExact}); !apierrors.IsTimeout(err) {
 		t.Errorf("list at a future version: %v; want a timeout (too large resource version)", err)
 	}
-	// Three more writes: the history of 3 no longer reaches version 3.
+	// Three more writes: the history of 3 no longer reaches version 4.
 	for _, name := range []string{"d", "e", "f"} {
 		must(pods.Create(ctx, pod(name, "", ""), metav1.CreateOptions{}))(t)
 	}
-	_, _, err = pods.ListPage(ctx, metav1.ListOptions{ResourceVersion: "2", ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+	_, _, err = pods.ListPage(ctx, metav1.ListOptions{ResourceVersion: "3", ResourceVersionMatch: metav1.ResourceVersionMatchExact})
 	if !apierrors.IsResourceExpired(err) || err.Error() != "The resourceVersion for the provided list is too old." {
 		t.Errorf("list at a compacted version: %v; want 410 Expired", err)
 	}
@@ -123,7 +123,7 @@ func TestListAtOlderVersions(t *testing.T) {
 	}
 	// The fresh token continues at the current version: an inconsistent list.
 	rest, meta, err := pods.ListPage(ctx, metav1.ListOptions{Continue: st.Status().ListMeta.Continue})
-	if err != nil || !cmp.Equal(names(rest), []string{"b", "c", "d", "e", "f"}) || meta.ResourceVersion != "7" {
+	if err != nil || !cmp.Equal(names(rest), []string{"b", "c", "d", "e", "f"}) || meta.ResourceVersion != "8" {
 		t.Errorf("inconsistent continuation = %v %+v %v", names(rest), meta, err)
 	}
 }

@@ -95,7 +95,7 @@ func TestHandlerWatchJSON(t *testing.T) {
 	must(pods.Create(ctxT(t), pod("c", "", ""), metav1.CreateOptions{}))(t)
 	got := jsonEvents(t, resp.Body, 6)
 	// A deleted pod is written with its deletionTimestamp first, as by kube-apiserver.
-	want := []string{"ADDED Pod b", "MODIFIED Pod a", "BOOKMARK Pod 3 map[]", "MODIFIED Pod b", "DELETED Pod b", "ADDED Pod c"}
+	want := []string{"ADDED Pod b", "MODIFIED Pod a", "BOOKMARK Pod 4 map[]", "MODIFIED Pod b", "DELETED Pod b", "ADDED Pod c"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events mismatch (-want +got):\n%s", diff)
 	}
@@ -112,7 +112,7 @@ func TestHandlerWatchSendInitialEvents(t *testing.T) {
 	resp := openWatch(t, c, "/api/v1/namespaces/ns/pods?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true", "")
 	must(c.Pods("ns").Create(ctxT(t), pod("c", "", ""), metav1.CreateOptions{}))(t)
 	got := jsonEvents(t, resp.Body, 4)
-	want := []string{"ADDED Pod a", "ADDED Pod b", "BOOKMARK Pod 3 map[k8s.io/initial-events-end:true]", "ADDED Pod c"}
+	want := []string{"ADDED Pod a", "ADDED Pod b", "BOOKMARK Pod 4 map[k8s.io/initial-events-end:true]", "ADDED Pod c"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events mismatch (-want +got):\n%s", diff)
 	}

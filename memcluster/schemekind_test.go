@@ -78,13 +78,13 @@ func TestKindForCustomResource(t *testing.T) {
 	got = append(got, show(widgets.Patch(ctx, "w", types.StrategicMergePatchType, []byte(`{"spec":{"size":4}}`), metav1.PatchOptions{})))
 	got = append(got, show(widgets.Patch(ctx, "w", types.MergePatchType, []byte(`{"spec":{"owner":"me"}}`), metav1.PatchOptions{})))
 	want := []string{
-		"gen=1 rv=1 size=1 owner=\"\" ready=false",
-		"gen=2 rv=2 size=2 owner=\"\" ready=false",
+		"gen=1 rv=2 size=1 owner=\"\" ready=false",
 		"gen=2 rv=3 size=2 owner=\"\" ready=false",
-		"gen=2 rv=4 size=2 owner=\"\" ready=true",
+		"gen=2 rv=4 size=2 owner=\"\" ready=false",
+		"gen=2 rv=5 size=2 owner=\"\" ready=true",
 		"error: Invalid",
 		"error: UnsupportedMediaType",
-		"gen=3 rv=5 size=2 owner=\"me\" ready=true",
+		"gen=3 rv=6 size=2 owner=\"me\" ready=true",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("widget writes mismatch (-want +got):\n%s", diff)
@@ -142,7 +142,7 @@ func TestKindForGarbageCollection(t *testing.T) {
 		got = append(got, summary(resp.StatusCode, body))
 	}
 	// ConfigMaps have no generation, as in kube-apiserver.
-	want := []string{"201 ConfigMap cfg rv=2 gen=0", "200 WidgetList items=1", "200 Status Success", "404 Status NotFound"}
+	want := []string{"201 ConfigMap cfg rv=3 gen=0", "200 WidgetList items=1", "200 Status Success", "404 Status NotFound"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("answers mismatch (-want +got):\n%s", diff)
 	}
@@ -165,8 +165,8 @@ func TestCoreKinds(t *testing.T) {
 		got = append(got, summary(resp.StatusCode, body))
 	}
 	// These kinds have no generation, as in kube-apiserver.
-	want := []string{"201 Namespace team rv=1 gen=0", "201 Service a rv=2 gen=0", "201 Service b rv=3 gen=0",
-		"200 Service b rv=3 gen=0", "422 Status Invalid", "201 Secret s rv=4 gen=0"}
+	want := []string{"201 Namespace team rv=2 gen=0", "201 Service a rv=3 gen=0", "201 Service b rv=4 gen=0",
+		"200 Service b rv=4 gen=0", "422 Status Invalid", "201 Secret s rv=5 gen=0"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("answers mismatch (-want +got):\n%s", diff)
 	}

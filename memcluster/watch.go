@@ -100,11 +100,11 @@ func (r *Resource[T]) watch(ctx context.Context, rvs string, bookmarks bool, mat
 		// resourceVersion order, so that a client that resumes from the
 		// last event it received (a reflector after its watch ended)
 		// misses nothing. In another order, the resumed watch would skip
-		// the objects of lower versions not delivered yet: an informer
-		// that listed the empty cluster (resourceVersion 0) and watched
-		// from there would never see them. (kube-apiserver sends them in
-		// key order, but its lists never answer resourceVersion 0: a
-		// reflector never watches from "0".)
+		// the objects of lower versions not delivered yet. (kube-apiserver
+		// sends them in key order, but its lists never answer
+		// resourceVersion 0, nor do memcluster's, which starts at 1 as
+		// etcd: a reflector never watches from "0", only a client that
+		// asks for it.)
 		objs := make([]event[T], 0, len(r.objs))
 		for _, obj := range r.objs {
 			rv, _ := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)

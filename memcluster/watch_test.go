@@ -118,7 +118,8 @@ func TestWatchFromResourceVersion(t *testing.T) {
 		{name: "from the list's version", rv: rv, want: []string{"MODIFIED a", "MODIFIED b", "DELETED b", "ADDED c"}},
 		{name: "from empty: current state", rv: "", want: []string{"ADDED a", "ADDED c"}},
 		{name: "from 0: current state", rv: "0", want: []string{"ADDED a", "ADDED c"}},
-		{name: "from the start", rv: "1", want: []string{"ADDED b", "MODIFIED a", "MODIFIED b", "DELETED b", "ADDED c"}},
+		{name: "from the start", rv: "1", want: []string{"ADDED a", "ADDED b", "MODIFIED a", "MODIFIED b", "DELETED b", "ADDED c"}}, // a fresh cluster's version
+		{name: "from the first write", rv: "2", want: []string{"ADDED b", "MODIFIED a", "MODIFIED b", "DELETED b", "ADDED c"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,6 +129,26 @@ func TestWatchFromResourceVersion(t *testing.T) {
 				t.Errorf("events mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A watch from "" or "0" starts with the current objects, as ADDED
+// events, in resourceVersion order: a client that resumes from the last
+// version it received (its watch ended after the first) misses none of
+// them. In name order, "a" (newer) would come first, and a watch resumed
+// after it would never send "z".
+func TestWatchFromZeroInVersionOrder(t *testing.T) {
+	c, fc := newTestCluster(t)
+	pods := c.Pods("ns")
+	for _, name := range []string{"z", "a", "m"} {
+		must(pods.Create(ctxT(t), pod(name, "", ""), metav1.CreateOptions{}))(t)
+	}
+	for _, rv := range []string{"", "0"} {
+		w := must(pods.Watch(ctxT(t), metav1.ListOptions{ResourceVersion: rv}))(t)
+		if diff := cmp.Diff([]string{"ADDED z", "ADDED a", "ADDED m"}, nextN(t, fc, w, 3)); diff != "" {
+			t.Errorf("watch from %q: events mismatch (-want +got):\n%s", rv, diff)
+		}
+		w.Stop()
 	}
 }
 
@@ -141,8 +162,8 @@ func TestWatchExpired(t *testing.T) {
 		rv   string
 		want []string
 	}{
-		{rv: "1", want: []string{"ERROR 410 Expired", "CLOSED"}},
-		{rv: "2", want: []string{"ADDED c", "ADDED d"}},
+		{rv: "2", want: []string{"ERROR 410 Expired", "CLOSED"}},
+		{rv: "3", want: []string{"ADDED c", "ADDED d"}},
 		{rv: "99", want: []string{"ERROR 504 Timeout", "CLOSED"}},
 	}
 	for _, tt := range tests {
@@ -174,7 +195,7 @@ func TestWatchBookmarks(t *testing.T) {
 
 	// The periodic bookmark is enqueued when the timer fires, inside
 	// fc.Step: before "b".
-	want := []string{"ADDED a", "BOOKMARK 1", "BOOKMARK 1", "ADDED b"}
+	want := []string{"ADDED a", "BOOKMARK 2", "BOOKMARK 2", "ADDED b"}
 	if diff := cmp.Diff(want, nextN(t, fc, with, 4)); diff != "" {
 		t.Errorf("with bookmarks (-want +got):\n%s", diff)
 	}
@@ -255,7 +276,7 @@ func TestListWatcherResumes(t *testing.T) {
 	w := must(lw.Watch(ctxT(t), rv))(t)
 	defer w.Stop()
 	c.Bookmark()
-	if diff := cmp.Diff([]string{"ADDED b", "BOOKMARK 3"}, nextN(t, fc, w, 2)); diff != "" {
+	if diff := cmp.Diff([]string{"ADDED b", "BOOKMARK 4"}, nextN(t, fc, w, 2)); diff != "" {
 		t.Errorf("events mismatch (-want +got):\n%s", diff)
 	}
 }

@@ -81,3 +81,64 @@ func TestTrackingClientIgnoresNoopWrites(t *testing.T) {
 		t.Error("Behind after a write that stored no new version")
 	}
 }
+
+// rsUpdates is a DeploymentClient whose ReplicaSet updates store a new
+// version ("<n>+1") unless the update changes nothing (same replicas as
+// the version it is based on), as an apiserver answers an update that
+// changes nothing: the stored object, at its version, and no event.
+type rsUpdates struct {
+	DeploymentClient
+	stored *appsv1.ReplicaSet
+}
+
+func (s *rsUpdates) UpdateReplicaSet(_ context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
+	if *rs.Spec.Replicas == *s.stored.Spec.Replicas {
+		return s.stored.DeepCopy(), nil
+	}
+	s.stored = rs.DeepCopy()
+	s.stored.ResourceVersion += "+1"
+	return s.stored.DeepCopy(), nil
+}
+
+// A sync that writes a ReplicaSet and then writes the result again with
+// nothing changed (based on the first write's version, which the cache has
+// not seen) waits for the first write's event only: the second stored no
+// new version and sends no event. Marking the version it was based on
+// would leave both controllers waiting for an event that never comes.
+func TestTrackingClientAWriteThatChangesNothingAfterAnother(t *testing.T) {
+	three, five := int32(3), int32(5)
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rs", ResourceVersion: "5"},
+		Spec: appsv1.ReplicaSetSpec{Replicas: &three}}
+	key := types.NamespacedName{Namespace: "ns", Name: "rs"}
+	d := types.NamespacedName{Namespace: "ns", Name: "d"}
+	cache := informer.NewCache(informer.CacheConfig[*appsv1.ReplicaSet]{})
+	if err := cache.Add(rs); err != nil {
+		t.Fatal(err)
+	}
+	tr := New(Informers{ReplicaSets: cache}, nil)
+	client := TrackDeployments(&rsUpdates{stored: rs.DeepCopy()}, tr)
+	ctx := Syncing(context.Background(), d)
+
+	scaled := rs.DeepCopy()
+	scaled.Spec.Replicas = &five
+	first, err := client.UpdateReplicaSet(ctx, scaled)
+	if err != nil || first.ResourceVersion != "5+1" {
+		t.Fatalf("first write = %v, %v; want version 5+1", first, err)
+	}
+	again, err := client.UpdateReplicaSet(ctx, first.DeepCopy())
+	if err != nil || again.ResourceVersion != first.ResourceVersion {
+		t.Fatalf("second write = %v, %v; want the same version %s (nothing changed)", again, err, first.ResourceVersion)
+	}
+	if behind, err := tr.Behind(context.Background(), d); err != nil || !behind || !cache.Behind(key) {
+		t.Fatalf("before the first write's event: tracker behind %v (%v), cache behind %v; want both behind", behind, err, cache.Behind(key))
+	}
+	if err := cache.Add(first); err != nil { // the first write's event; the second sends none
+		t.Fatal(err)
+	}
+	if cache.Behind(key) {
+		t.Error("the cache is Behind at the version both writes stored: the ReplicaSet controller would skip its syncs for ever")
+	}
+	if behind, err := tr.Behind(context.Background(), d); err != nil || behind {
+		t.Errorf("after the first write's event the tracker says behind %v (%v): the Deployment controller would wait for ever", behind, err)
+	}
+}

@@ -261,13 +261,16 @@ func (t *Tracker) Wrote(ctx context.Context, kind Kind, key types.NamespacedName
 
 // Mark marks the object in c as a write that stored version out replaced
 // replaced (and based, see [Tracker.Wrote]); false when there is nothing
-// to wait for: no cached version, or the same one stored.
+// to wait for: no cached version, or the same one stored. A write that
+// stored nothing new over an earlier write of the sync (out is based)
+// waits for the earlier write's event only: based is where the cache
+// stops, and no later event would move it on.
 func Mark(c Cache, kind Kind, key types.NamespacedName, replaced, out, based string) bool {
 	if replaced == "" || out == replaced {
 		return false
 	}
 	c.Mark(kind, key, replaced)
-	if based != "" && based != replaced {
+	if based != "" && based != replaced && based != out {
 		c.Mark(kind, key, based)
 	}
 	return true
