@@ -229,6 +229,49 @@ type author struct {
 	statusOnly bool
 }
 
+// sameMetadata reports whether two typed objects have the same metadata
+// but for their resourceVersion and managedFields: then a write of one
+// over the other changes nothing the field manager records in the
+// metadata, and records the same leaving the metadata out (a typed
+// object's metadata always has the keys of its associative lists, so
+// leaving it out loses no validation error either). Any difference, even
+// of a time's location, says no.
+func sameMetadata(a, b metav1.Object) bool {
+	ma, ok := a.(metav1.ObjectMetaAccessor)
+	mb, ok2 := b.(metav1.ObjectMetaAccessor)
+	if !ok || !ok2 {
+		return false
+	}
+	pa, ok := ma.GetObjectMeta().(*metav1.ObjectMeta)
+	pb, ok2 := mb.GetObjectMeta().(*metav1.ObjectMeta)
+	if !ok || !ok2 || pa == nil || pb == nil {
+		return false
+	}
+	x, y := *pa, *pb
+	x.ResourceVersion, y.ResourceVersion = "", ""
+	x.ManagedFields, y.ManagedFields = nil, nil
+	return reflect.DeepEqual(x, y)
+}
+
+// checkBareStatusLocked, under testhooks.CheckManagedFields, has the
+// field manager record a status write of next over old (same metadata)
+// with and without the metadata, and reports a difference.
+func (r *Resource[T]) checkBareStatusLocked(old, next T, a author) {
+	if !testhooks.CheckManagedFields.Load() || a.applied || r.c.untracked(a) {
+		return
+	}
+	t := r.trackerOfLocked(next)
+	if t.main == nil || t.status == nil {
+		return
+	}
+	view := func(obj T, bare bool) T { return r.forTracking(obj, t.gvk, t.statusReset, bare) }
+	full := r.libraryUpdate(t.status, view(old, false), view(next, false), a.manager)
+	bare := r.libraryUpdate(t.status, view(old, true), view(next, true), a.manager)
+	if diff := managedFieldsDiff(t.gvk, a.manager, bare, full); diff != "" {
+		testhooks.ManagedFieldsMismatch("without the metadata (first) and with it: " + diff)
+	}
+}
+
 // The managers of the writes the cluster makes itself, as a real
 // cluster records them: kube-controller-manager's controllers (the
 // prefix of their User-Agent), kube-apiserver's own writes through its

@@ -6,6 +6,7 @@ import (
 	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -168,6 +169,19 @@ func (r *Resource[T]) fastUpdateLocked(f *fastRecorder, live, obj T, manager str
 		if e.Operation == metav1.ManagedFieldsOperationUpdate {
 			updates++
 		}
+	}
+	if _, ok := any(live).(*unstructured.Unstructured); !ok {
+		// live and obj are private shallow copies (the views of
+		// recordUpdate): the type converter would copy each again to
+		// leave out their managedFields (see withoutManagedFields), so they
+		// go here, and come back for the field manager's road.
+		liveMF, objMF := live.GetManagedFields(), obj.GetManagedFields()
+		live.SetManagedFields(nil)
+		obj.SetManagedFields(nil)
+		defer func() {
+			live.SetManagedFields(liveMF)
+			obj.SetManagedFields(objMF)
+		}()
 	}
 	liveTyped, err := f.tc.ObjectToTyped(live, typed.AllowDuplicates)
 	if err != nil {

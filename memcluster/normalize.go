@@ -1,6 +1,7 @@
 package memcluster
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/json"
 	"errors"
@@ -68,6 +69,9 @@ type normNode struct {
 	fields []normField // struct
 	// stringMap: a map[string]string, checked without reflection.
 	stringMap bool
+	// ownJSON: a leaf of a type E, or *E, where E is no pointer and *E
+	// has both MarshalJSON and UnmarshalJSON (see walkOwnJSON).
+	ownJSON bool
 }
 
 type normField struct {
@@ -160,6 +164,12 @@ func (p *planner) plan(t reflect.Type) (*normNode, error) {
 		return n, nil
 	case encodesItself(t):
 		n.kind = normLeaf
+		e := t
+		if t.Kind() == reflect.Pointer {
+			e = t.Elem()
+		}
+		pe := reflect.PointerTo(e)
+		n.ownJSON = e.Kind() != reflect.Pointer && pe.Implements(jsonMarshaler) && pe.Implements(jsonUnmarsh)
 		return n, nil
 	}
 	var err error
@@ -369,6 +379,11 @@ func (n *normNode) walk(v reflect.Value) (null bool, err error) {
 		t := (*metav1.MicroTime)(v.Addr().UnsafePointer())
 		return normalizeTime(&t.Time, time.Microsecond)
 	case normLeaf:
+		if n.ownJSON {
+			if done, null, err := n.walkOwnJSON(v); done {
+				return null, err
+			}
+		}
 		b, err := json.Marshal(v.Addr().Interface())
 		if err != nil {
 			return false, errSlowPath
@@ -429,6 +444,60 @@ func (n *normNode) walk(v reflect.Value) (null bool, err error) {
 		}
 	}
 	return false, nil
+}
+
+// walkOwnJSON is the round trip of a leaf with its own JSON methods,
+// calling them directly: json.Marshal calls MarshalJSON and compacts
+// what it returns (validating it, removing white space, escaping <, >, &
+// and U+2028/U+2029), and json.Unmarshal validates that again and hands
+// it whole to UnmarshalJSON. Where the encoding is valid JSON of printable
+// ASCII without white space, <, > or &, compacting leaves it as it is, and
+// the methods' result is the round trip's. done is false where it is not
+// (or it encodes as null): the caller does the round trip through
+// encoding/json. A nil *E encodes as null and decodes as nil. This was
+// most of the normaliser's cost (managedFields' FieldsV1, a nil
+// deletionTimestamp, resource quantities).
+func (n *normNode) walkOwnJSON(v reflect.Value) (done, null bool, err error) {
+	ptr, e := v.Addr(), n.typ
+	if n.typ.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return true, true, nil
+		}
+		ptr, e = v, n.typ.Elem()
+	}
+	b, err := ptr.Interface().(json.Marshaler).MarshalJSON()
+	if err != nil {
+		return true, false, errSlowPath
+	}
+	if !plainJSON(b) || !json.Valid(b) {
+		return false, false, nil
+	}
+	out := reflect.New(e)
+	// A copy: b may be the value's own bytes (FieldsV1's, RawExtension's),
+	// where json.Marshal would have handed over a new buffer.
+	if err := out.Interface().(json.Unmarshaler).UnmarshalJSON(bytes.Clone(b)); err != nil {
+		return true, false, errSlowPath
+	}
+	if n.typ.Kind() == reflect.Pointer {
+		v.Set(out)
+	} else {
+		v.Set(out.Elem())
+	}
+	return true, false, nil
+}
+
+// plainJSON reports whether b, not null, has only printable ASCII but
+// white space and the characters json.Marshal escapes.
+func plainJSON(b []byte) bool {
+	if len(b) == 0 || string(b) == "null" {
+		return false
+	}
+	for _, c := range b {
+		if c <= ' ' || c >= 0x7f || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 func (n *normNode) walkMap(v reflect.Value) error {

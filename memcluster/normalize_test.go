@@ -126,8 +126,13 @@ func (f *filler) value(v reflect.Value) {
 		}
 		return
 	case *metav1.FieldsV1:
-		raws := []string{`{"f:a":{}}`, `{`, `{"f:spec": {"f:replicas": {}}}`}
-		p.Raw = []byte(raws[f.pick(len(raws))])
+		// Compact and plain, invalid, with white space, with what
+		// json.Marshal escapes, not ASCII, null, none.
+		raws := []string{`{"f:a":{}}`, `{`, `{"f:spec": {"f:replicas": {}}}`, `{"f:metadata":{"f:labels":{"f:<a&b>":{}}},"k:{\"uid\":\"u\"}":{}}`,
+			`{"f:ü":{},"f:a ":{}}`, `null`, ``, `{"f:metadata":{"f:ownerReferences":{"k:{\"uid\":\"u\"}":{}}},"f:spec":{".":{}}}`, `"x"`}
+		if s := raws[f.pick(len(raws))]; s != "" {
+			p.Raw = []byte(s)
+		}
 		return
 	case *corev1.PodTemplateSpec:
 		f.Fill(&p.ObjectMeta)

@@ -236,6 +236,12 @@ func (r *Resource[T]) updateStatusLocked(in T, a author) (T, error) {
 	if a.applied {
 		next.SetManagedFields(in.GetManagedFields())
 	}
+	if !a.statusOnly && sameMetadata(old, next) {
+		// Only the status changes: its record leaves the metadata out of
+		// both objects compared (see author.statusOnly).
+		r.checkBareStatusLocked(old, next, a)
+		a.statusOnly = true
+	}
 	r.recordUpdateLocked(old, next, a, "status")
 	if same && managedFieldsEqual(old, next) {
 		return deepCopy(old), nil

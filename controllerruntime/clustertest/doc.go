@@ -284,8 +284,8 @@
 //
 // How long to explore. A seed of the site example (an operator, a
 // custom resource, two rollouts of two pods: about 60 writes, 250 steps)
-// costs about 35 ms of CPU, 28 to 30 seeds per CPU-second with or
-// without every perturbation (BenchmarkExplore in
+// costs about 30 to 35 ms of CPU, 31 to 33 seeds per CPU-second in the
+// canonical order and 29 to 31 with every perturbation (BenchmarkExplore in
 // examples/controllerruntime/site); [Options.UntrackedBuiltinWrites] and
 // a larger GOGC trade fidelity or memory for CPU (docs/explore.md has the
 // numbers). [ExploreOptions.Parallel] runs one bench per core
