@@ -27,6 +27,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/controllerruntime/crd"
 	"github.com/ctrlkit/ctrlkit/controllerruntime/internal/admission"
+	"github.com/ctrlkit/ctrlkit/controllerruntime/internal/bubble"
 	"github.com/ctrlkit/ctrlkit/internal/gate"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
@@ -271,7 +272,7 @@ func start(t testing.TB, opts Options, serial bool) (*Cluster, error) {
 	c := &Cluster{t: t, scheme: scheme, opts: opts, start: time.Now(), ctx: ctx, cancel: cancel,
 		sched: sched, rec: newRecorder(sched), kinds: &kinds{}}
 	if serial {
-		c.bubble = currentBubble()
+		c.bubble = bubble.Current()
 	}
 	c.sched.onHalt = func(msg string) { c.fail(errors.New(msg)) }
 	c.sched.note = c.rec.note
@@ -416,7 +417,7 @@ func (c *Cluster) stop() (leftBehind bool) {
 	for _, err := range c.shutdown() {
 		c.t.Error(err)
 	}
-	self := goroutineID()
+	self := bubble.Self()
 	for wait := time.Millisecond; ; wait *= 2 {
 		synctest.Wait()
 		left := leftovers(c.bubble, self, c.opts.shared)

@@ -12,6 +12,8 @@ import (
 	"testing/synctest"
 
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/ctrlkit/ctrlkit/controllerruntime/internal/bubble"
 )
 
 // A Scenario is what [Explore] runs on each bench: the test body of a
@@ -329,7 +331,7 @@ func runBench(t *testing.T, opts ExploreOptions, scenario Scenario, seed uint64,
 			}
 		}()
 		synctest.Test(t, func(st *testing.T) {
-			p = &probe{TB: st, main: goroutineID()}
+			p = &probe{TB: st, main: bubble.Self()}
 			seedGlobal(seed)
 			checker := &checker{p: p, props: opts.Properties}
 			for _, prop := range opts.Properties {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/ctrlkit/ctrlkit/controllerruntime/internal/bubble"
 )
 
 // probe is the testing.TB an explored scenario gets: a failure of the
@@ -87,7 +89,7 @@ func (p *probe) FailNow() {
 	p.mu.Lock()
 	p.failed = true
 	p.mu.Unlock()
-	if goroutineID() == p.main {
+	if bubble.Self() == p.main {
 		panic(failNow{})
 	}
 	runtime.Goexit()
@@ -97,7 +99,7 @@ func (p *probe) FailNow() {
 func (p *probe) Skip(args ...any)                 { p.SkipNow() }
 func (p *probe) Skipf(format string, args ...any) { p.SkipNow() }
 func (p *probe) SkipNow() {
-	if goroutineID() == p.main {
+	if bubble.Self() == p.main {
 		panic(failNow{})
 	}
 	runtime.Goexit()

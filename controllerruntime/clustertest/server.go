@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/ctrlkit/ctrlkit/controllerruntime/internal/bubble"
 	"github.com/ctrlkit/ctrlkit/memcluster"
 )
 
@@ -49,7 +50,7 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.Perturb != 0 {
 		return nil, errors.New("clustertest: a Server does not explore orderings: Options.Perturb is Test's")
 	}
-	virtual := currentBubble() != 0
+	virtual := bubble.Current() != 0
 	if !virtual {
 		opts.Concurrent = true
 	}

@@ -63,21 +63,22 @@ func dump() string {
 func Parse(dump string) []Goroutine {
 	var out []Goroutine
 	for block := range bytes.SplitSeq([]byte(dump), []byte("\n\n")) {
-		if g, ok := parse(string(block)); ok {
+		if g, ok := ParseOne(string(block)); ok {
 			out = append(out, g)
 		}
 	}
 	return out
 }
 
-// parse parses one goroutine of a stack dump:
+// ParseOne parses one goroutine of a stack dump (a block of it between
+// empty lines):
 //
 //	goroutine 7 [chan receive (durable), 3 minutes, synctest bubble 1]:
 //	pkg.fn(...)
 //		/path/file.go:12 +0x1d
 //	created by pkg.start in goroutine 1
 //		/path/start.go:3 +0x2a
-func parse(s string) (Goroutine, bool) {
+func ParseOne(s string) (Goroutine, bool) {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	head, ok := strings.CutPrefix(lines[0], "goroutine ")
 	if !ok {
@@ -133,7 +134,7 @@ func Self() int { return self().ID }
 func self() Goroutine {
 	buf := make([]byte, 512)
 	buf = buf[:runtime.Stack(buf, false)]
-	g, _ := parse(string(buf))
+	g, _ := ParseOne(string(buf))
 	return g
 }
 
