@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -108,6 +109,14 @@ func (e *env) waitWhy(name string, want []plugin.CauseCode, state plugin.Rollout
 func (e *env) waitWhyEach(name string, want []plugin.CauseCode, state plugin.RolloutState, timeout time.Duration,
 	each func(plugin.WhyReport), extra ...string) (int, plugin.WhyReport) {
 	e.t.Helper()
+	return e.waitWhyUntil(name, func(r plugin.WhyReport) bool { return r.State == state && hasAll(r.Causes, want) }, timeout, each, extra...)
+}
+
+// waitWhyUntil runs why until done accepts its report, or the deadline
+// passes; it shows each report to each (if set) and returns the last.
+func (e *env) waitWhyUntil(name string, done func(plugin.WhyReport) bool, timeout time.Duration,
+	each func(plugin.WhyReport), extra ...string) (int, plugin.WhyReport) {
+	e.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		code, r := e.why(name, extra...)
@@ -115,7 +124,7 @@ func (e *env) waitWhyEach(name string, want []plugin.CauseCode, state plugin.Rol
 		if each != nil {
 			each(r)
 		}
-		if (r.State == state && hasAll(r.Causes, want)) || time.Now().After(deadline) {
+		if done(r) || time.Now().After(deadline) {
 			return code, r
 		}
 		select {
@@ -124,6 +133,16 @@ func (e *env) waitWhyEach(name string, want []plugin.CauseCode, state plugin.Rol
 		case <-time.After(300 * time.Millisecond): // a poll of the live state, not a wait for time to pass
 		}
 	}
+}
+
+// hasOnly reports whether every cause of cs is one of want.
+func hasOnly(cs []plugin.Cause, want []plugin.CauseCode) bool {
+	for _, c := range cs {
+		if !slices.Contains(want, c.Code) {
+			return false
+		}
+	}
+	return true
 }
 
 func hasAll(cs []plugin.Cause, want []plugin.CauseCode) bool {
