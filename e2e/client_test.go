@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"maps"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,11 +50,7 @@ func (r *recordingClient) CreatePod(ctx context.Context, pod *corev1.Pod) (*core
 func (r *recordingClient) failedCreates() map[types.UID]int32 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make(map[types.UID]int32, len(r.failed))
-	for k, v := range r.failed {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(r.failed)
 }
 
 // DeletePod records uid, then deletes.
@@ -68,9 +65,5 @@ func (r *recordingClient) DeletePod(ctx context.Context, namespace, name string,
 func (r *recordingClient) deleted() map[types.UID]bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make(map[types.UID]bool, len(r.dels))
-	for k, v := range r.dels {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(r.dels)
 }
